@@ -1,0 +1,311 @@
+"""The provider-neutral conversation: value types for blocks and the invariants.
+
+Every other module speaks this model; only ``providers/`` knows a wire format.
+Blocks are immutable; a tier that edits history swaps a block for a new one
+through :meth:`Conversation.replace_result`, which enforces monotone edits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from enum import IntEnum
+from typing import Any, Literal
+
+Role = Literal["user", "assistant"]
+
+INTERRUPTED_RESULT = "[interrupted: the tool did not finish; no result was recorded]"
+
+
+class ResultState(IntEnum):
+    """How much of a tool result is still in context. Only ever increases."""
+
+    FULL = 0
+    BUDGETED = 1  # cut to head + tail
+    CLEARED = 2  # replaced by a placeholder
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    id: str
+    name: str
+    input: dict[str, Any]
+    kind: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """A tool's answer plus the metadata that survives clearing.
+
+    ``tool_name`` and ``target`` (the main argument: a path, pattern or
+    command) let a placeholder say what was there; ``saved_path`` says where
+    the full text lives on disk once it has left the context.
+    """
+
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    tool_name: str = ""
+    target: str = ""
+    original_chars: int = 0
+    original_lines: int = 0
+    saved_path: str | None = None
+    state: ResultState = ResultState.FULL
+    kind: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryBlock:
+    """The boundary left by a compaction: the summary and where the full history is."""
+
+    summary: str
+    transcript_path: str = ""
+    compacted_messages: int = 0
+    kind: Literal["summary"] = "summary"
+
+    def render(self) -> str:
+        where = f" The full transcript is at {self.transcript_path}." if self.transcript_path else ""
+        return (
+            "[This session was compacted: earlier messages were replaced by the summary below."
+            f"{where}]\n\n{self.summary}"
+        )
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock | SummaryBlock
+
+
+@dataclass(slots=True)
+class Message:
+    role: Role
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.blocks if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.blocks if isinstance(b, ToolUseBlock)]
+
+    @property
+    def tool_results(self) -> list[ToolResultBlock]:
+        return [b for b in self.blocks if isinstance(b, ToolResultBlock)]
+
+    @property
+    def is_tool_result_message(self) -> bool:
+        return bool(self.blocks) and all(isinstance(b, ToolResultBlock) for b in self.blocks)
+
+    @property
+    def is_plain_user_message(self) -> bool:
+        """A message the user typed (not tool results, not a summary boundary)."""
+        return self.role == "user" and any(isinstance(b, TextBlock) for b in self.blocks) and not any(
+            isinstance(b, ToolResultBlock | SummaryBlock) for b in self.blocks
+        )
+
+
+def user_text(text: str) -> Message:
+    return Message("user", [TextBlock(text)])
+
+
+def block_chars(block: Block) -> int:
+    """Characters a block contributes to a request; the unit of the token estimate."""
+    if isinstance(block, TextBlock):
+        return len(block.text)
+    if isinstance(block, ToolUseBlock):
+        return len(block.name) + len(json.dumps(block.input, ensure_ascii=False)) + len(block.id)
+    if isinstance(block, ToolResultBlock):
+        return len(block.content) + len(block.tool_use_id)
+    return len(block.render())
+
+
+def message_chars(message: Message) -> int:
+    return sum(block_chars(b) for b in message.blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRef:
+    """Where a tool result sits, so tiers can find it without scanning history."""
+
+    message_index: int
+    block_index: int
+    tool_use_id: str
+
+
+class EditError(ValueError):
+    """An edit would break an invariant (grow a result, un-clear one, split a pair)."""
+
+
+class Conversation:
+    """An ordered list of messages plus a running character count and a result index.
+
+    The index and count are maintained on every append and edit so that a
+    pipeline pass costs what was appended since the last pass, not the
+    length of the whole history.
+    """
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self.messages: list[Message] = []
+        self.total_chars = 0
+        self.results: list[ResultRef] = []
+        self.version = 0  # bumped on every change; cheap change detection
+        for m in messages:
+            self.append(m)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.messages)
+
+    def append(self, message: Message) -> None:
+        index = len(self.messages)
+        self.messages.append(message)
+        self.total_chars += message_chars(message)
+        for bi, block in enumerate(message.blocks):
+            if isinstance(block, ToolResultBlock):
+                self.results.append(ResultRef(index, bi, block.tool_use_id))
+        self.version += 1
+
+    def replace_all(self, messages: Sequence[Message]) -> None:
+        """Rebuild after a compaction."""
+        self.messages = []
+        self.total_chars = 0
+        self.results = []
+        for m in messages:
+            self.append(m)
+
+    def result_at(self, ref: ResultRef) -> ToolResultBlock:
+        block = self.messages[ref.message_index].blocks[ref.block_index]
+        assert isinstance(block, ToolResultBlock)
+        return block
+
+    def tool_use_for(self, ref: ResultRef) -> ToolUseBlock | None:
+        """The tool_use this result answers (in the message before)."""
+        if ref.message_index == 0:
+            return None
+        for block in self.messages[ref.message_index - 1].blocks:
+            if isinstance(block, ToolUseBlock) and block.id == ref.tool_use_id:
+                return block
+        return None
+
+    def replace_result(self, ref: ResultRef, new: ToolResultBlock) -> int:
+        """Swap a tool result for a smaller or more-cleared one; returns chars freed."""
+        old = self.result_at(ref)
+        if new.tool_use_id != old.tool_use_id:
+            raise EditError("a replacement must answer the same tool_use")
+        if new.state < old.state:
+            raise EditError("a cleared result cannot come back")
+        if len(new.content) > len(old.content):
+            raise EditError("an edit may not grow a result")
+        self.messages[ref.message_index].blocks[ref.block_index] = new
+        freed = len(old.content) - len(new.content)
+        self.total_chars -= freed
+        self.version += 1
+        return freed
+
+    @property
+    def last(self) -> Message | None:
+        return self.messages[-1] if self.messages else None
+
+    def pending_tool_uses(self) -> list[ToolUseBlock]:
+        """tool_use blocks of the last assistant message that have no result yet."""
+        if not self.messages or self.messages[-1].role != "assistant":
+            return []
+        return self.messages[-1].tool_uses
+
+    def close_dangling_tool_uses(self, note: str = INTERRUPTED_RESULT) -> Message | None:
+        """Give every unanswered tool_use a result so the history stays valid."""
+        pending = self.pending_tool_uses()
+        if not pending:
+            return None
+        message = Message(
+            "user",
+            [
+                ToolResultBlock(u.id, note, is_error=True, tool_name=u.name, target=target_of(u))
+                for u in pending
+            ],
+        )
+        self.append(message)
+        return message
+
+
+def target_of(use: ToolUseBlock) -> str:
+    """The argument that identifies what a tool call was about."""
+    for key in ("path", "command", "pattern", "focus"):
+        value = use.input.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def validate(messages: Sequence[Message]) -> list[str]:
+    """Problems the real APIs would reject (empty list when valid).
+
+    Same rules as the simulator's validator: first message from the user,
+    every tool_use answered in the very next message, every tool_result
+    answering a tool_use of the message before, no empty content.
+    """
+    problems: list[str] = []
+    if messages and messages[0].role != "user":
+        problems.append("the first message must come from the user")
+    for i, m in enumerate(messages):
+        if not m.blocks:
+            problems.append(f"message {i} has no content")
+            continue
+        if any(isinstance(b, TextBlock) and not b.text.strip() for b in m.blocks):
+            problems.append(f"message {i} has an empty text block")
+        uses = {u.id for u in m.tool_uses}
+        if uses:
+            nxt = messages[i + 1] if i + 1 < len(messages) else None
+            answered = {r.tool_use_id for r in nxt.tool_results} if nxt else set()
+            missing = uses - answered
+            if missing:
+                problems.append(f"message {i}: tool_use without a result right after: {sorted(missing)}")
+        if m.tool_results:
+            prev = messages[i - 1] if i > 0 else None
+            asked = {u.id for u in prev.tool_uses} if prev and prev.role == "assistant" else set()
+            orphans = {r.tool_use_id for r in m.tool_results} - asked
+            if orphans:
+                problems.append(f"message {i}: tool_result with no tool_use before: {sorted(orphans)}")
+    return problems
+
+
+# ---- serialization (transcripts) -------------------------------------------------
+
+_BLOCK_TYPES: dict[str, type[Any]] = {
+    "text": TextBlock,
+    "tool_use": ToolUseBlock,
+    "tool_result": ToolResultBlock,
+    "summary": SummaryBlock,
+}
+
+
+def block_to_dict(block: Block) -> dict[str, Any]:
+    data = asdict(block)
+    if isinstance(block, ToolResultBlock):
+        data["state"] = int(block.state)
+    return data
+
+
+def block_from_dict(data: dict[str, Any]) -> Block:
+    cls = _BLOCK_TYPES[data["kind"]]
+    values = {k: v for k, v in data.items() if k != "kind"}
+    block = cls(**values)
+    if isinstance(block, ToolResultBlock):
+        block = replace(block, state=ResultState(int(block.state)))
+    return block  # type: ignore[no-any-return]
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "blocks": [block_to_dict(b) for b in message.blocks]}
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    return Message(data["role"], [block_from_dict(b) for b in data["blocks"]])

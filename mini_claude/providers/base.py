@@ -1,0 +1,152 @@
+"""What every provider adapter takes and gives: neutral requests, stream events, errors.
+
+Nothing outside ``providers/`` sees a wire format or an SDK type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mini_claude.conversation import Message
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    model: str
+    system: str
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec]
+    max_tokens: int
+    allow_tool_use: bool = True  # False: tools stay defined (cache prefix intact) but unusable
+    cache: bool = True  # place prompt-cache breakpoints
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0  # the uncached part of the prompt
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The whole prompt as the server counted it."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.output_tokens + other.output_tokens,
+        )
+
+
+# ---- stream events -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseStarted:
+    """The model began a tool call (arguments still streaming)."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseComplete:
+    message: Message  # the assistant message, tool_use inputs parsed
+    stop_reason: str  # "end_turn" | "tool_use" | "max_tokens" | other, normalised
+    usage: Usage | None  # None when the server reported none (some compatible servers)
+
+
+StreamEvent = TextDelta | ToolUseStarted | ResponseComplete
+
+
+class Provider(Protocol):
+    """One adapter per wire format."""
+
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send the request and yield events; the last one is ResponseComplete.
+
+        Raises a :class:`ProviderError` subclass on failure.
+        """
+        ...
+
+    async def close(self) -> None: ...
+
+
+# ---- errors ------------------------------------------------------------------------
+
+
+class ProviderError(Exception):
+    """A failed model call, already phrased for the user (one line, no secrets)."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class RateLimited(ProviderError):
+    retryable = True
+
+
+class Overloaded(ProviderError):
+    retryable = True
+
+
+class ServerError(ProviderError):
+    retryable = True
+
+
+class ConnectionLost(ProviderError):
+    """The connection failed or dropped mid-stream."""
+
+    retryable = True
+
+
+class RequestTimeout(ProviderError):
+    retryable = True
+
+
+class PromptTooLong(ProviderError):
+    """The server says the prompt exceeds the window; the context pipeline acts on this."""
+
+    def __init__(self, message: str, *, tokens: int | None = None, maximum: int | None = None,
+                 status: int | None = 400) -> None:
+        super().__init__(message, status=status)
+        self.tokens = tokens
+        self.maximum = maximum
+
+
+class AuthenticationFailed(ProviderError):
+    pass
+
+
+class BadRequest(ProviderError):
+    pass
+
+
+class MalformedResponse(ProviderError):
+    """The server's reply could not be understood (for example bad tool-call JSON)."""
+
+    retryable = True

@@ -1,0 +1,267 @@
+"""Every tunable number in one place: defaults, then environment, then flags.
+
+Defaults are the numbers the context pipeline was designed around; each has an
+environment override named in ``ENV_NAMES`` so a user can move any threshold
+without touching code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+ProviderName = Literal["anthropic", "openai"]
+
+# Known models and their context windows (tokens). Prefix match, longest first.
+MODEL_WINDOWS: dict[str, int] = {
+    "claude-opus-4": 200_000,
+    "claude-sonnet-4": 200_000,
+    "claude-haiku-4": 200_000,
+    "claude-3-7-sonnet": 200_000,
+    "claude-3-5-sonnet": 200_000,
+    "claude-3-5-haiku": 200_000,
+    "gpt-5": 400_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "deepseek-chat": 128_000,
+    "qwen2.5-coder": 32_768,
+    "llama3.1": 128_000,
+    "sim-": 200_000,
+}
+DEFAULT_WINDOW = 128_000
+
+DEFAULT_MODELS: dict[str, str] = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-4.1",
+}
+
+
+class SettingsError(ValueError):
+    """A setting has a value we cannot use; the message names the variable."""
+
+
+def window_for_model(model: str) -> int:
+    """Known window for a model name, or a safe default."""
+    for prefix in sorted(MODEL_WINDOWS, key=len, reverse=True):
+        if model.startswith(prefix):
+            return MODEL_WINDOWS[prefix]
+    return DEFAULT_WINDOW
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved configuration for one session."""
+
+    provider: ProviderName = "anthropic"
+    model: str = DEFAULT_MODELS["anthropic"]
+    compact_model: str | None = None
+    context_window: int | None = None  # None: from the model table
+    home: Path = field(default_factory=lambda: Path.home() / ".mini-claude")
+    anthropic_api_key: str | None = field(default=None, repr=False)
+    anthropic_base_url: str | None = None
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+
+    # Output and accounting
+    max_output_tokens: int = 8_192
+    output_reserve: int = 20_000
+    chars_per_token: float = 4.0
+
+    # Tier 0: at tool execution
+    persist_threshold_bytes: int = 30 * 1024
+    truncate_chars: int = 50_000
+    preview_lines: int = 200
+    preview_bytes: int = 2_048
+
+    # Tier 1: budget
+    budget_low_pct: float = 0.50
+    budget_low_chars: int = 30_000
+    budget_high_pct: float = 0.70
+    budget_high_chars: int = 15_000
+
+    # Tier 2: snip
+    snip_pct: float = 0.60
+    keep_recent_results: int = 3
+    keep_recent_per_tool: int = 3
+
+    # Tier 3: microcompact
+    microcompact_idle_seconds: float = 300.0
+
+    # Tier 4: auto-compact
+    auto_compact: bool = True
+    autocompact_pct: float = 0.85
+    post_compact_target_pct: float = 0.50
+    summary_max_tokens: int = 4_096
+    kept_user_tokens: int = 20_000
+    reattach_max_files: int = 5
+    reattach_file_tokens: int = 5_000
+    reattach_total_tokens: int = 50_000
+    compact_failure_limit: int = 3
+    summary_retry_limit: int = 3
+
+    # Provider calls
+    max_retries: int = 4
+    request_timeout_seconds: float = 600.0
+
+    # Tools
+    shell_timeout_seconds: float = 120.0
+    tool_output_cap_chars: int = 200_000
+    result_retention_days: int = 30
+
+    @property
+    def window(self) -> int:
+        return self.context_window or window_for_model(self.model)
+
+    @property
+    def reserve(self) -> int:
+        """Output reserve, capped at a quarter of small windows."""
+        return min(self.output_reserve, self.window // 4)
+
+    @property
+    def effective_window(self) -> int:
+        return self.window - self.reserve
+
+    @property
+    def autocompact_tokens(self) -> int:
+        return int(self.effective_window * self.autocompact_pct)
+
+    @property
+    def transcripts_dir(self) -> Path:
+        return self.home / "transcripts"
+
+    @property
+    def tool_results_dir(self) -> Path:
+        return self.home / "tool-results"
+
+    @property
+    def api_key(self) -> str | None:
+        return self.anthropic_api_key if self.provider == "anthropic" else self.openai_api_key
+
+    @property
+    def base_url(self) -> str | None:
+        return self.anthropic_base_url if self.provider == "anthropic" else self.openai_base_url
+
+    def with_overrides(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+
+# Field name -> environment variable. Keys and base URLs use the SDKs' own names.
+ENV_NAMES: dict[str, str] = {
+    "provider": "MINI_CLAUDE_PROVIDER",
+    "model": "MINI_CLAUDE_MODEL",
+    "compact_model": "MINI_CLAUDE_COMPACT_MODEL",
+    "context_window": "MINI_CLAUDE_CONTEXT_WINDOW",
+    "home": "MINI_CLAUDE_HOME",
+    "anthropic_api_key": "ANTHROPIC_API_KEY",
+    "anthropic_base_url": "ANTHROPIC_BASE_URL",
+    "openai_api_key": "OPENAI_API_KEY",
+    "openai_base_url": "OPENAI_BASE_URL",
+    "auto_compact": "MINI_CLAUDE_AUTO_COMPACT",
+    "autocompact_pct": "MINI_CLAUDE_AUTOCOMPACT_PCT",
+}
+for _f in fields(Settings):
+    ENV_NAMES.setdefault(_f.name, "MINI_CLAUDE_" + _f.name.upper())
+
+_PERCENT_FIELDS = {
+    "autocompact_pct",
+    "budget_low_pct",
+    "budget_high_pct",
+    "snip_pct",
+    "post_compact_target_pct",
+}
+
+
+def _parse(name: str, raw: str, default: Any) -> Any:
+    """Convert one environment string to the field's type, with a one-line error."""
+    env = ENV_NAMES[name]
+    raw = raw.strip()
+    try:
+        if name == "home":
+            return Path(raw).expanduser()
+        if name == "provider":
+            if raw not in ("anthropic", "openai"):
+                raise ValueError
+            return raw
+        if name == "context_window":
+            value = int(raw.replace("_", "").replace(",", ""))
+            if value < 1_000:
+                raise ValueError
+            return value
+        if isinstance(default, bool):
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if name in _PERCENT_FIELDS:
+            value_f = float(raw.rstrip("%"))
+            if value_f > 1:
+                value_f /= 100  # accept "85" as well as "0.85"
+            if not 0 < value_f <= 1:
+                raise ValueError
+            return value_f
+        if isinstance(default, int):
+            return int(raw.replace("_", "").replace(",", ""))
+        if isinstance(default, float):
+            return float(raw)
+        return raw or None
+    except ValueError:
+        raise SettingsError(f"{env}={raw!r} is not a valid value") from None
+
+
+def load_dotenv_files(cwd: Path, home: Path | None = None) -> dict[str, str]:
+    """Read `.env` in the working folder, then under the home folder; earlier wins.
+
+    Returns the merged values without touching ``os.environ``; the real
+    environment always wins over both files.
+    """
+    from dotenv import dotenv_values
+
+    merged: dict[str, str] = {}
+    home_dir = home or Path(os.environ.get("MINI_CLAUDE_HOME", "~/.mini-claude")).expanduser()
+    for path in (cwd / ".env", home_dir / ".env"):
+        if path.is_file():
+            for key, value in dotenv_values(path).items():
+                if value is not None:
+                    merged.setdefault(key, value)
+    return merged
+
+
+def from_environment(
+    environ: Mapping[str, str],
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+) -> Settings:
+    """Build settings from an environment mapping and the two flags that override it."""
+    base = Settings()
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        raw = environ.get(ENV_NAMES[f.name])
+        if raw is not None and raw.strip() != "":
+            values[f.name] = _parse(f.name, raw, getattr(base, f.name))
+    if provider:
+        values["provider"] = _parse("provider", provider, base.provider)
+    elif "provider" not in values:
+        values["provider"] = _choose_provider(environ)
+    if model:
+        values["model"] = model
+    elif "model" not in values:
+        values["model"] = DEFAULT_MODELS[values["provider"]]
+    return replace(base, **values)
+
+
+def _choose_provider(environ: Mapping[str, str]) -> ProviderName:
+    if environ.get("ANTHROPIC_API_KEY"):
+        return "anthropic"
+    if environ.get("OPENAI_API_KEY") or environ.get("OPENAI_BASE_URL"):
+        return "openai"
+    raise SettingsError(
+        "no model provider configured: set ANTHROPIC_API_KEY, or OPENAI_API_KEY "
+        "(and OPENAI_BASE_URL for an OpenAI-compatible server), in the environment or a .env file"
+    )
