@@ -8,7 +8,7 @@ through :meth:`Conversation.replace_result`, which enforces monotone edits.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import IntEnum
 from typing import Any, Literal
@@ -155,6 +155,9 @@ class Conversation:
         self.total_chars = 0
         self.results: list[ResultRef] = []
         self.version = 0  # bumped on every change; cheap change detection
+        self.epoch = 0  # bumped when history is rebuilt; incremental indexes start over
+        # Called with every edited block, so the transcript can record tier edits.
+        self.on_replace: Callable[[ToolResultBlock], None] | None = None
         for m in messages:
             self.append(m)
 
@@ -175,6 +178,7 @@ class Conversation:
 
     def replace_all(self, messages: Sequence[Message]) -> None:
         """Rebuild after a compaction."""
+        self.epoch += 1
         self.messages = []
         self.total_chars = 0
         self.results = []
@@ -208,6 +212,8 @@ class Conversation:
         freed = len(old.content) - len(new.content)
         self.total_chars -= freed
         self.version += 1
+        if self.on_replace is not None:
+            self.on_replace(new)
         return freed
 
     @property

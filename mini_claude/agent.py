@@ -1,0 +1,338 @@
+"""The agent loop: call the model, run the tools it asks for, repeat. Emits events, never prints.
+
+Before every model call the context pipeline (tiers 1-3) runs; at the turn
+boundary, and inside a turn when one turn alone outgrows the window, the
+compactor summarizes. Every message goes to the transcript as it happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict
+from typing import Any
+
+from mini_claude import events as ev
+from mini_claude.context.base import ResultStore
+from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
+from mini_claude.context.meter import TokenMeter
+from mini_claude.context.persist import admit_result
+from mini_claude.context.pipeline import ContextPipeline
+from mini_claude.conversation import (
+    INTERRUPTED_RESULT,
+    Conversation,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    target_of,
+    user_text,
+)
+from mini_claude.pricing import CostTracker
+from mini_claude.providers.base import (
+    ModelRequest,
+    PromptTooLong,
+    Provider,
+    ProviderError,
+    ResponseComplete,
+    StreamRestarted,
+    TextDelta,
+    ToolUseStarted,
+)
+from mini_claude.settings import Settings
+from mini_claude.tools.base import ToolContext, ToolOutput
+from mini_claude.tools.registry import ToolRegistry
+from mini_claude.transcript import Transcript
+
+COMPACT_TOOL = "compact"
+INTERRUPTED_TEXT = "[interrupted by the user]"
+
+
+class Agent:
+    """One conversation with one model; the UI drives it through :meth:`turn`."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        provider: Provider,
+        registry: ToolRegistry,
+        tool_context: ToolContext,
+        system_prompt: str,
+        transcript: Transcript,
+        store: ResultStore,
+        clock: Callable[[], float] = time.monotonic,
+        conversation: Conversation | None = None,
+    ) -> None:
+        self.settings = settings
+        self.provider = provider
+        self.registry = registry
+        self.tool_context = tool_context
+        self.system_prompt = system_prompt
+        self.tools = registry.specs()
+        self.store = store
+        self.clock = clock
+        self.meter = TokenMeter(settings, fixed_chars=self.fixed_chars)
+        self.pipeline = ContextPipeline(settings, store, self.meter)
+        self.compactor = Compactor(settings, self.meter, store)
+        self.costs = CostTracker()
+        self.tokens_freed: dict[str, int] = {}
+        self.compactions = 0
+        self.pipeline_seconds: list[float] = []
+        self.last_call_at: float | None = None
+        self._compact_requested: str | None = None
+        self.transcript = transcript
+        self.conversation = Conversation()
+        self.attach(transcript, conversation or Conversation())
+
+    # ---- session plumbing -------------------------------------------------------------
+
+    @property
+    def fixed_chars(self) -> int:
+        """Characters sent with every request besides the messages."""
+        schemas = json.dumps([asdict(t) for t in self.tools], ensure_ascii=False)
+        return len(self.system_prompt) + len(schemas)
+
+    def attach(self, transcript: Transcript, conversation: Conversation) -> None:
+        """Start over on a new (or resumed) conversation and transcript."""
+        self.transcript = transcript
+        self.conversation = conversation
+        self.conversation.on_replace = self._record_edit
+        self.meter = TokenMeter(self.settings, fixed_chars=self.fixed_chars)
+        self.pipeline = ContextPipeline(self.settings, self.store, self.meter)
+        self.compactor = Compactor(self.settings, self.meter, self.store)
+        self.last_call_at = None
+
+    def reconfigure(self, settings: Settings) -> None:
+        """New settings (e.g. another model) for the same conversation; totals carry over."""
+        self.settings = settings
+        self.tool_context.settings = settings
+        self.attach(self.transcript, self.conversation)
+
+    def status(self) -> ev.ContextStatus:
+        return self.meter.status(self.conversation)
+
+    def _record_edit(self, block: ToolResultBlock) -> None:
+        self.transcript.edit(block.state.name.lower(), block)
+
+    def _append(self, message: Message, original: Message | None = None) -> None:
+        """Add to the conversation and the transcript (the original, untouched text)."""
+        self.transcript.message(original or message)
+        self.conversation.append(message)
+
+    # ---- turns ------------------------------------------------------------------------
+
+    async def turn(self, text: str) -> AsyncIterator[ev.Event]:
+        """Run one user request to completion, yielding events as they happen."""
+        yield ev.TurnStarted(text)
+        self.compactor.note_turn_start()
+        self._append(user_text(text))
+        if self.compactor.should_auto_compact(self.conversation):
+            async for event in self._compact("auto"):
+                yield event
+        elif self.compactor.thrash_warning:
+            yield ev.Notice(self.compactor.thrash_warning, "warning")
+        async for event in self._loop():
+            yield event
+
+    async def compact(self, focus: str | None = None) -> AsyncIterator[ev.Event]:
+        """Manual `/compact [focus]`."""
+        async for event in self._compact("manual", focus):
+            yield event
+
+    async def _loop(self) -> AsyncIterator[ev.Event]:
+        requests = 0
+        retried_too_long = False
+        while True:
+            async for event in self._prepare_context():
+                yield event
+            requests += 1
+            response: ResponseComplete | None = None
+            try:
+                async for event in self._call_model(requests):
+                    if isinstance(event, ResponseComplete):
+                        response = event
+                    else:
+                        yield event
+            except PromptTooLong as exc:
+                if retried_too_long or not self.settings.auto_compact:
+                    yield ev.TurnError(exc.message, "prompt_too_long")
+                    return
+                retried_too_long = True
+                yield ev.Notice(f"the server said the prompt is too long ({exc.message}); compacting")
+                async for event in self._compact("prompt-too-long"):
+                    yield event
+                continue
+            except ProviderError as exc:
+                kind = "auth" if type(exc).__name__ == "AuthenticationFailed" else "error"
+                self.transcript.event("error", message=exc.message)
+                yield ev.TurnError(exc.message, kind)
+                return
+            assert response is not None
+            yield ev.AssistantMessage(response.message)
+            uses = response.message.tool_uses
+            if not uses:
+                yield ev.TurnFinished(response.message.text, response.stop_reason, requests)
+                return
+            async for event in self._run_tools(uses):
+                yield event
+
+    async def _prepare_context(self) -> AsyncIterator[ev.Event]:
+        """Tiers 1-3, then the mid-turn safety net; all before the next request."""
+        started = time.perf_counter()
+        reports = self.pipeline.run(self.conversation, now=self.clock(), last_call_at=self.last_call_at)
+        self.pipeline_seconds.append(time.perf_counter() - started)
+        for report in reports:
+            self.tokens_freed[report.tier] = self.tokens_freed.get(report.tier, 0) + report.tokens_freed
+            yield ev.TierFired(report)
+        if self._compact_requested is not None:
+            focus, self._compact_requested = self._compact_requested, None
+            async for event in self._compact("tool", focus or None):
+                yield event
+        elif self.settings.auto_compact and self.compactor.needs_mid_turn_compaction(
+            self.conversation
+        ):
+            async for event in self._compact("mid-turn"):
+                yield event
+
+    def _request(self) -> ModelRequest:
+        return ModelRequest(
+            model=self.settings.model,
+            system=self.system_prompt,
+            messages=list(self.conversation.messages),
+            tools=self.tools,
+            max_tokens=min(self.settings.max_output_tokens, self.settings.reserve),
+        )
+
+    async def _call_model(self, number: int) -> AsyncIterator[ev.Event | ResponseComplete]:
+        """Stream one reply; on interruption keep whatever text had arrived."""
+        yield ev.ModelCallStarted(number, self.status())
+        request = self._request()
+        partial: list[str] = []
+        try:
+            async for event in self.provider.stream(request):
+                if isinstance(event, TextDelta):
+                    partial.append(event.text)
+                    yield ev.TextDelta(event.text)
+                elif isinstance(event, StreamRestarted):
+                    partial.clear()
+                    yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
+                elif isinstance(event, ToolUseStarted):
+                    continue
+                elif isinstance(event, ResponseComplete):
+                    self._record_response(event)
+                    if event.usage is not None:
+                        yield ev.UsageReported(event.usage, self.status(), self.costs.dollars)
+                    yield event
+        except (asyncio.CancelledError, GeneratorExit):
+            if "".join(partial).strip():
+                self._append(Message("assistant", [TextBlock("".join(partial) + "\n" + INTERRUPTED_TEXT)]))
+            self.transcript.event("interrupted", during="model call")
+            raise
+        finally:
+            self.last_call_at = self.clock()
+
+    def _record_response(self, response: ResponseComplete) -> None:
+        if response.usage is not None:
+            self.meter.observe(response.usage.prompt_tokens, self.conversation)
+            self.costs.add(self.settings.model, response.usage)
+        message = response.message
+        if not message.blocks:
+            message = Message("assistant", [TextBlock("(no response)")])
+            response = ResponseComplete(message, response.stop_reason, response.usage)
+        self._append(message)
+        if response.usage is not None:
+            self.transcript.event("usage", **asdict(response.usage))
+
+    async def _run_tools(self, uses: list[ToolUseBlock]) -> AsyncIterator[ev.Event]:
+        admitted: list[ToolResultBlock] = []
+        originals: list[ToolResultBlock] = []
+        try:
+            for use in uses:
+                yield ev.ToolStarted(use.id, use.name, use.input)
+                output = await self._execute(use)
+                original = ToolResultBlock(
+                    use.id, output.content, output.is_error, use.name, target_of(use),
+                    len(output.content), output.content.count("\n") + 1,
+                )
+                block, report = admit_result(output, use, self.store, self.settings)
+                if report is not None:
+                    self.tokens_freed[report.tier] = self.tokens_freed.get(report.tier, 0) + report.tokens_freed
+                    yield ev.TierFired(report)
+                originals.append(original)
+                admitted.append(block)
+                yield ev.ToolFinished(use.id, use.name, block, output.display, output.display_kind)
+        except (asyncio.CancelledError, GeneratorExit):
+            self._close_results(uses, admitted, originals, interrupted=True)
+            raise
+        self._close_results(uses, admitted, originals)
+
+    def _close_results(self, uses: list[ToolUseBlock], admitted: list[ToolResultBlock],
+                       originals: list[ToolResultBlock], *, interrupted: bool = False) -> None:
+        """Answer every tool_use, marking the unfinished ones as interrupted."""
+        for use in uses[len(admitted):]:
+            block = ToolResultBlock(use.id, INTERRUPTED_RESULT, True, use.name, target_of(use))
+            admitted.append(block)
+            originals.append(block)
+        self._append(Message("user", list(admitted)), Message("user", list(originals)))
+        for original, block in zip(originals, admitted, strict=True):
+            if block is not original and block.content != original.content:
+                self.transcript.edit(block.state.name.lower(), block)
+        if interrupted:
+            self.transcript.event("interrupted", during="tools")
+
+    async def _execute(self, use: ToolUseBlock) -> ToolOutput:
+        if use.name == COMPACT_TOOL and self.registry.get(COMPACT_TOOL) is not None:
+            focus = use.input.get("focus")
+            self._compact_requested = focus if isinstance(focus, str) else ""
+            return ToolOutput("Compaction requested; the conversation will be summarized before "
+                              "the next step.")
+        return await self.registry.execute(use.name, use.input, self.tool_context)
+
+    # ---- compaction -------------------------------------------------------------------
+
+    def summary_context(self) -> SummaryContext:
+        return SummaryContext(
+            provider=self.provider,
+            model=self.settings.compact_model or self.settings.model,
+            system=self.system_prompt,
+            tools=self.tools,
+            root=self.tool_context.root,
+            transcript_path=str(self.transcript.path),
+        )
+
+    async def _compact(self, reason: str, focus: str | None = None) -> AsyncIterator[ev.Event]:
+        before = self.meter.estimate(self.conversation)
+        yield ev.CompactionStarted(reason, before)
+        try:
+            result = await self.compactor.compact(
+                self.conversation, self.summary_context(), reason=reason, focus=focus
+            )
+        except CompactionError as exc:
+            self.transcript.event("compaction_failed", reason=reason, error=str(exc))
+            yield ev.CompactionFailed(reason, str(exc), self.compactor.breaker_open)
+            if self.compactor.breaker_open:
+                yield ev.Notice(
+                    "auto-compact stopped after repeated failures; older tool results will still be "
+                    "cleared, and /compact can be tried by hand", "warning")
+            return
+        self.compactions += 1
+        self.transcript.compaction(reason, result.summary, result.tokens_before, result.tokens_after,
+                                   self.conversation.messages)
+        yield ev.CompactionFinished(reason, result.tokens_before, result.tokens_after, result.summary)
+        if self.compactor.thrash_warning:
+            yield ev.Notice(self.compactor.thrash_warning, "warning")
+
+    # ---- introspection ----------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Numbers for /cost, the benchmark and tests."""
+        return {
+            "requests": self.costs.requests,
+            "usage": asdict(self.costs.usage),
+            "cost_usd": self.costs.dollars,
+            "compactions": self.compactions,
+            "tokens_freed": dict(self.tokens_freed),
+        }

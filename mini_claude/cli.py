@@ -1,0 +1,150 @@
+"""Command line entry point. It only parses and wires; each mode lives in its own module.
+
+Kept free of heavy imports so that ``--help`` and ``--version`` answer at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+from mini_claude import __version__
+
+if TYPE_CHECKING:
+    from mini_claude.settings import Settings
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+DESCRIPTION = """\
+A terminal coding agent for Anthropic or any OpenAI-compatible endpoint that keeps long
+sessions inside the context window. Run it in a project folder to open the REPL, or pass
+-p for a single non-interactive turn."""
+
+EPILOG = """\
+environment:
+  ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL   Anthropic credentials and endpoint
+  OPENAI_API_KEY, OPENAI_BASE_URL         OpenAI or any compatible server (Ollama, vLLM, ...)
+  MINI_CLAUDE_PROVIDER                    anthropic | openai
+  MINI_CLAUDE_MODEL                       model name
+  MINI_CLAUDE_CONTEXT_WINDOW              window in tokens (overrides the model table)
+  MINI_CLAUDE_HOME                        where transcripts and results go (~/.mini-claude)
+  MINI_CLAUDE_AUTO_COMPACT=0              turn auto-compact off
+  MINI_CLAUDE_AUTOCOMPACT_PCT             auto-compact threshold (default 85)
+  (every other threshold: see README, "Settings")
+
+subcommands:
+  mini-claude bench                       run the long-session benchmark
+"""
+
+
+class UsageError(Exception):
+    """Bad flags or configuration; printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mini-claude",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", nargs="?", const="",
+                        help="run one turn non-interactively and print the answer "
+                             "(text piped on stdin is added to the prompt)")
+    parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text",
+                        help="print mode output (default: text)")
+    parser.add_argument("-y", "--yes", action="store_true",
+                        help="allow run_shell, write_file and edit_file without asking")
+    parser.add_argument("--provider", choices=("anthropic", "openai"),
+                        help="model provider (default: from the environment)")
+    parser.add_argument("--model", help="model name (default: MINI_CLAUDE_MODEL or the provider's)")
+    parser.add_argument("-c", "--continue", dest="continue_session", action="store_true",
+                        help="continue the newest session of this folder")
+    parser.add_argument("-r", "--resume", metavar="ID", help="resume the session with this id")
+    parser.add_argument("--demo", action="store_true",
+                        help="watch the context pipeline work against a simulated model (no key)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on internal errors")
+    parser.add_argument("--version", action="version", version=f"mini-claude {__version__}")
+    return parser
+
+
+def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
+    """Settings from flags > environment > .env files."""
+    from mini_claude.settings import SettingsError, from_environment, load_dotenv_files
+
+    environ = dict(load_dotenv_files(cwd))
+    environ.update(os.environ)
+    try:
+        return from_environment(environ, provider=args.provider, model=args.model)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "bench":
+        from mini_claude.bench import main as bench_main
+
+        return bench_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except UsageError as exc:
+        print(f"mini-claude: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # the last line of defence: one line, never a traceback
+        if args.debug:
+            raise
+        print(f"mini-claude: internal error: {type(exc).__name__}: {exc} (run with --debug for "
+              "details)", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    cwd = Path.cwd()
+    if args.demo:
+        from mini_claude.demo import run_demo
+
+        return run_demo(args)
+    prompt = _print_prompt(args)
+    settings = load_settings(args, cwd)
+    if prompt is not None:
+        from mini_claude.printmode import run_print_mode
+
+        return run_print_mode(settings, cwd, prompt, args)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
+                         "for non-interactive use")
+    from mini_claude.ui.repl import run_repl
+
+    return run_repl(settings, cwd, args)
+
+
+def _print_prompt(args: argparse.Namespace) -> str | None:
+    """The print-mode prompt: -p text plus anything piped on stdin; None for the REPL."""
+    piped = ""
+    if sys.stdin is not None and not sys.stdin.isatty():
+        try:
+            piped = sys.stdin.read()
+        except (OSError, ValueError):
+            piped = ""
+    if args.prompt is None and not piped.strip():
+        return None
+    parts = [p for p in (args.prompt or "", piped.strip()) if p.strip()]
+    if not parts:
+        raise UsageError("-p needs a prompt (as an argument or on stdin)")
+    return "\n\n".join(parts)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,138 @@
+"""Wires one session together: settings in, a ready Agent out. The CLI and the REPL call this."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mini_claude.agent import Agent
+from mini_claude.context.store import DiskResultStore, cleanup_old_results
+from mini_claude.conversation import Conversation
+from mini_claude.providers.base import Provider
+from mini_claude.settings import Settings
+from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
+from mini_claude.tools.base import Approver, ToolContext, deny_all
+from mini_claude.tools.registry import ToolRegistry, default_registry
+from mini_claude.transcript import (
+    Transcript,
+    ensure_private_dir,
+    list_sessions,
+    load_session,
+    new_session_id,
+)
+
+SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+
+
+class SessionError(Exception):
+    """A session cannot start (no transcript to resume, unreadable file); one line for the user."""
+
+
+def child_environment(settings: Settings) -> dict[str, str]:
+    """The environment run_shell passes on: ours minus every API key we know of."""
+    secrets = {v for v in (settings.anthropic_api_key, settings.openai_api_key) if v}
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name not in SECRET_ENV_NAMES and value not in secrets
+    }
+
+
+@dataclass
+class Session:
+    settings: Settings
+    cwd: Path
+    provider: Provider
+    approver: Approver
+    clock: Callable[[], float] = time.monotonic
+    registry: ToolRegistry = field(default_factory=default_registry)
+    instructions: ProjectInstructions = field(init=False)
+    system_prompt: str = field(init=False)
+    session_id: str = field(init=False, default="")
+    agent: Agent = field(init=False)
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        ensure_private_dir(self.settings.home)
+        self.instructions = find_instructions(self.cwd, self.settings.home)
+        self.system_prompt = build_system_prompt(self.cwd, self.instructions)
+
+    @property
+    def secrets(self) -> list[str]:
+        return [k for k in (self.settings.anthropic_api_key, self.settings.openai_api_key) if k]
+
+    def _meta(self) -> dict[str, object]:
+        return {"cwd": str(self.cwd), "provider": self.settings.provider, "model": self.settings.model}
+
+    def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
+        store = DiskResultStore(self.settings, self.session_id)
+        context = ToolContext(
+            root=self.cwd,
+            settings=self.settings,
+            approve=self.approver,
+            session_id=self.session_id,
+            env=child_environment(self.settings),
+        )
+        return Agent(
+            settings=self.settings,
+            provider=self.provider,
+            registry=self.registry,
+            tool_context=context,
+            system_prompt=self.system_prompt,
+            transcript=transcript,
+            store=store,
+            clock=self.clock,
+            conversation=conversation,
+        )
+
+    def start_new(self) -> Agent:
+        """A fresh conversation with its own transcript (also what /clear does)."""
+        self.session_id = new_session_id()
+        transcript = Transcript.create(self.settings.transcripts_dir, self.session_id, self._meta(),
+                                       secrets=self.secrets)
+        self.agent = self._build_agent(transcript, Conversation())
+        return self.agent
+
+    def resume(self, session_id: str | None) -> Agent:
+        """Continue the newest session of this folder, or the one named."""
+        path = self._find_transcript(session_id)
+        loaded = load_session(path)
+        self.warnings.extend(loaded.warnings)
+        self.session_id = loaded.session_id
+        transcript = Transcript(path, secrets=self.secrets)
+        if loaded.repair is not None:
+            transcript.message(loaded.repair)
+        transcript.event("resumed")
+        self.agent = self._build_agent(transcript, loaded.conversation)
+        return self.agent
+
+    def _find_transcript(self, session_id: str | None) -> Path:
+        directory = self.settings.transcripts_dir
+        if session_id:
+            path = directory / f"{session_id}.jsonl"
+            if not path.is_file():
+                matches = sorted(directory.glob(f"{session_id}*.jsonl"))
+                if len(matches) != 1:
+                    raise SessionError(f"no session {session_id!r} under {directory}")
+                path = matches[0]
+            return path
+        sessions = list_sessions(directory, self.cwd)
+        if not sessions:
+            raise SessionError(f"no earlier session in {self.cwd} to continue")
+        return sessions[0].path
+
+    def switch_model(self, model: str) -> None:
+        """`/model NAME`: later requests use the new model; the window follows it."""
+        self.settings = self.settings.with_overrides(model=model)
+        self.agent.reconfigure(self.settings)
+
+
+def startup_housekeeping(settings: Settings) -> int:
+    """Remove persisted results past their retention period; never fails the start."""
+    try:
+        return cleanup_old_results(settings, time.time())
+    except OSError:
+        return 0

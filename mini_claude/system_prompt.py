@@ -1,0 +1,66 @@
+"""The system prompt and the project instructions folded into it once per session.
+
+The prompt is built once and never edited afterwards: it heads the prompt-cache
+prefix, and a single changed byte would make every later request pay in full.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+INSTRUCTION_FILES = ("MINI-CLAUDE.md", "CLAUDE.md", "AGENTS.md")
+MAX_INSTRUCTION_CHARS = 40_000
+
+BASE_PROMPT = """\
+You are mini-claude, a coding agent working in the user's project folder through tools.
+
+How to work:
+- Look before you change: list files, search, and read the relevant code first.
+- Keep answers short and concrete; show file paths and line numbers when you refer to code.
+- Use edit_file for small changes (the old text must be unique) and write_file for new files.
+- Run commands with run_shell (tests, builds, git); the user may be asked to approve them.
+- Old tool results may be replaced by placeholders to save context. A placeholder says where the
+  full text was saved; read that file with read_file if you need it again, or re-run the tool.
+- A summary may replace earlier messages; trust it and continue the work from where it says.
+- Call the compact tool yourself when you have finished a large sub-task and the details of the
+  earlier work are no longer needed.
+"""
+
+
+@dataclass(frozen=True)
+class ProjectInstructions:
+    paths: tuple[Path, ...]
+    text: str
+
+
+def find_instructions(cwd: Path, home: Path) -> ProjectInstructions:
+    """Instruction files from the user's home folder, then from the root down to ``cwd``."""
+    found: list[Path] = []
+    user_file = home / "MINI-CLAUDE.md"
+    if user_file.is_file():
+        found.append(user_file)
+    for folder in reversed([cwd, *cwd.parents]):
+        for name in INSTRUCTION_FILES:
+            candidate = folder / name
+            if candidate.is_file():
+                found.append(candidate)
+                break  # one file per folder: the most specific name wins
+    parts: list[str] = []
+    for path in found:
+        try:
+            body = path.read_text(encoding="utf-8", errors="replace")[:MAX_INSTRUCTION_CHARS]
+        except OSError:
+            continue
+        parts.append(f"Instructions from {path}:\n{body.strip()}")
+    return ProjectInstructions(tuple(found), "\n\n".join(parts))
+
+
+def build_system_prompt(cwd: Path, instructions: ProjectInstructions) -> str:
+    environment = (
+        f"\nEnvironment:\n- Working folder: {cwd}\n- Platform: {platform.system()} "
+        f"{platform.release()}\n"
+    )
+    project = f"\nProject instructions (follow them):\n{instructions.text}\n" if instructions.text else ""
+    return BASE_PROMPT + environment + project

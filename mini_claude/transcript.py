@@ -1,0 +1,210 @@
+"""Append-only JSONL session log: the source of truth that resume replays.
+
+Every message is written as it happens with its original content (before any
+tier touched it); tier edits and compactions are written as their own records,
+so replaying the file rebuilds the conversation exactly as it stood.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mini_claude.conversation import (
+    INTERRUPTED_RESULT,
+    Conversation,
+    Message,
+    ToolResultBlock,
+    block_from_dict,
+    block_to_dict,
+    message_from_dict,
+    message_to_dict,
+)
+
+
+def new_session_id() -> str:
+    """Sortable by time, unique enough for one user's sessions."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+def ensure_private_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        os.chmod(path, 0o700)
+    except OSError:
+        pass
+
+
+class Transcript:
+    """Writes one JSON object per line, flushed and fsync-free but unbuffered per line."""
+
+    def __init__(self, path: Path, *, secrets: Iterable[str] = ()) -> None:
+        self.path = path
+        self._secrets = [s for s in secrets if s and len(s) >= 8]
+        self.write_failed = False
+        ensure_private_dir(path.parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._file = os.fdopen(fd, "a", encoding="utf-8")
+
+    @classmethod
+    def create(cls, directory: Path, session_id: str, meta: dict[str, Any],
+               *, secrets: Iterable[str] = ()) -> Transcript:
+        transcript = cls(directory / f"{session_id}.jsonl", secrets=secrets)
+        transcript.write({"type": "session", "id": session_id, "created": time.time(), **meta})
+        return transcript
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False)
+        for secret in self._secrets:
+            line = line.replace(secret, "[redacted]")
+        try:
+            self._file.write(line + "\n")
+            self._file.flush()
+        except OSError:
+            self.write_failed = True  # the session goes on; the UI reports it once
+
+    def message(self, message: Message) -> None:
+        self.write({"type": "message", "message": message_to_dict(message)})
+
+    def edit(self, tier: str, block: ToolResultBlock) -> None:
+        self.write({"type": "edit", "tier": tier, "block": block_to_dict(block)})
+
+    def compaction(self, reason: str, summary: str, tokens_before: int, tokens_after: int,
+                   messages: Sequence[Message]) -> None:
+        self.write({
+            "type": "compaction",
+            "reason": reason,
+            "summary": summary,
+            "tokens_before": tokens_before,
+            "tokens_after": tokens_after,
+            "messages": [message_to_dict(m) for m in messages],
+        })
+
+    def event(self, kind: str, **data: Any) -> None:
+        self.write({"type": "event", "kind": kind, "time": time.time(), **data})
+
+    def close(self) -> None:
+        try:
+            self._file.close()
+        except OSError:
+            pass
+
+
+@dataclass
+class LoadedSession:
+    session_id: str
+    meta: dict[str, Any]
+    conversation: Conversation
+    original_messages: list[Message] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    repair: Message | None = None  # results added for tool calls that never finished
+
+
+def load_session(path: Path) -> LoadedSession:
+    """Replay a transcript into the conversation as it stood after its last record.
+
+    A torn last line (a crash mid-write) is skipped with a warning; a tool
+    call whose result never arrived gets a result saying it was interrupted.
+    """
+    messages: list[Message] = []
+    originals: list[Message] = []
+    meta: dict[str, Any] = {}
+    warnings: list[str] = []
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            _apply(record, messages, originals, meta)
+        except (ValueError, KeyError, TypeError) as exc:
+            where = "last line" if number == len(lines) else f"line {number}"
+            warnings.append(f"transcript {path.name}: {where} is damaged and was skipped ({exc})")
+    conversation = Conversation(messages)
+    repair = conversation.close_dangling_tool_uses(INTERRUPTED_RESULT)
+    if repair is not None:
+        warnings.append("the last tool call was interrupted; it was marked as such")
+    return LoadedSession(
+        session_id=str(meta.get("id", path.stem)),
+        meta=meta,
+        conversation=conversation,
+        original_messages=originals,
+        warnings=warnings,
+        repair=repair,
+    )
+
+
+def _apply(record: dict[str, Any], messages: list[Message], originals: list[Message],
+           meta: dict[str, Any]) -> None:
+    kind = record["type"]
+    if kind == "session":
+        meta.update(record)
+    elif kind == "message":
+        message = message_from_dict(record["message"])
+        messages.append(message)
+        originals.append(message_from_dict(record["message"]))
+    elif kind == "edit":
+        block = block_from_dict(record["block"])
+        assert isinstance(block, ToolResultBlock)
+        _replace_result(messages, block)
+    elif kind == "compaction":
+        messages[:] = [message_from_dict(m) for m in record["messages"]]
+
+
+def _replace_result(messages: list[Message], new: ToolResultBlock) -> None:
+    for message in reversed(messages):
+        for i, block in enumerate(message.blocks):
+            if isinstance(block, ToolResultBlock) and block.tool_use_id == new.tool_use_id:
+                message.blocks[i] = new
+                return
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    session_id: str
+    path: Path
+    cwd: str
+    modified: float
+    first_prompt: str
+
+
+def list_sessions(directory: Path, cwd: Path | None = None) -> list[SessionInfo]:
+    """Sessions newest first, optionally only those started in ``cwd``."""
+    if not directory.is_dir():
+        return []
+    found: list[SessionInfo] = []
+    for path in directory.glob("*.jsonl"):
+        info = _peek(path)
+        if info and (cwd is None or info.cwd == str(cwd)):
+            found.append(info)
+    found.sort(key=lambda s: s.modified, reverse=True)
+    return found
+
+
+def _peek(path: Path) -> SessionInfo | None:
+    """Read just enough of a transcript to list it."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            head = json.loads(handle.readline())
+            first_prompt = ""
+            for _ in range(50):
+                line = handle.readline()
+                if not line:
+                    break
+                record = json.loads(line)
+                if record.get("type") == "message" and record["message"]["role"] == "user":
+                    texts = [b.get("text", "") for b in record["message"]["blocks"]
+                             if b.get("kind") == "text"]
+                    if texts:
+                        first_prompt = texts[0][:80]
+                        break
+        return SessionInfo(str(head.get("id", path.stem)), path, str(head.get("cwd", "")),
+                           path.stat().st_mtime, first_prompt)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
