@@ -74,7 +74,19 @@ class ResponseComplete:
     usage: Usage | None  # None when the server reported none (some compatible servers)
 
 
-StreamEvent = TextDelta | ToolUseStarted | ResponseComplete
+@dataclass(frozen=True, slots=True)
+class StreamRestarted:
+    """A retryable failure: the request is re-sent after a pause.
+
+    Any partial text shown for the failed attempt is void; the stream starts over.
+    """
+
+    attempt: int  # 1 for the first retry
+    delay_seconds: float
+    error: str  # the one-line message of the failure being retried
+
+
+StreamEvent = TextDelta | ToolUseStarted | ResponseComplete | StreamRestarted
 
 
 class Provider(Protocol):
@@ -100,10 +112,13 @@ class ProviderError(Exception):
 
     retryable: bool = False
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.retry_after = retry_after  # seconds the server asked us to wait, when it said
 
 
 class RateLimited(ProviderError):

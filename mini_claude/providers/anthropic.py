@@ -1,0 +1,331 @@
+"""The Anthropic Messages adapter: neutral conversation in, stream events out.
+
+The SDK is imported on first use (it costs over a second), and every SDK or
+transport failure leaves as one of the error types in ``providers/base.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mini_claude.conversation import (
+    Block,
+    Message,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from mini_claude.providers.arguments import parse_tool_input
+from mini_claude.providers.base import (
+    ConnectionLost,
+    MalformedResponse,
+    ModelRequest,
+    ProviderError,
+    ResponseComplete,
+    StreamEvent,
+    TextDelta,
+    ToolSpec,
+    ToolUseStarted,
+    Usage,
+)
+from mini_claude.providers.errors import (
+    ErrorContext,
+    Failure,
+    classify,
+    connection_lost,
+    timed_out,
+    transport_failure,
+)
+from mini_claude.providers.redact import clean_message
+
+if TYPE_CHECKING:
+    from anthropic import APIStatusError, AsyncAnthropic
+    from anthropic.types import RawMessageStreamEvent
+    from anthropic.types.raw_content_block_start_event import ContentBlock
+
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4
+
+
+# ---- request building (pure) -------------------------------------------------------
+
+
+def build_request(request: ModelRequest) -> dict[str, Any]:
+    """The ``messages.create`` keyword arguments for a neutral request."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": [
+            {"role": role, "content": [wire_block(b) for b in blocks]}
+            for role, blocks in merge_roles(request.messages)
+        ],
+        "stream": True,
+    }
+    if request.system:
+        body["system"] = [{"type": "text", "text": request.system}]
+    if request.tools:
+        body["tools"] = [wire_tool(t) for t in request.tools]
+        if not request.allow_tool_use:
+            # Tools stay defined so the cached prefix is byte-identical.
+            body["tool_choice"] = {"type": "none"}
+    if request.cache:
+        place_cache_breakpoints(body)
+    return body
+
+
+def merge_roles(messages: Sequence[Message]) -> list[tuple[Role, list[Block]]]:
+    """Join consecutive same-role messages; the API wants roles to alternate.
+
+    Inside a merged message tool results go first, as the API requires them
+    to open the message that answers a tool_use.
+    """
+    merged: list[tuple[Role, list[Block]]] = []
+    for message in messages:
+        if merged and merged[-1][0] == message.role:
+            merged[-1][1].extend(message.blocks)
+        else:
+            merged.append((message.role, list(message.blocks)))
+    return [(role, _results_first(_drop_blank_text(blocks))) for role, blocks in merged]
+
+
+def _results_first(blocks: list[Block]) -> list[Block]:
+    results = [b for b in blocks if isinstance(b, ToolResultBlock)]
+    others = [b for b in blocks if not isinstance(b, ToolResultBlock)]
+    return results + others
+
+
+def _drop_blank_text(blocks: list[Block]) -> list[Block]:
+    """The API rejects whitespace-only text blocks; keep one only if nothing else is left."""
+    kept = [b for b in blocks if not (isinstance(b, TextBlock) and not b.text.strip())]
+    return kept or blocks
+
+
+def wire_block(block: Block) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ToolResultBlock):
+        return {
+            "type": "tool_result",
+            "tool_use_id": block.tool_use_id,
+            "content": block.content,
+            "is_error": block.is_error,
+        }
+    return {"type": "text", "text": block.render()}
+
+
+def wire_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+
+
+def place_cache_breakpoints(body: dict[str, Any]) -> None:
+    """Mark the prefix ends worth caching: tools, system, the tail, the previous tail.
+
+    The breakpoint on the second-to-last user message sits where the previous
+    request ended, so that request's cache write is read even when the newest
+    messages differ.
+    """
+    marks: list[dict[str, Any]] = []
+    if body.get("tools"):
+        marks.append(body["tools"][-1])
+    if body.get("system"):
+        marks.append(body["system"][-1])
+    messages: list[dict[str, Any]] = body["messages"]
+    if messages and messages[-1]["content"]:
+        marks.append(messages[-1]["content"][-1])
+    user_turns = [m for m in messages[:-1] if m["role"] == "user" and m["content"]]
+    if user_turns:
+        marks.append(user_turns[-1]["content"][-1])
+    for block in marks[:MAX_BREAKPOINTS]:
+        block["cache_control"] = dict(EPHEMERAL)
+
+
+# ---- reply assembly ----------------------------------------------------------------
+
+
+@dataclass
+class _OpenBlock:
+    """A content block still streaming: text, a tool call, or something we skip."""
+
+    kind: str
+    parts: list[str] = field(default_factory=list)
+    id: str = ""
+    name: str = ""
+
+
+@dataclass
+class ReplyAssembler:
+    """Folds raw stream events into deltas for the UI and the final message."""
+
+    open_blocks: dict[int, _OpenBlock] = field(default_factory=dict)
+    done: dict[int, Block] = field(default_factory=dict)
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    finished: bool = False
+
+    def feed(self, event: RawMessageStreamEvent) -> Iterator[StreamEvent]:
+        if event.type == "message_start":
+            u = event.message.usage
+            self.usage = Usage(
+                input_tokens=u.input_tokens,
+                cache_read_tokens=u.cache_read_input_tokens or 0,
+                cache_write_tokens=u.cache_creation_input_tokens or 0,
+                output_tokens=u.output_tokens,
+            )
+        elif event.type == "content_block_start":
+            yield from self._start(event.index, event.content_block)
+        elif event.type == "content_block_delta":
+            block = self.open_blocks.get(event.index)
+            delta = event.delta
+            if block is not None and delta.type == "text_delta" and delta.text:
+                block.parts.append(delta.text)
+                yield TextDelta(delta.text)
+            elif block is not None and delta.type == "input_json_delta":
+                block.parts.append(delta.partial_json)
+        elif event.type == "content_block_stop":
+            self._stop(event.index)
+        elif event.type == "message_delta":
+            self.stop_reason = event.delta.stop_reason or self.stop_reason
+            self._update_usage(
+                event.usage.input_tokens,
+                event.usage.cache_read_input_tokens,
+                event.usage.cache_creation_input_tokens,
+                event.usage.output_tokens,
+            )
+        elif event.type == "message_stop":
+            self.finished = True
+
+    def _start(self, index: int, content: ContentBlock) -> Iterator[StreamEvent]:
+        if content.type == "text":
+            block = _OpenBlock("text")
+            if content.text:
+                block.parts.append(content.text)
+                yield TextDelta(content.text)
+            self.open_blocks[index] = block
+        elif content.type == "tool_use":
+            block = _OpenBlock("tool_use", id=content.id, name=content.name)
+            self.open_blocks[index] = block
+            yield ToolUseStarted(block.id, block.name)
+        else:
+            self.open_blocks[index] = _OpenBlock("skip")  # thinking and server-side blocks
+
+    def _stop(self, index: int) -> None:
+        block = self.open_blocks.pop(index, None)
+        if block is None or block.kind == "skip":
+            return
+        if block.kind == "text":
+            self.done[index] = TextBlock("".join(block.parts))
+        else:
+            self.done[index] = ToolUseBlock(block.id, block.name, parse_tool_input(block.parts))
+
+    def _update_usage(
+        self,
+        input_tokens: int | None,
+        cache_read: int | None,
+        cache_write: int | None,
+        output_tokens: int,
+    ) -> None:
+        """``message_delta`` usage is cumulative; fields it omits keep their start value."""
+        base = self.usage or Usage()
+        self.usage = Usage(
+            input_tokens=base.input_tokens if input_tokens is None else input_tokens,
+            cache_read_tokens=base.cache_read_tokens if cache_read is None else cache_read,
+            cache_write_tokens=base.cache_write_tokens if cache_write is None else cache_write,
+            output_tokens=output_tokens,
+        )
+
+    def complete(self) -> ResponseComplete:
+        if not self.finished:
+            raise ConnectionLost("the reply stream ended before the message was complete")
+        message = Message("assistant", _drop_blank_text([self.done[i] for i in sorted(self.done)]))
+        stop = self.stop_reason or ("tool_use" if message.tool_uses else "end_turn")
+        return ResponseComplete(message, stop, self.usage)
+
+
+# ---- the adapter -------------------------------------------------------------------
+
+
+class AnthropicProvider:
+    """Streams Messages API replies through ``anthropic.AsyncAnthropic``."""
+
+    name = "anthropic"
+
+    def __init__(self, *, api_key: str, base_url: str | None, timeout_seconds: float) -> None:
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout_seconds = timeout_seconds
+        self._sdk_client: AsyncAnthropic | None = None
+        self._errors = ErrorContext(
+            key_variable="ANTHROPIC_API_KEY",
+            base_url_variable="ANTHROPIC_BASE_URL",
+            secrets=(api_key,),
+            base_url=base_url,
+            timeout_seconds=timeout_seconds,
+        )
+
+    def _client(self) -> AsyncAnthropic:
+        if self._sdk_client is None:
+            import anthropic
+
+            self._sdk_client = anthropic.AsyncAnthropic(
+                api_key=self._api_key,
+                base_url=self._base_url,
+                max_retries=0,
+                timeout=self._timeout_seconds,
+            )
+        return self._sdk_client
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        body = build_request(request)
+        reply = ReplyAssembler()
+        try:
+            events: Any = await self._client().messages.create(**body)
+            async with events:
+                async for event in events:
+                    for out in reply.feed(event):
+                        yield out
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self.map_error(exc) from None
+        yield reply.complete()
+
+    def map_error(self, exc: Exception) -> ProviderError:
+        """One of our error types for any failure the SDK or the transport raised."""
+        import anthropic
+
+        if isinstance(exc, anthropic.APITimeoutError):
+            return timed_out(self._errors)
+        if isinstance(exc, anthropic.APIConnectionError):
+            return connection_lost(exc, self._errors)
+        if isinstance(exc, anthropic.APIStatusError):
+            return classify(_failure_of(exc), self._errors)
+        transport = transport_failure(exc, self._errors)
+        if transport is not None:
+            return transport
+        if isinstance(exc, anthropic.APIResponseValidationError | ValueError):
+            detail = clean_message(str(exc), self._errors.secrets)
+            return MalformedResponse(f"the API sent a reply we could not read: {detail}")
+        detail = clean_message(f"{type(exc).__name__}: {exc}", self._errors.secrets)
+        return ProviderError(f"the API call failed: {detail}")
+
+    async def close(self) -> None:
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
+            self._sdk_client = None
+
+
+def _failure_of(exc: APIStatusError) -> Failure:
+    """Facts from an ``APIStatusError`` (status 200 means an error event inside the stream)."""
+    kind = exc.type if isinstance(exc.type, str) else None
+    message = exc.api_message if isinstance(exc.api_message, str) else exc.message
+    return Failure(
+        status=exc.status_code,
+        kinds=tuple(k for k in (kind, exc.error_code) if k),
+        message=message,
+        headers=exc.response.headers,
+    )

@@ -1,0 +1,21 @@
+"""Tool-call arguments as the model streamed them, parsed once the call is complete."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from mini_claude.tools.base import RAW_ARGUMENTS_KEY
+
+
+def parse_tool_input(parts: Sequence[str]) -> dict[str, Any]:
+    """The JSON object the model sent; anything else is kept raw so the tool can say why."""
+    raw = "".join(parts)
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {RAW_ARGUMENTS_KEY: raw}
+    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}

@@ -1,0 +1,87 @@
+"""The factory: right adapter, retries around it, keys checked, no SDK import up front."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mini_claude.providers import create_provider, preload_sdk
+from mini_claude.providers.anthropic import AnthropicProvider
+from mini_claude.providers.base import AuthenticationFailed
+from mini_claude.providers.openai import OpenAIProvider
+from mini_claude.providers.retry import RetryingProvider
+from mini_claude.settings import Settings
+
+
+def settings(tmp_path: Path, **values: object) -> Settings:
+    return Settings(home=tmp_path).with_overrides(**values)
+
+
+def test_importing_the_package_imports_no_sdk() -> None:
+    code = (
+        "import sys\n"
+        "import mini_claude.providers as p\n"
+        "import mini_claude.providers.anthropic, mini_claude.providers.openai\n"
+        "import mini_claude.providers.retry, mini_claude.providers.errors\n"
+        "loaded = [m for m in ('anthropic', 'openai', 'httpx2') if m in sys.modules]\n"
+        "print(','.join(loaded) or 'none')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "none"
+
+
+def test_creating_a_provider_imports_no_sdk_either() -> None:
+    code = (
+        "import sys\n"
+        "from mini_claude.providers import create_provider\n"
+        "from mini_claude.settings import Settings\n"
+        "create_provider(Settings(anthropic_api_key='k'))\n"
+        "create_provider(Settings(provider='openai', openai_api_key='k'))\n"
+        "print('anthropic' in sys.modules, 'openai' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "False False"
+
+
+def test_preload_imports_the_named_sdk() -> None:
+    code = (
+        "import sys\n"
+        "from mini_claude.providers import preload_sdk\n"
+        "preload_sdk('openai')\n"
+        "print('openai' in sys.modules, 'anthropic' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "True False"
+    preload_sdk("no-such-provider")  # unknown names are ignored, not an error
+
+
+def test_factory_wraps_the_configured_adapter(tmp_path: Path) -> None:
+    anthropic = create_provider(settings(tmp_path, anthropic_api_key="k", max_retries=7))
+    assert isinstance(anthropic, RetryingProvider)
+    assert isinstance(anthropic.inner, AnthropicProvider)
+    assert anthropic.max_retries == 7 and anthropic.name == "anthropic"
+
+    openai = create_provider(settings(tmp_path, provider="openai", openai_api_key="k"))
+    assert isinstance(openai, RetryingProvider) and isinstance(openai.inner, OpenAIProvider)
+    assert openai.name == "openai"
+
+
+def test_missing_key_is_a_clear_error_unless_a_base_url_is_set(tmp_path: Path) -> None:
+    with pytest.raises(AuthenticationFailed, match="OPENAI_API_KEY"):
+        create_provider(settings(tmp_path, provider="openai"))
+    with pytest.raises(AuthenticationFailed, match="ANTHROPIC_API_KEY"):
+        create_provider(settings(tmp_path, provider="anthropic"))
+
+    local = create_provider(
+        settings(tmp_path, provider="openai", openai_base_url="http://127.0.0.1:11434/v1")
+    )
+    assert isinstance(local, RetryingProvider) and isinstance(local.inner, OpenAIProvider)
