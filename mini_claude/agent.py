@@ -19,6 +19,7 @@ from mini_claude.context.base import ResultStore
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.persist import admit_result
+from mini_claude.context.placeholders import count_lines
 from mini_claude.context.pipeline import ContextPipeline
 from mini_claude.conversation import (
     INTERRUPTED_RESULT,
@@ -32,6 +33,7 @@ from mini_claude.conversation import (
 )
 from mini_claude.pricing import CostTracker
 from mini_claude.providers.base import (
+    AuthenticationFailed,
     ModelRequest,
     PromptTooLong,
     Provider,
@@ -151,11 +153,11 @@ class Agent:
             requests += 1
             response: ResponseComplete | None = None
             try:
-                async for event in self._call_model(requests):
-                    if isinstance(event, ResponseComplete):
-                        response = event
+                async for item in self._call_model(requests):
+                    if isinstance(item, ResponseComplete):
+                        response = item
                     else:
-                        yield event
+                        yield item
             except PromptTooLong as exc:
                 if retried_too_long or not self.settings.auto_compact:
                     yield ev.TurnError(exc.message, "prompt_too_long")
@@ -166,7 +168,7 @@ class Agent:
                     yield event
                 continue
             except ProviderError as exc:
-                kind = "auth" if type(exc).__name__ == "AuthenticationFailed" else "error"
+                kind = "auth" if isinstance(exc, AuthenticationFailed) else "error"
                 self.transcript.event("error", message=exc.message)
                 yield ev.TurnError(exc.message, kind)
                 return
@@ -255,7 +257,7 @@ class Agent:
                 output = await self._execute(use)
                 original = ToolResultBlock(
                     use.id, output.content, output.is_error, use.name, target_of(use),
-                    len(output.content), output.content.count("\n") + 1,
+                    len(output.content), count_lines(output.content),
                 )
                 block, report = admit_result(output, use, self.store, self.settings)
                 if report is not None:

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from mini_claude import events as ev
 from mini_claude.context.base import format_tokens
+from mini_claude.providers.base import ProviderError
 from mini_claude.settings import Settings
 from mini_claude.tools.base import allow_all, deny_all
 
@@ -32,7 +33,12 @@ async def _run(settings: Settings, cwd: Path, prompt: str, args: argparse.Namesp
     from mini_claude.session import Session, SessionError, startup_housekeeping
 
     startup_housekeeping(settings)
-    session = Session(settings, cwd, create_provider(settings), allow_all if args.yes else deny_all)
+    try:
+        provider = create_provider(settings)
+    except ProviderError as exc:
+        print(f"mini-claude: {exc.message}", file=err)
+        return 2
+    session = Session(settings, cwd, provider, allow_all if args.yes else deny_all)
     try:
         if args.continue_session or args.resume:
             agent = session.resume(args.resume)
@@ -82,7 +88,7 @@ class PrintReporter:
 
     def _emit_json(self, event: ev.Event) -> None:
         payload: dict[str, Any] = {"type": type(event).__name__}
-        payload.update(_jsonable(asdict(event)))  # type: ignore[call-overload]
+        payload.update(_jsonable(asdict(event)))
         print(json.dumps(payload, ensure_ascii=False, default=str), file=self.out, flush=True)
 
     def finish(self, session_id: str, stats: dict[str, Any]) -> None:

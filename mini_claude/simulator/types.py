@@ -1,0 +1,172 @@
+"""Value types shared by the wire formats, the policies and the server.
+
+A policy sees one :class:`SimConversation` whatever the protocol, and answers
+with a :class:`Reply`; each wire module turns that reply into its own format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from mini_claude.prompts import SUMMARY_HEADING
+
+Protocol_ = Literal["anthropic", "openai"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    input: dict[str, Any]
+    id: str | None = None  # generated (toolu_... / call_...) when None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What the model says: text, then tool calls.
+
+    ``raw_arguments`` maps a tool call's index to the exact argument text to
+    send instead of its JSON input, so a test can deliver malformed JSON.
+    """
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    stop_reason: str | None = None
+    raw_arguments: dict[int, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUsePart:
+    id: str
+    name: str
+    input: dict[str, Any]
+    type: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+
+SimBlock = TextPart | ToolUsePart | ToolResultPart
+
+
+@dataclass(frozen=True, slots=True)
+class SimMessage:
+    role: Literal["user", "assistant"]
+    blocks: list[SimBlock]
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.blocks if isinstance(b, TextPart))
+
+    @property
+    def tool_uses(self) -> list[ToolUsePart]:
+        return [b for b in self.blocks if isinstance(b, ToolUsePart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        return [b for b in self.blocks if isinstance(b, ToolResultPart)]
+
+    @property
+    def is_plain_user_message(self) -> bool:
+        """Typed by the user: text and no tool results."""
+        return self.role == "user" and not self.tool_results and bool(self.text.strip())
+
+
+@dataclass(slots=True)
+class SimConversation:
+    """One request as a policy sees it, the same for both protocols.
+
+    Consecutive messages of one role are merged (OpenAI ``tool`` messages
+    become one user message of tool results), so policies need no protocol
+    knowledge.
+    """
+
+    protocol: Protocol_
+    model: str
+    system: str
+    messages: list[SimMessage]
+    tool_names: list[str] = field(default_factory=list)
+    tool_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tool_choice_none: bool = False
+    request_index: int = 0
+    max_tokens: int | None = None
+
+    @property
+    def last_user_text(self) -> str:
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.text
+        return ""
+
+    @property
+    def is_summary_request(self) -> bool:
+        if not self.messages or self.messages[-1].role != "user":
+            return False
+        return self.messages[-1].text.lstrip().startswith(SUMMARY_HEADING)
+
+    def tool_results(self) -> list[ToolResultPart]:
+        return [r for m in self.messages for r in m.tool_results]
+
+    def last_tool_results(self) -> list[ToolResultPart]:
+        """Results in the last message, when it answers tool calls."""
+        if not self.messages or self.messages[-1].role != "user":
+            return []
+        return self.messages[-1].tool_results
+
+    def tool_uses(self) -> list[ToolUsePart]:
+        return [u for m in self.messages for u in m.tool_uses]
+
+    def tool_use_for(self, tool_use_id: str) -> ToolUsePart | None:
+        for use in self.tool_uses():
+            if use.id == tool_use_id:
+                return use
+        return None
+
+    def current_turn(self) -> list[SimMessage]:
+        """Messages since the last plain user message (inclusive)."""
+        for index in range(len(self.messages) - 1, -1, -1):
+            if self.messages[index].is_plain_user_message:
+                return self.messages[index:]
+        return list(self.messages)
+
+
+class Policy(Protocol):
+    """Decides what the model answers. Summary requests are answered by the server."""
+
+    def respond(self, conv: SimConversation) -> Reply: ...
+
+
+Step = Reply | Callable[[SimConversation], Reply]
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """One request as it arrived and how it was answered; filled in as the answer is made."""
+
+    protocol: Protocol_
+    path: str
+    headers: dict[str, str]
+    body: Any
+    stream: bool = False
+    prompt_tokens: int = 0
+    status: int = 0
+    usage: dict[str, Any] | None = None
+    is_summary_request: bool = False
+    error: str | None = None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    fault: str | None = None
+    reply: Reply | None = None
+    conversation: SimConversation | None = None

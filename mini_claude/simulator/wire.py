@@ -1,0 +1,175 @@
+"""What both wire formats share: the parsed request, prompt units, errors, the completion."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from mini_claude.simulator.tokens import (
+    BLOCK_OVERHEAD,
+    MESSAGE_OVERHEAD,
+    TokenCounter,
+    canonical_json,
+    digest,
+)
+from mini_claude.simulator.types import SimBlock, SimConversation, SimMessage
+
+
+class WireError(Exception):
+    """A request the real API would refuse; carries what the error body needs."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        error_type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.error_type = error_type
+        self.param = param
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class PromptUnit:
+    """One block of the prompt in cache order: its identity, its tokens, its breakpoint."""
+
+    key: bytes
+    tokens: int
+    breakpoint_ttl: float | None = None
+
+
+@dataclass(slots=True)
+class ParsedRequest:
+    conversation: SimConversation
+    units: list[PromptUnit]
+    stream: bool
+    include_usage: bool = True
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(u.tokens for u in self.units)
+
+    @property
+    def fingerprint(self) -> bytes:
+        """Same prompt, same fingerprint: a retried request finds the reply kept for it."""
+        h = hashlib.blake2b(digest_size=16)
+        for unit in self.units:
+            h.update(unit.key)
+        return h.digest()
+
+
+class UnitBuilder:
+    """Turns prompt pieces into units, tokenizing each distinct piece once."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.units: list[PromptUnit] = []
+
+    def add(
+        self,
+        piece: Any,
+        text: str,
+        *,
+        label: str,
+        overhead: int = BLOCK_OVERHEAD,
+        ttl: float | None = None,
+    ) -> None:
+        """``piece`` identifies the content; ``text`` is what gets tokenized."""
+        identity = digest(canonical_json(piece)) if not isinstance(piece, str) else digest(piece)
+        tokens = self.counter.count_memoized(identity, lambda: text)
+        key = digest(label) + identity
+        self.units.append(PromptUnit(key, tokens + overhead, ttl))
+
+    def add_message_block(
+        self, role: str, first: bool, piece: Any, text: str, ttl: float | None = None
+    ) -> None:
+        """A message's first block also carries the message's own framing cost."""
+        overhead = BLOCK_OVERHEAD + (MESSAGE_OVERHEAD if first else 0)
+        label = f"{role}:{'first' if first else 'next'}"
+        self.add(piece, text, label=label, overhead=overhead, ttl=ttl)
+
+
+def merge_same_role(messages: list[SimMessage]) -> list[SimMessage]:
+    """Consecutive messages of one role become one, as the real APIs treat them."""
+    merged: list[SimMessage] = []
+    for message in messages:
+        if merged and merged[-1].role == message.role:
+            blocks: list[SimBlock] = [*merged[-1].blocks, *message.blocks]
+            merged[-1] = SimMessage(message.role, blocks)
+        else:
+            merged.append(message)
+    return merged
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingCall:
+    id: str
+    name: str
+    input: dict[str, Any]
+    arguments: str  # the exact JSON text sent (malformed when a test asks for it)
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int
+    output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def uncached_input(self) -> int:
+        return self.prompt_tokens - self.cache_read_tokens - self.cache_write_tokens
+
+
+@dataclass(slots=True)
+class Completion:
+    """A reply made concrete: ids assigned, arguments serialized, usage counted."""
+
+    message_id: str
+    model: str
+    text: str
+    calls: list[OutgoingCall] = field(default_factory=list)
+    stop_reason: str = "end_turn"  # Anthropic's vocabulary; OpenAI maps it
+    usage: Usage | None = None
+
+
+@dataclass(slots=True)
+class FramePlan:
+    """A stream as frames, with the points where a fault may cut it."""
+
+    frames: list[bytes]
+    after_some_text: int  # frames to send before a cut "after text"
+    inside_tool_call: int | None  # frames to send before a cut inside a tool call's JSON
+
+
+def split_text(text: str, pieces: int = 8, min_size: int = 12) -> list[str]:
+    """Cut text into a few stream deltas on word boundaries where possible."""
+    if not text:
+        return []
+    size = max(min_size, -(-len(text) // max(1, pieces)))
+    chunks: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        if end < len(text):
+            space = text.rfind(" ", start + 1, end)
+            if space > start:
+                end = space
+        chunks.append(text[start:end])
+        start = end
+    return chunks
+
+
+def split_arguments(arguments: str, pieces: int = 3) -> list[str]:
+    """Tool-call JSON arrives in several pieces, as from a real model."""
+    if not arguments:
+        return [""]
+    size = max(1, -(-len(arguments) // pieces))
+    return [arguments[i : i + size] for i in range(0, len(arguments), size)]

@@ -1,0 +1,85 @@
+from pathlib import Path
+
+import pytest
+
+from mini_claude.settings import (
+    DEFAULT_WINDOW,
+    Settings,
+    SettingsError,
+    from_environment,
+    load_dotenv_files,
+    window_for_model,
+)
+
+
+def test_provider_is_anthropic_when_its_key_is_set() -> None:
+    s = from_environment({"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "o"})
+    assert s.provider == "anthropic"
+    assert s.model.startswith("claude")
+
+
+def test_provider_is_openai_with_only_a_base_url() -> None:
+    s = from_environment({"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"})
+    assert s.provider == "openai"
+    assert s.openai_base_url == "http://127.0.0.1:11434/v1"
+
+
+def test_no_provider_says_what_to_set() -> None:
+    with pytest.raises(SettingsError) as info:
+        from_environment({})
+    assert "ANTHROPIC_API_KEY" in str(info.value) and "OPENAI_API_KEY" in str(info.value)
+
+
+def test_flags_override_environment() -> None:
+    env = {"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_MODEL": "claude-haiku-4-5"}
+    s = from_environment(env, provider="openai", model="gpt-4o")
+    assert (s.provider, s.model) == ("openai", "gpt-4o")
+
+
+def test_window_from_table_override_and_default() -> None:
+    assert window_for_model("claude-sonnet-4-5") == 200_000
+    assert window_for_model("some-local-model") == DEFAULT_WINDOW
+    s = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "24,000"})
+    assert s.window == 24_000
+
+
+def test_reserve_is_capped_at_a_quarter_of_small_windows() -> None:
+    assert Settings(context_window=200_000).effective_window == 180_000
+    assert Settings(context_window=24_000).reserve == 6_000
+    assert Settings(context_window=24_000).effective_window == 18_000
+
+
+def test_percentages_accept_both_forms_and_switches_parse() -> None:
+    env = {"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_AUTOCOMPACT_PCT": "70",
+           "MINI_CLAUDE_AUTO_COMPACT": "0", "MINI_CLAUDE_SNIP_PCT": "0.5"}
+    s = from_environment(env)
+    assert s.autocompact_pct == pytest.approx(0.70)
+    assert s.snip_pct == pytest.approx(0.5)
+    assert s.auto_compact is False
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("MINI_CLAUDE_CONTEXT_WINDOW", "big"), ("MINI_CLAUDE_PROVIDER", "gemini"),
+     ("MINI_CLAUDE_AUTO_COMPACT", "maybe"), ("MINI_CLAUDE_AUTOCOMPACT_PCT", "150")],
+)
+def test_bad_values_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        from_environment({"ANTHROPIC_API_KEY": "k", name: value})
+    assert name in str(info.value)
+
+
+def test_api_key_not_in_repr() -> None:
+    s = from_environment({"ANTHROPIC_API_KEY": "sk-ant-secret-value"})
+    assert "sk-ant-secret-value" not in repr(s)
+
+
+def test_dotenv_project_file_beats_home_file(tmp_path: Path) -> None:
+    project, home = tmp_path / "p", tmp_path / "h"
+    project.mkdir()
+    home.mkdir()
+    (project / ".env").write_text("MINI_CLAUDE_MODEL=from-project\n")
+    (home / ".env").write_text("MINI_CLAUDE_MODEL=from-home\nOPENAI_API_KEY=o\n")
+    values = load_dotenv_files(project, home)
+    assert values["MINI_CLAUDE_MODEL"] == "from-project"
+    assert values["OPENAI_API_KEY"] == "o"

@@ -1,0 +1,80 @@
+import json
+import os
+import stat
+from pathlib import Path
+
+from mini_claude.conversation import (
+    Message,
+    ResultState,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    user_text,
+    validate,
+)
+from mini_claude.transcript import Transcript, list_sessions, load_session
+
+
+def test_replay_applies_edits_and_compactions(tmp_path: Path) -> None:
+    t = Transcript.create(tmp_path, "s1", {"cwd": "/proj"})
+    original = ToolResultBlock("t1", "full text " * 50, tool_name="read_file")
+    t.message(user_text("read it"))
+    t.message(Message("assistant", [ToolUseBlock("t1", "read_file", {"path": "a.py"})]))
+    t.message(Message("user", [original]))
+    t.edit("cleared", ToolResultBlock("t1", "[snipped]", tool_name="read_file",
+                                      state=ResultState.CLEARED))
+    t.close()
+    loaded = load_session(tmp_path / "s1.jsonl")
+    assert loaded.conversation.messages[2].tool_results[0].content == "[snipped]"
+    assert loaded.original_messages[2].tool_results[0].content == original.content
+    t2 = Transcript(tmp_path / "s1.jsonl")
+    t2.compaction("auto", "sum", 100, 10, [user_text("summary here")])
+    t2.message(Message("assistant", [TextBlock("ok")]))
+    t2.close()
+    again = load_session(tmp_path / "s1.jsonl")
+    assert [m.text for m in again.conversation.messages] == ["summary here", "ok"]
+
+
+def test_torn_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    t = Transcript.create(tmp_path, "s2", {"cwd": "/p"})
+    t.message(user_text("hello"))
+    t.close()
+    with (tmp_path / "s2.jsonl").open("a") as f:
+        f.write('{"type": "message", "message": {"role": "assis')
+    loaded = load_session(tmp_path / "s2.jsonl")
+    assert [m.text for m in loaded.conversation.messages] == ["hello"]
+    assert loaded.warnings and "last line" in loaded.warnings[0]
+
+
+def test_dangling_tool_use_is_closed_on_load(tmp_path: Path) -> None:
+    t = Transcript.create(tmp_path, "s3", {"cwd": "/p"})
+    t.message(user_text("run"))
+    t.message(Message("assistant", [ToolUseBlock("t9", "run_shell", {"command": "sleep 100"})]))
+    t.close()
+    loaded = load_session(tmp_path / "s3.jsonl")
+    assert validate(loaded.conversation.messages) == []
+    assert loaded.repair is not None
+    assert "interrupted" in loaded.repair.tool_results[0].content
+
+
+def test_files_are_owner_only_and_secrets_redacted(tmp_path: Path) -> None:
+    t = Transcript.create(tmp_path / "tr", "s4", {"cwd": "/p"}, secrets=["sk-ant-topsecret-123"])
+    t.message(user_text("my key is sk-ant-topsecret-123"))
+    t.close()
+    path = tmp_path / "tr" / "s4.jsonl"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(tmp_path / "tr").st_mode) == 0o700
+    assert "topsecret" not in path.read_text()
+
+
+def test_list_sessions_filters_by_folder_newest_first(tmp_path: Path) -> None:
+    for sid, cwd in (("a", "/x"), ("b", "/y"), ("c", "/x")):
+        t = Transcript.create(tmp_path, sid, {"cwd": cwd})
+        t.message(user_text(f"prompt {sid}"))
+        t.close()
+    os.utime(tmp_path / "a.jsonl", (1, 1))
+    found = list_sessions(tmp_path, Path("/x"))
+    assert [s.session_id for s in found] == ["c", "a"]
+    assert found[0].first_prompt == "prompt c"
+    assert all(json.loads((tmp_path / f"{s}.jsonl").read_text().splitlines()[0])["type"] == "session"
+               for s in "abc")
