@@ -14,8 +14,9 @@ from mini_claude.conversation import Conversation
 from mini_claude.providers.base import Provider
 from mini_claude.settings import Settings
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
-from mini_claude.tools.base import Approver, ToolContext, deny_all
+from mini_claude.tools.base import Approver, ToolContext
 from mini_claude.tools.registry import ToolRegistry, default_registry
+from mini_claude.tools.run_shell import child_environment
 from mini_claude.transcript import (
     Transcript,
     ensure_private_dir,
@@ -24,21 +25,9 @@ from mini_claude.transcript import (
     new_session_id,
 )
 
-SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-
 
 class SessionError(Exception):
     """A session cannot start (no transcript to resume, unreadable file); one line for the user."""
-
-
-def child_environment(settings: Settings) -> dict[str, str]:
-    """The environment run_shell passes on: ours minus every API key we know of."""
-    secrets = {v for v in (settings.anthropic_api_key, settings.openai_api_key) if v}
-    return {
-        name: value
-        for name, value in os.environ.items()
-        if name not in SECRET_ENV_NAMES and value not in secrets
-    }
 
 
 @dataclass
@@ -74,7 +63,7 @@ class Session:
             settings=self.settings,
             approve=self.approver,
             session_id=self.session_id,
-            env=child_environment(self.settings),
+            env=child_environment(os.environ, self.settings),
         )
         return Agent(
             settings=self.settings,

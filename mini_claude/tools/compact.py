@@ -1,0 +1,42 @@
+"""compact: lets the model ask for a summary of the session.
+
+The agent intercepts this tool by name and runs the real compaction; the
+registry only has to offer the schema and a run that does no harm.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mini_claude.providers.base import ToolSpec
+from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+
+SPEC = ToolSpec(
+    name="compact",
+    description=(
+        "Ask for the conversation to be summarized now, freeing context. Use it when a long "
+        "piece of work is done and its details are no longer needed, before starting "
+        "something new. `focus` names what the summary must keep in detail."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "focus": {
+                "type": "string",
+                "description": "What the summary should concentrate on (optional).",
+            },
+        },
+        "additionalProperties": False,
+    },
+)
+
+
+class CompactTool:
+    spec = SPEC
+    read_only = True
+
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
+        return None
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return ToolOutput("Compaction requested; the conversation will be summarized.")

@@ -1,0 +1,144 @@
+"""edit_file: replace one exact, unique piece of a file, keeping everything else byte for byte.
+
+The file is decoded with ``surrogateescape`` so that bytes which are not
+UTF-8 survive the round trip untouched; only the replaced span changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from dataclasses import dataclass
+from typing import Any
+
+from mini_claude.providers.base import ToolSpec
+from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+from mini_claude.tools.common import (
+    ToolError,
+    atomic_write,
+    diff_counts,
+    error_output,
+    unified_diff,
+)
+from mini_claude.tools.ignore import looks_binary
+from mini_claude.tools.paths import ResolvedPath, writable
+
+SPEC = ToolSpec(
+    name="edit_file",
+    description=(
+        "Replace text in an existing file: `old` must appear exactly once (same whitespace and "
+        "indentation as in the file) and is replaced by `new`. Include enough surrounding lines "
+        "in `old` to make it unique. Fails without changing anything when `old` is missing or "
+        "appears more than once. Read the file first. Only files inside the project folder can "
+        "be edited; use write_file to create a file."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File to edit, relative to the project."},
+            "old": {"type": "string", "description": "The exact text to replace."},
+            "new": {"type": "string", "description": "The text to put in its place."},
+        },
+        "required": ["path", "old", "new"],
+        "additionalProperties": False,
+    },
+)
+
+_ENCODING = "utf-8"
+_ERRORS = "surrogateescape"
+
+
+@dataclass(frozen=True, slots=True)
+class _Edit:
+    target: ResolvedPath
+    updated: str
+    mode: int
+    first_line: int
+    diff: str
+
+
+def _plan(args: dict[str, Any], ctx: ToolContext) -> _Edit:
+    target = writable(str(args.get("path", "")), ctx)
+    old = str(args.get("old", ""))
+    new = str(args.get("new", ""))
+    if not old:
+        raise ToolError("old must not be empty; to create or replace a whole file use write_file")
+    if old == new:
+        raise ToolError("old and new are the same; there is nothing to change")
+    path = target.path
+    if not path.exists():
+        raise ToolError(f"{target.shown} does not exist; use write_file to create it")
+    if path.is_dir():
+        raise ToolError(f"{target.shown} is a directory")
+    try:
+        data = path.read_bytes()
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError as exc:
+        raise ToolError(f"cannot read {target.shown}: {exc.strerror or exc}") from None
+    if looks_binary(data):
+        raise ToolError(f"{target.shown} is a binary file; edit_file only changes text")
+    text = data.decode(_ENCODING, errors=_ERRORS)
+    old, new = _match_line_endings(text, old, new)
+    found = text.count(old)
+    if found == 0:
+        raise ToolError(
+            f"old text not found in {target.shown}; it must match the file exactly, including "
+            "whitespace and indentation (read the file again and copy the text)"
+        )
+    if found > 1:
+        raise ToolError(
+            f"old text found {found} times in {target.shown}; include more context to make it "
+            "unique"
+        )
+    start = text.index(old)
+    updated = text[:start] + new + text[start + len(old):]
+    shown_old = data.decode(_ENCODING, errors="replace")
+    shown_new = updated.encode(_ENCODING, errors=_ERRORS).decode(_ENCODING, errors="replace")
+    diff = unified_diff(shown_old, shown_new, target.shown)
+    return _Edit(target, updated, mode, text.count("\n", 0, start) + 1, diff)
+
+
+def _match_line_endings(text: str, old: str, new: str) -> tuple[str, str]:
+    """Models write ``\\n``; a CRLF file needs ``\\r\\n`` for the text to match and stay CRLF."""
+    if "\r\n" in text and "\n" in old and "\r\n" not in old and old not in text:
+        return old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
+    return old, new
+
+
+class EditFileTool:
+    spec = SPEC
+    read_only = False
+
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
+        try:
+            edit = _plan(args, ctx)
+        except ToolError:
+            return None  # the edit cannot apply: the run says why, nothing to approve
+        return PermissionRequest(
+            tool_name=self.spec.name,
+            summary=f"edit {edit.target.shown}",
+            subject=self.spec.name,
+            detail=edit.diff,
+        )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        try:
+            return await asyncio.to_thread(self._edit, args, ctx)
+        except ToolError as exc:
+            return error_output(exc.message)
+
+    def _edit(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        edit = _plan(args, ctx)
+        try:
+            atomic_write(edit.target.path, edit.updated.encode(_ENCODING, errors=_ERRORS),
+                         edit.mode)
+        except UnicodeEncodeError:
+            raise ToolError("new text has characters that cannot be written as UTF-8") from None
+        except OSError as exc:
+            raise ToolError(f"cannot write {edit.target.shown}: {exc.strerror or exc}") from None
+        added, removed = diff_counts(edit.diff)
+        return ToolOutput(
+            f"Edited {edit.target.shown} at line {edit.first_line} (+{added} -{removed})",
+            display=edit.diff,
+            display_kind="diff",
+        )

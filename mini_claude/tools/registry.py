@@ -1,0 +1,210 @@
+"""The tool registry: the schemas the model sees, and a dispatch that never raises.
+
+Whatever goes wrong on the way to a tool (a name the model made up,
+arguments that are not JSON or do not fit the schema, a user who says no,
+a bug inside a tool) comes back as an error result the model can read and
+correct. Only cancellation passes through, so a turn can be stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from mini_claude.providers.base import ToolSpec
+from mini_claude.tools.base import RAW_ARGUMENTS_KEY, Tool, ToolContext, ToolOutput
+from mini_claude.tools.common import error_output, shorten
+from mini_claude.tools.compact import CompactTool
+from mini_claude.tools.edit_file import EditFileTool
+from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
+from mini_claude.tools.list_files import ListFilesTool
+from mini_claude.tools.read_file import ReadFileTool
+from mini_claude.tools.run_shell import RunShellTool
+from mini_claude.tools.write_file import WriteFileTool
+
+_JSON_TYPE_NAMES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+class ToolRegistry:
+    """Tools in a fixed order; ``specs()`` returns the same objects every time.
+
+    The specs are part of the prompt-cache prefix, so they are built once
+    and never rebuilt: callers must not mutate them.
+    """
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.spec.name in self._tools:
+                raise ValueError(f"two tools are named {tool.spec.name!r}")
+            self._tools[tool.spec.name] = tool
+        self._specs = tuple(tool.spec for tool in self._tools.values())
+
+    def specs(self) -> list[ToolSpec]:
+        return list(self._specs)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    async def execute(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+        tool = self._tools.get(name)
+        if tool is None:
+            return error_output(
+                f"Unknown tool {name!r}. Available tools: {', '.join(self._tools)}"
+            )
+        if not isinstance(args, Mapping):
+            return error_output(
+                f"The arguments for {name} must be a JSON object, not {_json_type(args)}. "
+                f"Expected {signature(tool.spec)}"
+            )
+        if RAW_ARGUMENTS_KEY in args:
+            sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200)
+            return error_output(
+                f"The arguments for {name} were not valid JSON: {sent!r}. "
+                "Call the tool again with a JSON object that matches its schema."
+            )
+        checked, problems = check_arguments(tool.spec.input_schema, args)
+        if problems:
+            return error_output(
+                f"Invalid arguments for {name}: {'; '.join(problems)}. "
+                f"Expected {signature(tool.spec)}"
+            )
+        try:
+            refusal = await _ask_permission(tool, checked, ctx)
+            if refusal is not None:
+                return refusal
+            return await tool.run(checked, ctx)
+        except Exception as exc:
+            return error_output(f"{name} failed unexpectedly: {_one_line(exc)}")
+
+
+async def _ask_permission(
+    tool: Tool, args: dict[str, Any], ctx: ToolContext
+) -> ToolOutput | None:
+    """None to go ahead; an error result the model reads when the user said no."""
+    request = tool.permission(args, ctx)
+    if request is None or request.subject in ctx.allowed_subjects:
+        return None
+    decision = await ctx.approve(request)
+    if not decision.allowed:
+        reason = f": {decision.reason}" if decision.reason else ""
+        return error_output(f"Permission denied by the user{reason}")
+    if decision.remember:
+        ctx.allowed_subjects.add(request.subject)
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    detail = shorten(lines[0], 300) if lines else ""
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+
+
+# ---- arguments ---------------------------------------------------------------------
+
+
+def check_arguments(
+    schema: Mapping[str, Any], args: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """Check arguments against a flat object schema; return them tidied, and the problems.
+
+    Tidying forgives what models commonly get slightly wrong: ``null`` for an
+    optional argument (dropped), numbers sent as strings or as ``10.0``.
+    """
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    required: list[str] = list(schema.get("required", []))
+    extra_allowed = schema.get("additionalProperties", True) is not False
+    problems = [f"missing required argument {key!r}" for key in required if args.get(key) is None]
+    checked: dict[str, Any] = {}
+    for key, value in args.items():
+        if key not in properties:
+            if extra_allowed:
+                checked[key] = value
+            else:
+                problems.append(f"unknown argument {key!r}")
+            continue
+        if value is None:
+            continue  # reported above when required
+        expected = properties[key].get("type")
+        converted = _convert(expected, value) if isinstance(expected, str) else value
+        if converted is None:
+            problems.append(f"{key!r} must be {_a(expected)} (got {_json_type(value)})")
+        else:
+            checked[key] = converted
+    return checked, problems
+
+
+def _convert(expected: str, value: Any) -> Any:
+    """The value as the expected JSON type, or None when it cannot be read as one."""
+    if expected == "integer":
+        number = _as_number(value)
+        return int(number) if number is not None and float(number).is_integer() else None
+    if expected == "number":
+        return _as_number(value)
+    python_type = {"string": str, "boolean": bool, "array": list, "object": dict}.get(expected)
+    if python_type is None:
+        return value  # a type this checker does not know: let the tool judge
+    return value if isinstance(value, python_type) else None
+
+
+def _as_number(value: Any) -> int | float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _json_type(value: Any) -> str:
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _a(type_name: Any) -> str:
+    name = str(type_name)
+    return ("an " if name[:1] in "aeiou" else "a ") + name
+
+
+def signature(spec: ToolSpec) -> str:
+    """``read_file(path: string, offset?: integer)``: the schema in one line for an error."""
+    properties: Mapping[str, Any] = spec.input_schema.get("properties", {})
+    required = set(spec.input_schema.get("required", []))
+    params = ", ".join(
+        f"{key}{'' if key in required else '?'}: {prop.get('type', 'any')}"
+        for key, prop in properties.items()
+    )
+    return f"{spec.name}({params})"
+
+
+def default_registry(grep_backend: GrepBackend | None = None) -> ToolRegistry:
+    """Every tool, in the order the model sees them."""
+    return ToolRegistry(
+        [
+            ReadFileTool(),
+            GrepSearchTool(grep_backend),
+            ListFilesTool(),
+            RunShellTool(),
+            WriteFileTool(),
+            EditFileTool(),
+            CompactTool(),
+        ]
+    )

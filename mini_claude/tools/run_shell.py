@@ -1,0 +1,177 @@
+"""run_shell: one bash command in the project folder, in its own process group.
+
+The group is what makes stopping reliable: a timeout or a cancelled turn
+kills the command and everything it started, not just the shell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mini_claude.providers.base import ToolSpec
+from mini_claude.settings import Settings
+from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+from mini_claude.tools.common import ToolError, error_output
+from mini_claude.tools.paths import project_root
+from mini_claude.tools.process import HeadTailBuffer, pump, terminate_group, wait_for_exit
+
+MAX_TIMEOUT_SECONDS = 600.0
+# After the shell exits, how long to wait for background children to release its output pipes.
+PIPE_DRAIN_SECONDS = 1.0
+SECRET_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+
+SPEC = ToolSpec(
+    name="run_shell",
+    description=(
+        "Run a bash command in the project folder and return its exit code, stdout and stderr. "
+        "Standard input is closed, so interactive programs fail at once: pass flags such as "
+        "`--yes` or `-y` instead. Times out after `timeout` seconds (default 120, max 600); the "
+        "command and all its child processes are then killed. Very long output keeps its "
+        "beginning and end. Use it for builds, tests, git and other programs; prefer read_file, "
+        "grep_search and list_files for looking at files."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The bash command line to run."},
+            "timeout": {
+                "type": "number",
+                "description": "Seconds before the command is killed (default 120, max 600).",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    },
+)
+
+
+def child_environment(environ: Mapping[str, str], settings: Settings) -> dict[str, str]:
+    """The environment for commands: ours, minus the API keys we hold.
+
+    Any variable whose value is one of our configured keys goes too, whatever
+    its name, so a key copied into ``MY_TOKEN`` does not leak either.
+    """
+    secrets = {key for key in (settings.anthropic_api_key, settings.openai_api_key) if key}
+    return {
+        name: value
+        for name, value in environ.items()
+        if name not in SECRET_VARIABLES and value not in secrets
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ShellResult:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    detached_output: bool  # background children kept the pipes open after the shell exited
+
+
+class RunShellTool:
+    spec = SPEC
+    read_only = False
+
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest:
+        command = str(args.get("command", ""))
+        return PermissionRequest(
+            tool_name=self.spec.name, summary=command, subject=f"run_shell:{command}"
+        )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        try:
+            command = str(args.get("command", ""))
+            if not command.strip():
+                raise ToolError("command must not be empty")
+            timeout = _timeout(args.get("timeout"), ctx.settings)
+            env = ctx.env if ctx.env is not None else child_environment(os.environ, ctx.settings)
+            result = await execute(
+                command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars
+            )
+        except ToolError as exc:
+            return error_output(exc.message)
+        return _render(result, timeout)
+
+
+def _timeout(raw: Any, settings: Settings) -> float:
+    if raw is None:
+        return min(settings.shell_timeout_seconds, MAX_TIMEOUT_SECONDS)
+    timeout = float(raw)
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ToolError("timeout must be a positive number of seconds")
+    return min(timeout, MAX_TIMEOUT_SECONDS)
+
+
+async def execute(
+    command: str, cwd: os.PathLike[str], env: Mapping[str, str], timeout: float, cap: int
+) -> ShellResult:
+    """Run ``bash -c command``; on timeout or cancellation kill its whole process group."""
+    stdout, stderr = HeadTailBuffer(cap // 2), HeadTailBuffer(cap - cap // 2)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "bash", "-c", command,
+            cwd=cwd,
+            env=dict(env),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"could not start bash: {exc.strerror or exc}") from None
+    assert process.stdout is not None and process.stderr is not None
+    readers = [
+        asyncio.create_task(pump(process.stdout, stdout)),
+        asyncio.create_task(pump(process.stderr, stderr)),
+    ]
+    timed_out = False
+    detached = False
+    try:
+        async with asyncio.timeout(timeout):
+            await wait_for_exit(process, None)
+        _, still_open = await asyncio.wait(readers, timeout=PIPE_DRAIN_SECONDS)
+        if still_open:
+            detached = True  # background children hold our pipes: they would die of SIGPIPE
+            await terminate_group(process)
+    except TimeoutError:
+        timed_out = True
+    finally:
+        if process.returncode is None or timed_out:
+            await terminate_group(process)
+        await _finish_readers(readers)
+    return ShellResult(process.returncode, stdout.text(), stderr.text(), timed_out, detached)
+
+
+async def _finish_readers(readers: list[asyncio.Task[None]]) -> None:
+    """Collect the last output of killed processes, then stop reading for good."""
+    _, pending = await asyncio.wait(readers, timeout=PIPE_DRAIN_SECONDS)
+    for reader in pending:
+        reader.cancel()
+    await asyncio.gather(*readers, return_exceptions=True)
+
+
+def _render(result: ShellResult, timeout: float) -> ToolOutput:
+    parts: list[str] = []
+    if result.stdout:
+        parts.append(result.stdout.rstrip("\n"))
+    if result.stderr:
+        parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
+    if result.detached_output:
+        parts.append(
+            "[background processes kept the output open and were stopped; to leave one "
+            "running, redirect its output: `cmd > log.txt 2>&1 &`]"
+        )
+    if result.timed_out:
+        parts.append(f"[timed out after {timeout:g} s; the command and its children were killed]")
+    elif result.exit_code is not None and result.exit_code < 0:
+        parts.append(f"[killed by signal {-result.exit_code}]")
+    else:
+        parts.append(f"[exit code {result.exit_code}]")
+    text = "\n".join(parts)
+    failed = result.timed_out or result.exit_code != 0
+    return ToolOutput(text, is_error=failed, display=text, display_kind="ansi")
