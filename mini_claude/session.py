@@ -54,7 +54,8 @@ class Session:
         return [k for k in (self.settings.anthropic_api_key, self.settings.openai_api_key) if k]
 
     def _meta(self) -> dict[str, object]:
-        return {"cwd": str(self.cwd), "provider": self.settings.provider, "model": self.settings.model}
+        settings = self.settings
+        return {"cwd": str(self.cwd), "provider": settings.provider, "model": settings.model}
 
     def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
         store = DiskResultStore(self.settings, self.session_id)
