@@ -1,0 +1,228 @@
+"""Slash commands: one small function each, recognised only at the start of a message."""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+
+from mini_claude.pricing import price_for
+from mini_claude.session import SessionError
+from mini_claude.transcript import SessionInfo, list_sessions
+from mini_claude.ui.choice import ChoiceInterrupted, choose
+from mini_claude.ui.context_view import breakdown, render_breakdown
+from mini_claude.ui.render import note
+from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
+
+if TYPE_CHECKING:
+    from mini_claude.ui.repl import Repl
+
+RESUME_MENU_SIZE = 9
+
+
+class Outcome(Enum):
+    CONTINUE = "continue"
+    EXIT = "exit"
+
+
+Handler = Callable[["Repl", str], Awaitable[Outcome]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    summary: str
+    handler: Handler
+    aliases: tuple[str, ...] = ()
+    argument: str = ""
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """``("compact", "keep the API notes")`` for ``/compact keep the API notes``.
+
+    A message that starts with a path (``/usr/bin/env is missing``) is not a command.
+    """
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return None
+    parts = stripped[1:].split(maxsplit=1)
+    if not parts or "/" in parts[0]:
+        return None
+    return parts[0].lower(), parts[1].strip() if len(parts) > 1 else ""
+
+
+def find_command(name: str) -> Command | None:
+    for command in COMMANDS:
+        if name == command.name or name in command.aliases:
+            return command
+    return None
+
+
+def suggest(name: str) -> str | None:
+    """The closest command name, for a typo."""
+    names = [n for c in COMMANDS for n in (c.name, *c.aliases)]
+    match = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    if match:
+        return match[0]
+    prefixed = [n for n in names if n.startswith(name[:2])] if len(name) >= 2 else []
+    return prefixed[0] if prefixed else None
+
+
+async def dispatch(repl: Repl, text: str) -> Outcome:
+    parsed = parse_command(text)
+    assert parsed is not None
+    name, argument = parsed
+    command = find_command(name)
+    if command is None:
+        guess = suggest(name)
+        hint = f" Did you mean /{guess}?" if guess else " Type /help for the list."
+        repl.console.print(Text(f"Unknown command /{name}.{hint}", style="yellow"))
+        return Outcome.CONTINUE
+    return await command.handler(repl, argument)
+
+
+# ---- the commands ----------------------------------------------------------------------
+
+
+async def help_command(repl: Repl, argument: str) -> Outcome:
+    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
+    table.add_column(style="bold cyan")
+    table.add_column()
+    for command in COMMANDS:
+        names = " ".join(f"/{n}" for n in (command.name, *command.aliases))
+        usage = f"{names} {command.argument}".strip()
+        table.add_row(usage, command.summary)
+    repl.console.print(table)
+    repl.console.print(Text(
+        "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
+        "interrupts a turn · Ctrl-C twice or Ctrl-D exits · Ctrl-R searches history · "
+        "Tab completes commands", style="dim"))
+    return Outcome.CONTINUE
+
+
+async def compact_command(repl: Repl, argument: str) -> Outcome:
+    if not repl.agent.conversation.messages:
+        repl.console.print(note("nothing to compact yet"))
+        return Outcome.CONTINUE
+    await repl.run_events(repl.agent.compact(argument or None), label="compacting…")
+    return Outcome.CONTINUE
+
+
+async def context_command(repl: Repl, argument: str) -> Outcome:
+    agent = repl.agent
+    view = breakdown(agent.status(), agent.system_prompt, agent.tools, agent.conversation.messages)
+    repl.console.print(render_breakdown(view, repl.session.settings.model))
+    return Outcome.CONTINUE
+
+
+async def cost_command(repl: Repl, argument: str) -> Outcome:
+    costs = repl.agent.costs
+    usage = costs.usage
+    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("input (uncached)", f"{usage.input_tokens:,} tokens")
+    table.add_row("cache read", f"{usage.cache_read_tokens:,} tokens")
+    table.add_row("cache write", f"{usage.cache_write_tokens:,} tokens")
+    table.add_row("output", f"{usage.output_tokens:,} tokens")
+    table.add_row("requests", f"{costs.requests:,}")
+    table.add_row("cost", cost_label(costs))
+    repl.console.print(table)
+    price = price_for(repl.session.settings.model)
+    if price is None:
+        repl.console.print(note(f"no price known for {repl.session.settings.model}; "
+                                "its usage is counted in tokens only"))
+    else:
+        repl.console.print(note(
+            f"{repl.session.settings.model} per million tokens: input {format_money(price.input)}, "
+            f"cache write {format_money(price.cache_write)}, cache read "
+            f"{format_money(price.cache_read)}, output {format_money(price.output)}"))
+    return Outcome.CONTINUE
+
+
+async def clear_command(repl: Repl, argument: str) -> Outcome:
+    previous = repl.session.session_id
+    repl.agent.transcript.close()
+    repl.session.start_new()
+    repl.console.print(note(f"new conversation (session {repl.session.session_id}); the previous "
+                            f"one can be resumed with: mini-claude --resume {previous}"))
+    return Outcome.CONTINUE
+
+
+async def model_command(repl: Repl, argument: str) -> Outcome:
+    settings = repl.session.settings
+    if argument:
+        repl.session.switch_model(argument.split()[0])
+        settings = repl.session.settings
+        repl.console.print(note(f"model switched to {settings.model} "
+                                f"({short_tokens(settings.window)} window)"))
+    else:
+        repl.console.print(note(f"model: {settings.model} ({settings.provider}, "
+                                f"{short_tokens(settings.window)} window) · /model NAME switches"))
+    return Outcome.CONTINUE
+
+
+async def resume_command(repl: Repl, argument: str) -> Outcome:
+    session = repl.session
+    if argument:
+        return _resume(repl, argument.split()[0])
+    earlier = [s for s in list_sessions(session.settings.transcripts_dir, session.cwd)
+               if s.session_id != session.session_id][:RESUME_MENU_SIZE]
+    if not earlier:
+        repl.console.print(note(f"no earlier sessions in {session.cwd}"))
+        return Outcome.CONTINUE
+    repl.console.print(Text("Resume which session?", style="bold"))
+    try:
+        index = await choose([_session_label(s) for s in earlier], hint="esc to cancel")
+    except ChoiceInterrupted:
+        index = None
+    if index is None:
+        repl.console.print(note("resume cancelled"))
+        return Outcome.CONTINUE
+    return _resume(repl, earlier[index].session_id)
+
+
+def _resume(repl: Repl, session_id: str) -> Outcome:
+    old = repl.agent
+    try:
+        agent = repl.session.resume(session_id)
+    except (SessionError, OSError) as exc:
+        repl.console.print(note(str(exc), "error"))
+        return Outcome.CONTINUE
+    old.transcript.close()
+    repl.console.print(note(f"resumed session {repl.session.session_id} "
+                            f"({len(agent.conversation)} messages)"))
+    for warning in repl.session.warnings:
+        repl.console.print(note(warning, "warning"))
+    repl.session.warnings.clear()
+    return Outcome.CONTINUE
+
+
+def _session_label(info: SessionInfo) -> str:
+    age = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.modified))
+    prompt = " ".join(info.first_prompt.split()) or "(no prompt)"
+    return f"{info.session_id}  {age}  {prompt[:60]}"
+
+
+async def exit_command(repl: Repl, argument: str) -> Outcome:
+    return Outcome.EXIT
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("help", "show commands and keys", help_command),
+    Command("compact", "summarize the conversation now to free context", compact_command,
+            argument="[focus]"),
+    Command("context", "what fills the context window", context_command),
+    Command("cost", "tokens and money spent in this session", cost_command),
+    Command("clear", "start a new conversation (new transcript)", clear_command, ("new",)),
+    Command("model", "show the model, or switch to another", model_command, argument="[name]"),
+    Command("resume", "continue an earlier session of this folder", resume_command,
+            argument="[id]"),
+    Command("exit", "leave mini-claude", exit_command, ("quit",)),
+)

@@ -1,0 +1,189 @@
+"""The live area under the scrollback while a turn runs: tail, spinner, status line.
+
+A small non-full-screen prompt_toolkit Application redraws a few times a
+second, so the status line stays on screen and current while text streams and
+tools run. Finished output is printed above it through ``in_terminal``. Only
+one Application can draw at a time, so anything else that wants the terminal
+(a permission question) pauses this view first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.application.run_in_terminal import in_terminal
+from prompt_toolkit.data_structures import Point
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout import ConditionalContainer, Dimension, HSplit, Layout, Window
+from prompt_toolkit.layout.controls import FormattedTextControl
+
+from mini_claude.context.base import format_tokens
+from mini_claude.ui.statusbar import UI_STYLE
+
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+REFRESH_SECONDS = 0.1
+KEY_TIMEOUT_SECONDS = 0.05  # a lone Esc is read as Esc after this long
+TAIL_ROWS_LEFT_FREE = 4
+
+
+@dataclass
+class TurnActivity:
+    """What the spinner row says; the presenter updates it as events arrive."""
+
+    label: str = "thinking…"
+    started: float = field(default_factory=time.monotonic)
+    streamed_chars: int = 0
+    tail: str = ""
+
+    def set(self, label: str) -> None:
+        self.label = label
+
+    def restart(self, label: str) -> None:
+        """A new turn: clock, counters and tail start over."""
+        self.label = label
+        self.started = time.monotonic()
+        self.streamed_chars = 0
+        self.tail = ""
+
+
+class LiveView:
+    """Draws the live area; ``run_in_terminal`` style printing goes above it."""
+
+    def __init__(
+        self,
+        activity: TurnActivity,
+        status_line: Callable[[], StyleAndTextTuples],
+        on_interrupt: Callable[[], None],
+        chars_per_token: Callable[[], float],
+    ) -> None:
+        self.activity = activity
+        self.status_line = status_line
+        self.on_interrupt = on_interrupt
+        self.chars_per_token = chars_per_token
+        self._app: Application[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        self._app = self._build()
+        self._task = asyncio.ensure_future(self._app.run_async(set_exception_handler=False))
+
+    async def stop(self) -> None:
+        """Erase the live area and give the terminal back."""
+        app, task = self._app, self._task
+        self._app = self._task = None
+        if app is None or task is None:
+            return
+        if not app.is_running:
+            await _until_running_or_done(app, task)
+        if app.is_running and app.future is not None and not app.future.done():
+            app.exit()
+        await asyncio.gather(task, return_exceptions=True)
+
+    @asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """Hand the terminal to something else (a question), then come back."""
+        was_running = self.running
+        await self.stop()
+        yield
+        if was_running:
+            self.start()
+
+    async def print_above(self, write: Callable[[], None]) -> None:
+        """Print finished output into the scrollback, above the live area."""
+        app = self._app
+        if app is not None and not app.is_running and self._task is not None:
+            await _until_running_or_done(app, self._task)
+        if app is not None and app.is_running:
+            async with in_terminal():
+                write()
+        else:
+            write()
+
+    def refresh(self) -> None:
+        if self._app is not None and self._app.is_running:
+            self._app.invalidate()
+
+    # ---- drawing --------------------------------------------------------------------
+
+    def _build(self) -> Application[None]:
+        tail = FormattedTextControl(self._tail_text, show_cursor=False,
+                                    get_cursor_position=self._tail_end)
+        has_tail = Condition(lambda: bool(self.activity.tail))
+        layout = Layout(HSplit([
+            ConditionalContainer(
+                Window(tail, wrap_lines=True, dont_extend_height=True,
+                       height=self._tail_height),
+                filter=has_tail,
+            ),
+            Window(FormattedTextControl(self._spinner_line), height=1, dont_extend_height=True),
+            Window(FormattedTextControl(self.status_line), height=1, dont_extend_height=True,
+                   style="class:bottom-toolbar"),
+        ]))
+        app: Application[None] = Application(
+            layout=layout,
+            key_bindings=self._keys(),
+            style=UI_STYLE,
+            full_screen=False,
+            erase_when_done=True,
+            refresh_interval=REFRESH_SECONDS,
+            min_redraw_interval=0.03,
+        )
+        app.ttimeoutlen = KEY_TIMEOUT_SECONDS
+        app.timeoutlen = KEY_TIMEOUT_SECONDS
+        return app
+
+    def _keys(self) -> KeyBindings:
+        keys = KeyBindings()
+
+        @keys.add("escape", eager=True)
+        @keys.add("c-c", eager=True)
+        @keys.add("<sigint>")
+        def _interrupt(event: KeyPressEvent) -> None:
+            self.on_interrupt()
+
+        return keys
+
+    def _tail_text(self) -> StyleAndTextTuples:
+        return [("class:tail", self.activity.tail)]
+
+    def _tail_end(self) -> Point:
+        return Point(0, self.activity.tail.count("\n"))
+
+    def _tail_height(self) -> Dimension:
+        """As tall as the tail, but never so tall that the status line leaves the screen."""
+        app = self._app
+        rows = app.output.get_size().rows if app is not None else 24
+        return Dimension(min=1, max=max(1, rows - TAIL_ROWS_LEFT_FREE))
+
+    def _spinner_line(self) -> StyleAndTextTuples:
+        activity = self.activity
+        elapsed = time.monotonic() - activity.started
+        frame = SPINNER_FRAMES[int(elapsed / REFRESH_SECONDS) % len(SPINNER_FRAMES)]
+        details = [f"{elapsed:.0f}s"]
+        if activity.streamed_chars:
+            tokens = round(activity.streamed_chars / max(self.chars_per_token(), 1.0))
+            details.append(f"↓ {format_tokens(tokens)} tokens")
+        details.append("esc to interrupt")
+        return [
+            ("class:spinner", f"{frame} {activity.label}"),
+            ("class:spinner.hint", f" ({' · '.join(details)})"),
+        ]
+
+
+async def _until_running_or_done(app: Application[None], task: asyncio.Task[None]) -> None:
+    """An app just started needs a moment before it can be exited or print above itself."""
+    while not app.is_running and not task.done():
+        await asyncio.sleep(0.005)

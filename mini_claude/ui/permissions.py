@@ -1,0 +1,123 @@
+"""Asking the user before a tool changes something: a box, three answers, an optional reason."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+
+from prompt_toolkit import PromptSession
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.text import Text
+
+from mini_claude.context.placeholders import short_target
+from mini_claude.tools.base import PermissionDecision, PermissionRequest
+from mini_claude.ui.choice import ChoiceInterrupted, choose
+from mini_claude.ui.render import diff_view
+from mini_claude.ui.statusbar import UI_STYLE
+
+TITLES = {
+    "run_shell": "Run a shell command",
+    "write_file": "Write a file",
+    "edit_file": "Edit a file",
+    "read_file": "Read outside the project",
+}
+DETAIL_LINES = 40
+YES, YES_ALWAYS, NO = 0, 1, 2
+NOT_ATTACHED = "no terminal is attached to ask the user; not allowed"
+
+Pause = Callable[[], AbstractAsyncContextManager[None]]
+
+
+def permission_box(request: PermissionRequest) -> Panel:
+    parts: list[RenderableType] = [Text(request.summary, style="bold")]
+    if request.detail:
+        parts.append(Text())
+        parts.append(_detail(request.detail))
+    parts.append(Text())
+    parts.append(Text("Do you want to proceed?"))
+    title = TITLES.get(request.tool_name, request.tool_name)
+    return Panel(Group(*parts), title=f"[bold]{title}[/] [dim]({request.tool_name})[/]",
+                 title_align="left", border_style="yellow", expand=True)
+
+
+def _detail(detail: str) -> Text:
+    lines = detail.splitlines()
+    if any(line.startswith("@@") for line in lines):
+        return diff_view(detail, DETAIL_LINES)
+    shown = "\n".join(lines[:DETAIL_LINES])
+    more = f"\n… +{len(lines) - DETAIL_LINES} lines" if len(lines) > DETAIL_LINES else ""
+    return Text(shown + more, style="dim")
+
+
+def subject_label(request: PermissionRequest) -> str:
+    """What "don't ask again" covers: the tool, or the one command or folder."""
+    if request.subject == request.tool_name:
+        return request.tool_name
+    _kind, colon, rest = request.subject.partition(":")
+    return f"`{short_target(rest if colon else request.subject)}`"
+
+
+def answer_labels(request: PermissionRequest) -> list[str]:
+    subject = subject_label(request)
+    return [
+        "Yes",
+        f"Yes, and don't ask again for {subject} this session",
+        "No, and tell the agent what to do differently (esc)",
+    ]
+
+
+class TerminalApprover:
+    """The approver the REPL wires in; it borrows the terminal from the live turn view."""
+
+    def __init__(self) -> None:
+        self._console: Console | None = None
+        self._pause: Pause | None = None
+        self._interrupt: Callable[[], None] | None = None
+
+    def attach(self, console: Console, pause: Pause, interrupt: Callable[[], None]) -> None:
+        self._console = console
+        self._pause = pause
+        self._interrupt = interrupt
+
+    async def __call__(self, request: PermissionRequest) -> PermissionDecision:
+        if self._console is None or self._pause is None:
+            return PermissionDecision(False, reason=NOT_ATTACHED)
+        async with self._pause():
+            return await self._ask(self._console, request)
+
+    async def _ask(self, console: Console, request: PermissionRequest) -> PermissionDecision:
+        console.print(permission_box(request))
+        try:
+            index = await choose(answer_labels(request), escape_index=NO)
+        except ChoiceInterrupted:
+            self._interrupt_turn()
+            raise asyncio.CancelledError from None
+        if index == YES:
+            console.print(Text("  ✓ allowed", style="green"))
+            return PermissionDecision(True)
+        if index == YES_ALWAYS:
+            console.print(Text(f"  ✓ allowed for this session: {subject_label(request)}",
+                               style="green"))
+            return PermissionDecision(True, remember=True)
+        reason = await _ask_reason()
+        console.print(Text("  ✗ denied" + (f": {reason}" if reason else ""), style="red"))
+        return PermissionDecision(False, reason=reason or "the user said no")
+
+    def _interrupt_turn(self) -> None:
+        """Ctrl-C at the question stops the whole turn, like Ctrl-C anywhere else in it."""
+        if self._interrupt is not None:
+            self._interrupt()
+
+
+async def _ask_reason() -> str:
+    session: PromptSession[str] = PromptSession(style=UI_STYLE)
+    try:
+        text = await session.prompt_async(
+            [("class:choice.hint", "  What should the agent do instead? (Enter to skip) ")],
+            set_exception_handler=False,
+        )
+    except (KeyboardInterrupt, EOFError):
+        return ""
+    return text.strip()

@@ -1,0 +1,320 @@
+"""The interactive session: read a message, run the turn with a live view, repeat.
+
+The agent's event stream is pumped by its own task into a queue and shown
+by the REPL's task. Interrupting cancels only the pump, so the cancellation
+always lands inside the agent (which closes dangling tool calls and keeps the
+history valid), never half-way through printing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from rich.console import Console
+from rich.text import Text
+
+from mini_claude import __version__
+from mini_claude import events as ev
+from mini_claude.agent import Agent
+from mini_claude.session import Session, SessionError, startup_housekeeping
+from mini_claude.settings import Settings
+from mini_claude.tools.base import Approver, allow_all
+from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
+from mini_claude.ui.live import LiveView, TurnActivity
+from mini_claude.ui.permissions import TerminalApprover
+from mini_claude.ui.presenter import TurnPresenter
+from mini_claude.ui.prompt_input import (
+    EmptyInterrupt,
+    SlashCommandCompleter,
+    build_prompt,
+    history_for,
+)
+from mini_claude.ui.render import error_line, note
+from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
+
+EXIT_OK, EXIT_USAGE = 0, 2
+NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
+                  "for non-interactive use")
+
+INTERRUPT_REPEAT_SECONDS = 1.0
+
+EventQueue = asyncio.Queue[ev.Event | None]  # None: the turn is over
+
+
+def run_repl(settings: Settings, cwd: Path, args: argparse.Namespace) -> int:
+    """Entry point from the CLI: build the session, then run the REPL until the user leaves."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(f"mini-claude: {NOT_A_TERMINAL}", file=sys.stderr)
+        return EXIT_USAGE
+    console = Console(file=sys.stdout)  # before anything wraps stdout
+    try:
+        return asyncio.run(_start(settings, cwd, args, console))
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, console: Console) -> int:
+    from mini_claude.providers import create_provider
+
+    startup_housekeeping(settings)
+    approver: Approver = allow_all if args.yes else TerminalApprover()
+    session = Session(settings, cwd, create_provider(settings), approver)
+    try:
+        if args.continue_session or args.resume:
+            session.resume(args.resume)
+        else:
+            session.start_new()
+    except SessionError as exc:
+        console.print(error_line(str(exc)))
+        await session.provider.close()
+        return EXIT_USAGE
+    return await run_session_repl(session, console=console)
+
+
+def preload_sdk_in_background(provider_name: str) -> None:
+    """Import the slow SDK while the user types.
+
+    Started once the prompt is on screen: an import holds the interpreter
+    for over a second, and doing it earlier would only delay the prompt.
+    """
+    from mini_claude.providers import preload_sdk
+
+    threading.Thread(target=preload_sdk, args=(provider_name,), name="sdk-preload",
+                     daemon=True).start()
+
+
+async def run_session_repl(session: Session, *, banner: str | None = None,
+                           console: Console | None = None) -> int:
+    """Run the REPL on a session that is already built (the CLI, `--demo` and tests use it)."""
+    repl = Repl(session, console or Console(file=sys.stdout), banner=banner)
+    return await repl.run()
+
+
+class Repl:
+    """Reads messages and slash commands, and shows each turn live until the user leaves."""
+
+    def __init__(self, session: Session, console: Console, *, banner: str | None = None) -> None:
+        self.session = session
+        self.console = console
+        self.banner = banner
+        self.activity = TurnActivity()
+        self.view = LiveView(self.activity, self._status_line, self.interrupt,
+                             lambda: self.agent.meter.chars_per_token)
+        self.at_prompt = asyncio.Event()  # set while waiting for input
+        self.prompts_shown = 0
+        self._pump: asyncio.Task[None] | None = None
+        self._queue: EventQueue | None = None
+        self._prompt: PromptSession[str] | None = None
+        self._warmed_up = False
+        if isinstance(session.approver, TerminalApprover):
+            session.approver.attach(console, self.question, self.interrupt)
+
+    @property
+    def agent(self) -> Agent:
+        return self.session.agent
+
+    # ---- the loop -------------------------------------------------------------------
+
+    async def run(self) -> int:
+        self._print_header()
+        try:
+            with _sigint_calls(self.interrupt):
+                while (text := await self._read()) is not None:
+                    if not text.strip():
+                        continue
+                    if parse_command(text) is not None:
+                        if await dispatch(self, text) is Outcome.EXIT:
+                            break
+                        continue
+                    await self.run_events(self.agent.turn(text))
+        finally:
+            await self._close()
+        return EXIT_OK
+
+    async def _read(self) -> str | None:
+        """The next message, or None when the user leaves (Ctrl-D, or Ctrl-C twice)."""
+        prompt = self._prompt or self._build_prompt()
+        armed = False
+        while True:
+            self.prompts_shown += 1
+            self.at_prompt.set()
+            try:
+                return await prompt.prompt_async(set_exception_handler=False,
+                                                 pre_run=self._after_first_draw)
+            except EmptyInterrupt:
+                if armed:
+                    return None
+                armed = True
+                self.console.print(note("press Ctrl-C again to exit (or Ctrl-D)"))
+            except (EOFError, KeyboardInterrupt):
+                return None
+            finally:
+                self.at_prompt.clear()
+
+    def _after_first_draw(self) -> None:
+        """Runs before each prompt is drawn; the first time, schedules the SDK import after it."""
+        if not self._warmed_up:
+            self._warmed_up = True
+            asyncio.get_running_loop().call_soon(preload_sdk_in_background,
+                                                 self.session.settings.provider)
+
+    def _build_prompt(self) -> PromptSession[str]:
+        completer = SlashCommandCompleter(
+            [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)])
+        self._prompt = build_prompt(history_for(self.session.settings.home), completer,
+                                    self._status_line)
+        return self._prompt
+
+    async def run_events(self, events: AsyncIterator[ev.Event], label: str = "thinking…") -> bool:
+        """Show a turn (or a compaction) live; False when the user interrupted it."""
+        self.activity.restart(label)
+        presenter = TurnPresenter(self.console, self.view, self.activity)
+        queue: EventQueue = asyncio.Queue()
+        self._queue = queue
+        self._pump = asyncio.create_task(_pump(events, queue))
+        # Closes the queue however the pump ends, even cancelled before it ever ran.
+        self._pump.add_done_callback(lambda _: queue.put_nowait(None))
+        self.view.start()
+        try:
+            while (event := await queue.get()) is not None:
+                try:
+                    await presenter.handle(event)
+                except Exception as exc:  # a display bug must not end the session
+                    self.console.print(error_line(f"could not display {type(event).__name__}: "
+                                                  f"{type(exc).__name__}: {exc}"))
+                finally:
+                    queue.task_done()
+            queue.task_done()
+            interrupted = await self._pump_outcome(self._pump)
+        finally:
+            await self._stop_pump()
+            await self.view.stop()
+        await presenter.finish(interrupted=interrupted)
+        return not interrupted
+
+    async def _stop_pump(self) -> None:
+        """Leave no agent work running behind the prompt (the REPL itself may be cancelled)."""
+        pump, self._pump, self._queue = self._pump, None, None
+        if pump is not None and not pump.done():
+            pump.cancel()
+            await asyncio.gather(pump, return_exceptions=True)
+
+    async def _pump_outcome(self, pump: asyncio.Task[None]) -> bool:
+        """True when the pump was interrupted; an agent bug becomes one red line."""
+        try:
+            await pump
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            return True
+        except Exception as exc:  # the session must survive a failed turn
+            line = error_line(f"internal error: {type(exc).__name__}: {exc}")
+            await self.view.print_above(lambda: self.console.print(line))
+        return False
+
+    @property
+    def turn_running(self) -> bool:
+        return self._pump is not None and not self._pump.done()
+
+    def interrupt(self) -> None:
+        """Esc or Ctrl-C during a turn: stop the agent where it is."""
+        if self._pump is not None and not self._pump.done():
+            self.activity.set("interrupting…")
+            self._cancel_until_done(self._pump)
+
+    def _cancel_until_done(self, pump: asyncio.Task[None]) -> None:
+        """Cancel, and cancel again while the agent is still running.
+
+        asyncio can swallow a cancellation: one that lands while a subprocess is
+        being spawned leaves the task waiting for that process for good.
+        """
+        if not pump.done():
+            pump.cancel()
+            asyncio.get_running_loop().call_later(INTERRUPT_REPEAT_SECONDS,
+                                                  self._cancel_until_done, pump)
+
+    @asynccontextmanager
+    async def question(self) -> AsyncIterator[None]:
+        """Borrow the terminal for a question, after everything before it is on screen."""
+        if self._queue is not None:
+            await self._queue.join()
+        async with self.view.paused():
+            yield
+
+    # ---- what is drawn --------------------------------------------------------------
+
+    def _status_line(self) -> StyleAndTextTuples:
+        activity = self.activity.label if self._pump is not None else None
+        return status_fragments(self.agent.status(), self.agent.costs,
+                                self.session.settings.model, activity)
+
+    def _print_header(self) -> None:
+        settings = self.session.settings
+        parts = [
+            f"mini-claude {__version__}",
+            settings.provider,
+            settings.model,
+            f"{short_tokens(settings.window)} window",
+            _short_path(self.session.cwd),
+            f"session {self.session.session_id}",
+        ]
+        files = [_short_path(p) for p in self.session.instructions.paths]
+        parts.append("instructions: " + (", ".join(files) if files else "none"))
+        header = Text(" · ".join(parts), style="bold")
+        if self.banner:
+            self.console.print(Text(self.banner, style="yellow"))
+        self.console.print(header)
+        messages = len(self.agent.conversation)
+        if messages:
+            self.console.print(note(f"resumed: {messages} messages, "
+                                    f"{percent(self.agent.status().utilization)} of the context"))
+        for warning in self.session.warnings:
+            self.console.print(note(warning, "warning"))
+        self.session.warnings.clear()
+        self.console.print(Text("/help for commands · esc interrupts a turn · ctrl-d exits",
+                                style="dim"))
+
+    async def _close(self) -> None:
+        agent = self.agent
+        self.console.print(note(f"transcript: {agent.transcript.path}"))
+        self.console.print(note(f"resume with: mini-claude --resume {self.session.session_id}"))
+        agent.transcript.close()
+        await self.session.provider.close()
+
+
+async def _pump(events: AsyncIterator[ev.Event], queue: EventQueue) -> None:
+    async for event in events:
+        queue.put_nowait(event)
+
+
+@contextmanager
+def _sigint_calls(callback: Callable[[], None]) -> Iterator[None]:
+    """A SIGINT that arrives while no prompt_toolkit app owns the keys interrupts the turn."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, lambda _sig, _frame: loop.call_soon_threadsafe(callback))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _short_path(path: Path) -> str:
+    try:
+        inside_home = path.relative_to(Path.home())
+    except ValueError:
+        return str(path)
+    return "~" if inside_home == Path() else f"~/{inside_home}"

@@ -1,0 +1,75 @@
+"""The status line's numbers, bands and wording."""
+
+from __future__ import annotations
+
+import pytest
+
+from mini_claude.events import ContextStatus
+from mini_claude.pricing import CostTracker
+from mini_claude.providers.base import Usage
+from mini_claude.ui.statusbar import (
+    format_money,
+    meter_bar,
+    pressure,
+    short_tokens,
+    status_fragments,
+    status_text,
+)
+
+
+def status(tokens: int, effective: int = 180_000, autocompact_at: int = 153_000) -> ContextStatus:
+    return ContextStatus(tokens, effective, 200_000, autocompact_at, anchored=True)
+
+
+@pytest.mark.parametrize(
+    ("utilization", "band"),
+    [(0.0, "calm"), (0.499, "calm"), (0.5, "steady"), (0.699, "steady"), (0.70, "warning"),
+     (0.849, "warning"), (0.85, "alert"), (1.2, "alert")],
+)
+def test_colour_band_follows_pressure(utilization: float, band: str) -> None:
+    assert pressure(utilization) == band
+
+
+def test_meter_bar_fills_in_proportion_and_shows_any_use() -> None:
+    assert meter_bar(0.0) == "░" * 10
+    assert meter_bar(0.001) == "█" + "░" * 9
+    assert meter_bar(0.34) == "███" + "░" * 7
+    assert meter_bar(1.5) == "█" * 10
+
+
+def test_status_line_gives_numbers_not_only_a_bar() -> None:
+    costs = CostTracker()
+    costs.add("claude-sonnet-4-5", Usage(input_tokens=1_000, cache_read_tokens=50_000,
+                                          cache_write_tokens=2_000, output_tokens=500))
+    line = status_text(status(61_200), costs, "claude-sonnet-4-5", "running run_shell")
+    assert "34% ███░░░░░░░" in line
+    assert "61.2k/180k" in line
+    assert "auto-compact in 91.8k" in line
+    assert format_money(costs.dollars) in line
+    assert line.endswith("running run_shell")
+
+
+def test_status_line_says_when_auto_compact_is_off_or_due() -> None:
+    costs = CostTracker()
+    assert "auto-compact off" in status_text(status(10, autocompact_at=0), costs, "m", None)
+    assert "auto-compact due" in status_text(status(160_000), costs, "m", None)
+
+
+def test_the_percentage_carries_the_band_style() -> None:
+    fragments = status_fragments(status(160_000), CostTracker(), "m", None)
+    styled = {text.split()[0]: style for style, text, *_ in fragments if "%" in text}
+    assert styled == {"89%": "class:status.alert"}
+
+
+def test_unpriced_models_say_their_cost_is_incomplete() -> None:
+    costs = CostTracker()
+    costs.add("some-local-model", Usage(input_tokens=100, output_tokens=10))
+    assert "unpriced" in status_text(status(10), costs, "some-local-model", None)
+
+
+def test_number_formats() -> None:
+    assert short_tokens(180_000) == "180k"
+    assert short_tokens(61_234) == "61.2k"
+    assert short_tokens(950) == "950"
+    assert format_money(0.0042) == "$0.0042"
+    assert format_money(1.5) == "$1.50"
