@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+from asyncio.subprocess import Process
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -107,21 +108,39 @@ def _timeout(raw: Any, settings: Settings) -> float:
     return min(timeout, MAX_TIMEOUT_SECONDS)
 
 
+async def _spawn(command: str, cwd: os.PathLike[str], env: Mapping[str, str]) -> Process:
+    """Start bash in its own process group; a cancel during start-up still kills it.
+
+    The spawn is shielded because a cancel that lands while asyncio is still
+    starting the child can otherwise be lost, leaving the turn hanging.
+    """
+    spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
+        "bash", "-c", command,
+        cwd=cwd,
+        env=dict(env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    ))
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        try:
+            process = await spawn
+        except OSError:
+            raise asyncio.CancelledError from None
+        await terminate_group(process)
+        raise
+
+
 async def execute(
     command: str, cwd: os.PathLike[str], env: Mapping[str, str], timeout: float, cap: int
 ) -> ShellResult:
     """Run ``bash -c command``; on timeout or cancellation kill its whole process group."""
     stdout, stderr = HeadTailBuffer(cap // 2), HeadTailBuffer(cap - cap // 2)
     try:
-        process = await asyncio.create_subprocess_exec(
-            "bash", "-c", command,
-            cwd=cwd,
-            env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        process = await _spawn(command, cwd, env)
     except OSError as exc:
         raise ToolError(f"could not start bash: {exc.strerror or exc}") from None
     assert process.stdout is not None and process.stderr is not None
