@@ -173,6 +173,7 @@ class Agent:
                 yield ev.TurnError(exc.message, kind)
                 return
             assert response is not None
+            retried_too_long = False  # the reactive path gets one retry per request, not per turn
             yield ev.AssistantMessage(response.message)
             uses = response.message.tool_uses
             if not uses:

@@ -1,0 +1,82 @@
+"""`mini-claude bench`: the long-session benchmark. Options are parsed here; `suite` runs it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+DEFAULT_WINDOWS = (200_000, 32_000)
+DEFAULT_OUT = Path("bench-report")
+DEFAULT_JOBS = 2
+
+
+class BenchUsageError(Exception):
+    """A bad option value; printed as one line."""
+
+
+def _windows(text: str) -> tuple[int, ...]:
+    windows = []
+    for part in text.split(","):
+        cleaned = part.strip().lower().replace("_", "")
+        multiplier = 1_000 if cleaned.endswith("k") else 1
+        try:
+            value = int(cleaned.removesuffix("k")) * multiplier
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} is not a window size") from None
+        if value < 8_000:
+            raise argparse.ArgumentTypeError(f"window {value} is too small (8000 at least)")
+        windows.append(value)
+    if not windows:
+        raise argparse.ArgumentTypeError("give at least one window")
+    return tuple(windows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mini-claude bench",
+        description="Run the scripted long session under four context strategies against the "
+                    "simulated model and report cost, overflows and retention.",
+    )
+    parser.add_argument("--quick", action="store_true",
+                        help="a short session and fewer timing runs (for tests)")
+    parser.add_argument("--windows", type=_windows, default=DEFAULT_WINDOWS,
+                        help="comma-separated context windows (default 200000,32000)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help="folder for report.md, results.json and the plot "
+                             "(default bench-report/)")
+    parser.add_argument("--strategies", default=None,
+                        help="comma-separated subset of: none, learn, summary, mini")
+    parser.add_argument("--turns", type=int, default=None, help="override the number of turns")
+    parser.add_argument("--seed", type=int, default=7, help="workload seed (default 7)")
+    parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
+                        help=f"runs in flight at once (default {DEFAULT_JOBS}); they overlap "
+                             "their waiting, and pipeline timings get noisier")
+    parser.add_argument("--ablations", action="store_true",
+                        help="also run mini-claude with each tier switched off in turn")
+    parser.add_argument("--no-startup", action="store_true", help="skip the start-up timings")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the scaling timings")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    from mini_claude.bench.suite import BenchOptions, run_suite
+
+    try:
+        options = BenchOptions.from_args(args)
+    except BenchUsageError as exc:
+        print(f"mini-claude bench: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return run_suite(options)
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        print(f"mini-claude bench: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        return EXIT_FAILED

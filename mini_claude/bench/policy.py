@@ -1,0 +1,146 @@
+"""The simulated model of the benchmark: plays the script, and reacts to saved outputs.
+
+The script is followed by counters (turn, step), never by reading old
+messages, because compaction rewrites those. The one thing the policy reads is
+the newest tool results: when one says its output was saved to a file, the
+model pages through what it needs before going on, as a real model would.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from mini_claude.bench.script import Call, Script, Step, Turn, read
+from mini_claude.simulator.types import Reply, SimConversation, ToolCall, ToolResultPart
+
+# How a persisted result announces itself: "... saved in full to PATH. ..." and its line count.
+SAVED_TO = re.compile(r"saved in full to (?P<path>\S+?)\.?(?:\s|$)")
+LINE_COUNT = re.compile(r"\((?:[\d.]+ [KMG]?B), (?P<lines>[\d,]+) lines?\)")
+PAGE_LINES = 350
+WHOLE_FILE_LINES = 1_000
+TAIL_LINES = 150
+ID_ALPHABET = string.ascii_letters + string.digits
+ID_LENGTH = 22
+
+
+@dataclass(frozen=True, slots=True)
+class SavedOutput:
+    """A tool result that was replaced by a notice pointing at a file."""
+
+    tool_name: str
+    saved_path: str
+    lines: int
+    source_path: str | None  # the file a read_file call was reading, if any
+
+
+def saved_output(result: ToolResultPart, conv: SimConversation) -> SavedOutput | None:
+    found = SAVED_TO.search(result.content)
+    if found is None or result.is_error:
+        return None
+    count = LINE_COUNT.search(result.content)
+    lines = int(count.group("lines").replace(",", "")) if count else PAGE_LINES
+    use = conv.tool_use_for(result.tool_use_id)
+    if use is None:
+        return None
+    if use.name == "read_file" and ("offset" in use.input or "limit" in use.input):
+        return None  # already paging: never page a page
+    source = use.input.get("path") if use.name == "read_file" else None
+    return SavedOutput(use.name, found.group("path"), lines, source if isinstance(source, str)
+                       else None)
+
+
+def paging_calls(saved: SavedOutput) -> list[Call]:
+    """What a model reads after a saved-output notice.
+
+    A file of module size is read whole in pages (the model wanted all of
+    it); a longer one, such as a log, only at its start and its end. A
+    command's output is read at its end, where test runners and builds print
+    their verdict.
+    """
+    if saved.source_path is None:
+        start = max(1, saved.lines - TAIL_LINES + 1)
+        return [read(saved.saved_path, offset=start, limit=TAIL_LINES)]
+    if saved.lines <= WHOLE_FILE_LINES:
+        starts = list(range(1, saved.lines + 1, PAGE_LINES))
+    else:
+        starts = [1, saved.lines - PAGE_LINES + 1]
+    return [read(saved.source_path, offset=start, limit=PAGE_LINES) for start in starts]
+
+
+class SavedOutputPager:
+    """Reacts once to each saved-output notice in the newest tool results."""
+
+    def __init__(self) -> None:
+        self._handled: set[str] = set()
+        self.pages_read = 0
+
+    def step(self, conv: SimConversation) -> Step | None:
+        calls: list[Call] = []
+        for result in conv.last_tool_results():
+            if result.tool_use_id in self._handled:
+                continue
+            self._handled.add(result.tool_use_id)
+            saved = saved_output(result, conv)
+            if saved is not None:
+                calls.extend(paging_calls(saved))
+        if not calls:
+            return None
+        self.pages_read += len(calls)
+        return Step("That output was saved to a file; reading the part I need.", tuple(calls))
+
+
+class ReplyMaker:
+    """Steps into replies, with tool ids as random as the real ones but the same every run."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self._rng = random.Random(seed)
+
+    def reply(self, step: Step) -> Reply:
+        calls = [ToolCall(c.name, dict(c.input), id=self._next_id()) for c in step.calls]
+        return Reply(step.say, calls)
+
+    def _next_id(self) -> str:
+        return "toolu_01" + "".join(self._rng.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
+
+
+class ScriptPolicy:
+    """Answers each request with the next step of the current turn.
+
+    :meth:`begin_turn` is called by whoever sends the user's message, so the
+    turn counter never depends on what the conversation still shows.
+    """
+
+    def __init__(self, script: Script, *, seed: int = 0) -> None:
+        self.script = script
+        self._lock = threading.Lock()
+        self._replies = ReplyMaker(seed)
+        self._pager = SavedOutputPager()
+        self._turn: Turn | None = None
+        self._steps: deque[Step] = deque()
+        self.turn_index = -1
+
+    @property
+    def pages_read(self) -> int:
+        return self._pager.pages_read
+
+    def begin_turn(self, index: int) -> None:
+        with self._lock:
+            self.turn_index = index
+            self._turn = self.script.turns[index]
+            self._steps = deque(self._turn.steps)
+
+    def respond(self, conv: SimConversation) -> Reply:
+        with self._lock:
+            if self._turn is None:
+                return Reply("There is no task yet.")
+            paging = self._pager.step(conv)
+            if paging is not None:
+                return self._replies.reply(paging)
+            if self._steps:
+                return self._replies.reply(self._steps.popleft())
+            return Reply(self._turn.answer)

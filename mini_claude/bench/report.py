@@ -1,0 +1,366 @@
+"""From raw runs to the table: one row per strategy and window, a verdict, and why.
+
+Every figure is derived from the simulator's records (the real tokenizer, the
+real cache accounting), never from the agent's own view of itself, except the
+estimate error, which compares the two.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mini_claude.bench.runner import NeedCheck, RequestRecord, RunResult
+from mini_claude.pricing import SONNET
+
+# Tiers whose edit changes old history and so breaks the prompt cache from that point on.
+HISTORY_EDITING_TIERS = ("budget", "snip", "microcompact", "compact")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    strategy: str
+    title: str
+    ours: bool
+    window: int
+    requests: int
+    summary_requests: int
+    overflowed: int
+    peak_utilization: float
+    input_tokens: int
+    cache_read_share: float
+    cache_write_tokens: int
+    output_tokens: int
+    cost_usd: float
+    compactions: int
+    retained: int
+    needed: int
+    estimate_error_mean_pct: float
+    estimate_error_worst_pct: float
+    pipeline_ms_median: float
+    pipeline_ms_worst: float
+    tool_calls: int
+    turn_errors: int
+    ablation: bool = False
+
+    @property
+    def retention(self) -> float:
+        return self.retained / self.needed if self.needed else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class CostBreakdown:
+    """Where a row's dollars went."""
+
+    uncached_input: float
+    cache_write: float
+    cache_read: float
+    output: float
+    summary_calls: float
+
+
+@dataclass(frozen=True, slots=True)
+class TierCost:
+    """Requests sent right after a tier edited history, and what their cache writes cost."""
+
+    tier: str
+    firings: int
+    requests: int
+    cache_write_tokens: int
+    cache_write_usd: float
+    tokens_freed: int
+
+
+@dataclass
+class Verdict:
+    window: int
+    ours_zero_overflow: bool
+    ours_cheapest: bool
+    ours_retention_best: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.ours_zero_overflow and self.ours_cheapest and self.ours_retention_best
+
+
+def _answered(requests: Iterable[RequestRecord]) -> list[RequestRecord]:
+    return [r for r in requests if r.answered]
+
+
+def estimate_errors(requests: Sequence[RequestRecord]) -> list[float]:
+    """Relative error of the agent's estimate against the server's count, per request."""
+    return [abs(r.estimate - r.prompt_tokens) / r.prompt_tokens
+            for r in requests if r.estimate is not None and r.prompt_tokens > 0]
+
+
+def make_row(run: RunResult) -> Row:
+    answered = _answered(run.requests)
+    prompt = sum(r.prompt_tokens for r in answered)
+    reads = sum(r.cache_read_tokens for r in answered)
+    errors = estimate_errors(run.requests)
+    pipeline_ms = [s * 1000 for s in run.pipeline_seconds] or [0.0]
+    peak = max((r.prompt_tokens for r in run.requests), default=0)
+    return Row(
+        strategy=run.strategy,
+        title=run.title,
+        ours=run.ours,
+        window=run.window,
+        requests=len(run.requests),
+        summary_requests=sum(1 for r in run.requests if r.is_summary),
+        overflowed=sum(1 for r in run.requests if r.overflowed),
+        peak_utilization=peak / run.effective_window,
+        input_tokens=prompt,
+        cache_read_share=reads / prompt if prompt else 0.0,
+        cache_write_tokens=sum(r.cache_write_tokens for r in answered),
+        output_tokens=sum(r.output_tokens for r in answered),
+        cost_usd=sum(r.cost for r in answered),
+        compactions=len(run.compactions),
+        retained=sum(1 for n in run.needs if n.retained),
+        needed=len(run.needs),
+        estimate_error_mean_pct=100 * statistics.fmean(errors) if errors else 0.0,
+        estimate_error_worst_pct=100 * max(errors, default=0.0),
+        pipeline_ms_median=statistics.median(pipeline_ms),
+        pipeline_ms_worst=max(pipeline_ms),
+        tool_calls=run.tool_calls,
+        turn_errors=len(run.turn_errors),
+        ablation=run.ablation,
+    )
+
+
+def cost_breakdown(run: RunResult) -> CostBreakdown:
+    answered = _answered(run.requests)
+    per_million = 1_000_000
+    return CostBreakdown(
+        uncached_input=sum(r.input_tokens for r in answered) * SONNET.input / per_million,
+        cache_write=sum(r.cache_write_tokens for r in answered) * SONNET.cache_write / per_million,
+        cache_read=sum(r.cache_read_tokens for r in answered) * SONNET.cache_read / per_million,
+        output=sum(r.output_tokens for r in answered) * SONNET.output / per_million,
+        summary_calls=sum(r.cost for r in answered if r.is_summary),
+    )
+
+
+def tier_costs(run: RunResult) -> list[TierCost]:
+    """Cache writes of the requests that followed each history-editing tier.
+
+    A request after an edit re-writes the prompt from the edited point on;
+    that write is the price of the edit (less what the smaller prompt saves
+    on every later read, which the total cost column already reflects).
+    """
+    out = []
+    for tier in HISTORY_EDITING_TIERS:
+        after = [r for r in _answered(run.requests) if tier in r.tiers]
+        writes = sum(r.cache_write_tokens for r in after)
+        if tier == "compact":
+            firings = run.compaction_attempts
+            freed = sum(max(0, c.tokens_before - c.tokens_after) for c in run.compactions)
+        else:
+            firings, freed = run.tier_events.get(tier, 0), run.tokens_freed.get(tier, 0)
+        out.append(TierCost(tier, firings, len(after), writes,
+                            writes * SONNET.cache_write / 1_000_000, freed))
+    return out
+
+
+LOSS_CAUSES = ("compact", "microcompact", "snip", "budget")
+
+
+def loss_cause(check: NeedCheck) -> str:
+    """Why a needed fact was missing, in one word."""
+    if check.retained:
+        return "kept"
+    if check.request_index is None:
+        return "turn failed"
+    if check.last_seen is None:
+        return "never in context"
+    for tier in LOSS_CAUSES:
+        if tier in check.lost_after:
+            return "compaction" if tier == "compact" else tier
+    return "other"
+
+
+def loss_note(run: RunResult) -> str:
+    """``mini-claude lost 25 of 27 needed facts: 24 microcompact, 1 snip``."""
+    causes: dict[str, int] = {}
+    for check in run.needs:
+        cause = loss_cause(check)
+        if cause != "kept":
+            causes[cause] = causes.get(cause, 0) + 1
+    lost = sum(causes.values())
+    detail = ", ".join(f"{count} {cause}" for cause, count in
+                       sorted(causes.items(), key=lambda item: -item[1]))
+    return f"{run.title} lost {lost} of {len(run.needs)} needed facts" + (
+        f" (removed by: {detail})" if detail else "")
+
+
+def loss_table(runs: Sequence[RunResult]) -> str:
+    causes = ["turn failed", "never in context", "compaction", "microcompact", "snip", "budget",
+              "other"]
+    lines = ["| strategy | window | needed | kept | " + " | ".join(causes) + " |",
+             "|" + "---|" * (4 + len(causes))]
+    for run in runs:
+        counts = {cause: 0 for cause in ["kept", *causes]}
+        for check in run.needs:
+            counts[loss_cause(check)] += 1
+        cells = " | ".join(str(counts[c]) for c in causes)
+        lines.append(f"| {run.title} | {run.window // 1000}K | {len(run.needs)} | "
+                     f"{counts['kept']} | {cells} |")
+    return "\n".join(lines)
+
+
+def failures_table(runs: Sequence[RunResult]) -> str:
+    """Turns that ended in an error and compactions that did not happen, with the first reason."""
+    lines = ["| strategy | window | turns ended by an error | first at turn | failed compactions "
+             "| first failure |", "|---|---|---|---|---|---|"]
+    for run in runs:
+        first_error = run.turn_errors[0] if run.turn_errors else None
+        first_failure = run.compaction_failures[0] if run.compaction_failures else None
+        lines.append(
+            f"| {run.title} | {run.window // 1000}K | {len(run.turn_errors)} | "
+            f"{first_error[0] if first_error else '-'} | {len(run.compaction_failures)} | "
+            f"{_one_line(first_failure[2]) if first_failure else '-'} |")
+    return "\n".join(lines)
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split()).replace("|", "/")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def judge(rows: Sequence[Row], window: int) -> Verdict:
+    """The bar: zero overflows, cheapest zero-overflow row, retention at least the others'."""
+    mine = [r for r in rows if r.window == window and r.ours]
+    if not mine:
+        return Verdict(window, False, False, False, ["no mini-claude row at this window"])
+    ours = mine[0]
+    rivals = [r for r in rows
+              if r.window == window and not r.ours and not r.ablation and r.overflowed == 0]
+    verdict = Verdict(
+        window,
+        ours_zero_overflow=ours.overflowed == 0,
+        ours_cheapest=all(ours.cost_usd <= r.cost_usd for r in rivals),
+        ours_retention_best=all(ours.retention >= r.retention for r in rivals),
+    )
+    for rival in rivals:
+        if rival.cost_usd < ours.cost_usd:
+            verdict.notes.append(f"{rival.title} is cheaper: ${rival.cost_usd:.2f} against "
+                                 f"${ours.cost_usd:.2f}")
+        if rival.retention > ours.retention:
+            verdict.notes.append(f"{rival.title} retains more: {rival.retained}/{rival.needed} "
+                                 f"against {ours.retained}/{ours.needed}")
+    if ours.overflowed:
+        verdict.notes.append(f"mini-claude overflowed {ours.overflowed} times")
+    return verdict
+
+
+# ---- Markdown --------------------------------------------------------------------------
+
+COLUMNS = (
+    ("strategy", "strategy"), ("window", "window"), ("requests", "requests (summaries)"),
+    ("overflowed", "overflowed"), ("peak", "peak util."), ("input", "input tokens"),
+    ("read_share", "cache-read share"), ("writes", "cache-write tokens"),
+    ("output", "output tokens"), ("cost", "cost"), ("compactions", "compactions"),
+    ("retention", "retention"), ("estimate", "estimate error mean / worst"),
+    ("pipeline", "pipeline ms median / worst"),
+)
+
+
+def _cells(row: Row) -> dict[str, str]:
+    name = f"**{row.title}**" if row.ours else row.title
+    return {
+        "strategy": name,
+        "window": f"{row.window // 1000}K",
+        "requests": f"{row.requests} ({row.summary_requests})",
+        "overflowed": str(row.overflowed),
+        "peak": f"{row.peak_utilization:.0%}",
+        "input": f"{row.input_tokens:,}",
+        "read_share": f"{row.cache_read_share:.0%}",
+        "writes": f"{row.cache_write_tokens:,}",
+        "output": f"{row.output_tokens:,}",
+        "cost": f"${row.cost_usd:.2f}",
+        "compactions": str(row.compactions),
+        "retention": f"{row.retained}/{row.needed} ({row.retention:.0%})",
+        "estimate": f"{row.estimate_error_mean_pct:.1f}% / {row.estimate_error_worst_pct:.1f}%",
+        "pipeline": f"{row.pipeline_ms_median:.2f} / {row.pipeline_ms_worst:.1f}",
+    }
+
+
+def markdown_table(rows: Sequence[Row]) -> str:
+    header = "| " + " | ".join(title for _, title in COLUMNS) + " |"
+    rule = "|" + "|".join("---" for _ in COLUMNS) + "|"
+    lines = [header, rule]
+    for row in rows:
+        cells = _cells(row)
+        lines.append("| " + " | ".join(cells[key] for key, _ in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def breakdown_table(runs: Sequence[RunResult]) -> str:
+    lines = ["| strategy | window | uncached input | cache writes | cache reads | output | "
+             "of which summary calls |", "|---|---|---|---|---|---|---|"]
+    for run in runs:
+        b = cost_breakdown(run)
+        lines.append(f"| {run.title} | {run.window // 1000}K | ${b.uncached_input:.2f} | "
+                     f"${b.cache_write:.2f} | ${b.cache_read:.2f} | ${b.output:.2f} | "
+                     f"${b.summary_calls:.2f} |")
+    return "\n".join(lines)
+
+
+def tier_table(run: RunResult) -> str:
+    lines = [f"mini-claude at {run.window // 1000}K: requests sent right after a history edit",
+             "", "| tier | times fired | requests after it | their cache writes | cost of "
+             "those writes | tokens freed |", "|---|---|---|---|---|---|"]
+    summary_cost = sum(r.cost for r in run.requests if r.is_summary)
+    for cost in tier_costs(run):
+        lines.append(f"| {cost.tier} | {cost.firings} | {cost.requests} | "
+                     f"{cost.cache_write_tokens:,} | ${cost.cache_write_usd:.2f} | "
+                     f"{cost.tokens_freed:,} |")
+    lines.append(f"| (summary calls themselves) | {run.compaction_attempts} | - | - | "
+                 f"${summary_cost:.2f} in all | - |")
+    for tier in ("persist", "truncate"):
+        if run.tokens_freed.get(tier):
+            lines.append(f"| {tier} (at admission, no cache break) | "
+                         f"{run.tier_events.get(tier, 0)} | - | - | - | "
+                         f"{run.tokens_freed[tier]:,} |")
+    return "\n".join(lines)
+
+
+def verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    lines = []
+    for v in verdicts:
+        status = "PASS" if v.passed else "NOT MET"
+        checks = (f"zero overflows: {'yes' if v.ours_zero_overflow else 'no'}; "
+                  f"cheapest zero-overflow row: {'yes' if v.ours_cheapest else 'no'}; "
+                  f"retention at least the others': {'yes' if v.ours_retention_best else 'no'}")
+        lines.append(f"- {v.window // 1000}K window: **{status}** ({checks})")
+        lines.extend(f"  - {note}" for note in v.notes)
+    return lines
+
+
+def to_json(runs: Sequence[RunResult], rows: Sequence[Row], verdicts: Sequence[Verdict],
+            extra: dict[str, Any]) -> dict[str, Any]:
+    """Everything needed to redo the analysis: rows, per-request records, checks."""
+    return {
+        "rows": [asdict(r) | {"retention": r.retention} for r in rows],
+        "verdicts": [asdict(v) | {"passed": v.passed} for v in verdicts],
+        "runs": [
+            {
+                "strategy": run.strategy,
+                "window": run.window,
+                "effective_window": run.effective_window,
+                "wall_seconds": round(run.wall_seconds, 2),
+                "pages_read_after_saved_output": run.pages_read,
+                "tokens_freed": run.tokens_freed,
+                "tier_events": run.tier_events,
+                "turn_errors": [list(e) for e in run.turn_errors],
+                "compaction_failures": [list(e) for e in run.compaction_failures],
+                "compactions": [asdict(c) for c in run.compactions],
+                "needs": [asdict(n) for n in run.needs],
+                "cost_breakdown": asdict(cost_breakdown(run)),
+                "requests": [asdict(r) for r in run.requests],
+            }
+            for run in runs
+        ],
+        **extra,
+    }

@@ -1,0 +1,319 @@
+"""Runs one strategy through the scripted session against the simulator and records everything.
+
+The numbers come from the simulator's side of the wire (what was really
+sent, how the cache answered), joined with the agent's events (its own
+estimate, the tiers that fired, the compactions).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mini_claude import events as ev
+from mini_claude.agent import Agent
+from mini_claude.bench.policy import ScriptPolicy
+from mini_claude.bench.script import Script
+from mini_claude.bench.strategies import Strategy
+from mini_claude.pricing import SONNET
+from mini_claude.providers import create_provider
+from mini_claude.providers.base import Usage
+from mini_claude.session import Session
+from mini_claude.settings import Settings
+from mini_claude.simulator import RecordedRequest, SimClock, Simulator
+from mini_claude.tools.base import allow_all
+
+MODEL = "sim-sonnet"
+MODEL_SECONDS = 4.0  # simulated time a model reply takes
+TOOL_SECONDS = 1.0  # simulated time a tool call takes
+CLOCK_START = 1_000_000.0
+PROMPT_TOO_LONG = "prompt is too long"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One request as the simulator saw it, joined with what the agent knew before sending it."""
+
+    index: int
+    turn: int
+    prompt_tokens: int
+    status: int
+    is_summary: bool
+    input_tokens: int  # the uncached part
+    cache_read_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    estimate: int | None  # the agent's estimate just before the call
+    tiers: tuple[str, ...]  # tiers (and compaction) that fired since the previous call
+    error: str | None = None  # the server's message when it refused the call
+
+    @property
+    def answered(self) -> bool:
+        return self.status == 200
+
+    @property
+    def overflowed(self) -> bool:
+        return not self.answered and (self.error or "").startswith(PROMPT_TOO_LONG)
+
+    @property
+    def cost(self) -> float:
+        if not self.answered:
+            return 0.0
+        usage = Usage(self.input_tokens, self.cache_read_tokens, self.cache_write_tokens,
+                      self.output_tokens)
+        return SONNET.cost(usage)
+
+
+@dataclass(frozen=True, slots=True)
+class CallMark:
+    """What the agent knew when it announced a model call: where, its estimate, recent edits."""
+
+    request_index: int
+    estimate: int
+    tiers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionMark:
+    request_index: int  # the summary request, or the next request when none was recorded
+    reason: str
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class NeedCheck:
+    turn: int
+    fact_id: str
+    retained: bool
+    request_index: int | None  # the request the check was made on
+    last_seen: int | None = None  # for a lost fact: the last request that still carried it
+    lost_after: tuple[str, ...] = ()  # for a lost fact: what edited history right after that
+
+
+@dataclass
+class RunResult:
+    strategy: str
+    title: str
+    ours: bool
+    window: int
+    effective_window: int
+    ablation: bool = False
+    requests: list[RequestRecord] = field(default_factory=list)
+    compactions: list[CompactionMark] = field(default_factory=list)
+    needs: list[NeedCheck] = field(default_factory=list)
+    turn_errors: list[tuple[int, str, str]] = field(default_factory=list)
+    compaction_failures: list[tuple[int, str, str]] = field(default_factory=list)
+    pipeline_seconds: list[float] = field(default_factory=list)
+    tokens_freed: dict[str, int] = field(default_factory=dict)
+    tier_events: dict[str, int] = field(default_factory=dict)
+    pages_read: int = 0
+    marks: list[CallMark] = field(default_factory=list, repr=False)
+    compaction_attempts: int = 0
+    tool_calls: int = 0
+    wall_seconds: float = 0.0
+
+
+@dataclass
+class _Recorder:
+    """Collects what the agent says while a turn runs."""
+
+    sim: Simulator
+    clock: SimClock
+    result: RunResult
+    pending_tiers: list[str] = field(default_factory=list)
+    compaction_started_at: int = 0
+
+    def on(self, event: ev.Event, turn: int) -> None:
+        if isinstance(event, ev.TierFired):
+            tier = event.report.tier
+            self.pending_tiers.append(tier)
+            self.result.tier_events[tier] = self.result.tier_events.get(tier, 0) + 1
+        elif isinstance(event, ev.ModelCallStarted):
+            self.result.marks.append(CallMark(len(self.sim.requests), event.status.tokens,
+                                              tuple(dict.fromkeys(self.pending_tiers))))
+            self.pending_tiers.clear()
+        elif isinstance(event, ev.CompactionStarted):
+            self.result.compaction_attempts += 1
+            self.compaction_started_at = len(self.sim.requests)
+            self.pending_tiers.append("compact")
+        elif isinstance(event, ev.CompactionFinished):
+            self.result.compactions.append(CompactionMark(
+                self.compaction_started_at, event.reason, event.tokens_before, event.tokens_after))
+        elif isinstance(event, ev.AssistantMessage):
+            self.clock.advance(MODEL_SECONDS)
+        elif isinstance(event, ev.ToolFinished):
+            self.result.tool_calls += 1
+            self.clock.advance(TOOL_SECONDS)
+        elif isinstance(event, ev.CompactionFailed):
+            self.result.compaction_failures.append((turn, event.reason, event.error))
+        elif isinstance(event, ev.TurnError):
+            self.result.turn_errors.append((turn, event.kind, event.message))
+
+
+def bench_settings(strategy: Strategy, *, window: int, base_url: str, home: Path) -> Settings:
+    base = Settings(
+        provider="anthropic",
+        model=MODEL,
+        anthropic_api_key="bench",
+        anthropic_base_url=base_url,
+        context_window=window,
+        home=home,
+    )
+    return strategy.configure(base)
+
+
+async def run_strategy(
+    strategy: Strategy, script: Script, *, window: int, template: Path, workdir: Path,
+) -> RunResult:
+    """One row of the table: a fresh copy of the project, a fresh simulator, the whole script."""
+    started = time.perf_counter()
+    project = workdir / "project"
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    shutil.copytree(template, project)
+    clock = SimClock(start=CLOCK_START)
+    policy = ScriptPolicy(script, seed=len(script.turns))
+    with Simulator(policy, context_window=window, clock=clock) as sim:
+        settings = bench_settings(strategy, window=window, base_url=sim.anthropic_base_url,
+                                  home=workdir / "home")
+        result = RunResult(strategy.key, strategy.title, strategy.ours, window,
+                           settings.effective_window, strategy.ablation)
+        provider = create_provider(settings)
+        try:
+            agent = Session(settings, project, provider, allow_all, clock=clock.now).start_new()
+            try:
+                turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
+            finally:
+                agent.transcript.close()
+            records = list(sim.requests)
+        finally:
+            await provider.close()
+    result.requests = _join(records, result.marks, turn_starts)
+    result.needs = explain_losses(_check_needs(script, records, turn_starts), records,
+                                  result.requests, script)
+    result.pipeline_seconds = list(agent.pipeline_seconds)
+    result.tokens_freed = dict(agent.stats()["tokens_freed"])
+    result.pages_read = policy.pages_read
+    result.wall_seconds = time.perf_counter() - started
+    return result
+
+
+async def _play(agent: Agent, policy: ScriptPolicy, script: Script,
+                recorder: _Recorder) -> list[int]:
+    """Sends every user turn after its idle gap; returns the request index each turn began at."""
+    turn_starts: list[int] = []
+    for index, turn in enumerate(script.turns):
+        recorder.clock.advance(turn.idle_before)
+        policy.begin_turn(index)
+        turn_starts.append(len(recorder.sim.requests))
+        async for event in agent.turn(turn.user):
+            recorder.on(event, index)
+    return turn_starts
+
+
+def _turn_of(index: int, turn_starts: list[int]) -> int:
+    return max(0, bisect_right(turn_starts, index) - 1)
+
+
+def _join(records: list[RecordedRequest], marks: list[CallMark],
+          turn_starts: list[int]) -> list[RequestRecord]:
+    by_index = {mark.request_index: mark for mark in marks}
+    joined = []
+    for index, record in enumerate(records):
+        mark = by_index.get(index) if not record.is_summary_request else None
+        usage = record.usage or {}
+        joined.append(RequestRecord(
+            index=index,
+            turn=_turn_of(index, turn_starts),
+            prompt_tokens=record.prompt_tokens,
+            status=record.status,
+            is_summary=record.is_summary_request,
+            input_tokens=int(usage.get("input_tokens") or 0),
+            cache_read_tokens=record.cache_read_tokens,
+            cache_write_tokens=record.cache_write_tokens,
+            output_tokens=int(usage.get("output_tokens") or 0),
+            estimate=mark.estimate if mark is not None else None,
+            tiers=mark.tiers if mark is not None else (),
+            error=record.error if record.status != 200 else None,
+        ))
+    return joined
+
+
+def body_strings(value: Any) -> Iterator[str]:
+    """Every string in a request body: system, messages, tool results, summaries."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from body_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from body_strings(item)
+
+
+def _first_answered(records: list[RecordedRequest], start: int, end: int) -> int | None:
+    for index in range(start, end):
+        record = records[index]
+        if record.status == 200 and not record.is_summary_request:
+            return index
+    return None
+
+
+def _check_needs(script: Script, records: list[RecordedRequest],
+                 turn_starts: list[int]) -> list[NeedCheck]:
+    """Was each needed fact in the first request the model answered in the turn that needs it?"""
+    checks: list[NeedCheck] = []
+    ends = [*turn_starts[1:], len(records)]
+    for turn_index, turn in enumerate(script.turns):
+        if not turn.needs:
+            continue
+        found = _first_answered(records, turn_starts[turn_index], ends[turn_index])
+        text = "\n".join(body_strings(records[found].body)) if found is not None else ""
+        for fact_id in turn.needs:
+            line = script.facts[fact_id].line
+            checks.append(NeedCheck(turn_index, fact_id, line in text, found))
+    return checks
+
+
+def _facts_carried(body: Any, lines: dict[str, str]) -> frozenset[str]:
+    """Ids of the facts whose whole line appears somewhere in a request body."""
+    found: set[str] = set()
+    for text in body_strings(body):
+        if "FACT-" not in text:
+            continue
+        found.update(fact_id for fact_id, line in lines.items() if line in text)
+    return frozenset(found)
+
+
+def explain_losses(checks: list[NeedCheck], records: list[RecordedRequest],
+                   joined: list[RequestRecord], script: Script) -> list[NeedCheck]:
+    """For each fact that was missing when needed: when it left, and what edit removed it.
+
+    Walks the answered model calls (not summary calls, whose bodies hold the
+    whole history by design) and finds the last one that carried the fact;
+    the edits recorded on the next call are what took it out.
+    """
+    if all(check.retained for check in checks):
+        return checks
+    lines = {fact_id: fact.line for fact_id, fact in script.facts.items()}
+    calls = [i for i, r in enumerate(records) if r.status == 200 and not r.is_summary_request]
+    carried = {i: _facts_carried(records[i].body, lines) for i in calls}
+    explained = []
+    for check in checks:
+        if check.retained or check.request_index is None:
+            explained.append(check)
+            continue
+        before = [i for i in calls if i < check.request_index]
+        seen = [i for i in before if check.fact_id in carried[i]]
+        if not seen:
+            explained.append(check)
+            continue
+        after = [i for i in before if i > seen[-1]] + [check.request_index]
+        explained.append(replace(check, last_seen=seen[-1], lost_after=joined[after[0]].tiers))
+    return explained

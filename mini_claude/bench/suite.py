@@ -1,0 +1,300 @@
+"""The whole benchmark: every strategy at every window, then scaling, start-up and the report."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mini_claude.bench import EXIT_OK, BenchUsageError
+from mini_claude.bench.plot import plot_runs
+from mini_claude.bench.report import (
+    Row,
+    Verdict,
+    breakdown_table,
+    failures_table,
+    judge,
+    loss_note,
+    loss_table,
+    make_row,
+    markdown_table,
+    tier_table,
+    to_json,
+    verdict_lines,
+)
+from mini_claude.bench.runner import MODEL_SECONDS, TOOL_SECONDS, RunResult, run_strategy
+from mini_claude.bench.scaling import HISTORY_SIZES, ScalingPoint, measure_all, scaling_table
+from mini_claude.bench.script import FULL_TURNS, QUICK_TURNS, Script, build_script
+from mini_claude.bench.startup import StartupTimes, startup_table
+from mini_claude.bench.startup import measure as measure_startup
+from mini_claude.bench.strategies import ABLATIONS, STRATEGIES, Strategy
+from mini_claude.bench.workload import plan_project, write_project
+from mini_claude.pricing import SONNET
+from mini_claude.simulator.tokens import shared_counter
+
+FULL_STARTUP_RUNS = 5
+QUICK_STARTUP_RUNS = 1
+FULL_SCALING_REPEATS = 30
+QUICK_SCALING_REPEATS = 5
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    windows: tuple[int, ...]
+    out: Path
+    strategies: tuple[Strategy, ...]
+    turns: int
+    seed: int
+    startup_runs: int
+    scaling_repeats: int
+    jobs: int = 1
+    ablations: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> BenchOptions:
+        chosen = STRATEGIES
+        if args.strategies:
+            keys = [k.strip() for k in args.strategies.split(",") if k.strip()]
+            unknown = [k for k in keys if k not in {s.key for s in STRATEGIES}]
+            if unknown:
+                names = ", ".join(s.key for s in STRATEGIES)
+                raise BenchUsageError(f"unknown strategy {unknown[0]!r} (choose from {names})")
+            chosen = tuple(s for s in STRATEGIES if s.key in keys)
+        turns = args.turns if args.turns is not None else (QUICK_TURNS if args.quick else
+                                                           FULL_TURNS)
+        if turns < 2:
+            raise BenchUsageError("--turns must be at least 2")
+        if args.jobs < 1:
+            raise BenchUsageError("--jobs must be at least 1")
+        return cls(
+            windows=tuple(args.windows),
+            out=args.out,
+            strategies=chosen,
+            turns=turns,
+            seed=args.seed,
+            startup_runs=0 if args.no_startup else (QUICK_STARTUP_RUNS if args.quick else
+                                                    FULL_STARTUP_RUNS),
+            scaling_repeats=0 if args.no_scaling else (QUICK_SCALING_REPEATS if args.quick else
+                                                       FULL_SCALING_REPEATS),
+            jobs=args.jobs,
+            ablations=args.ablations,
+        )
+
+
+def _progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+async def _run_all(options: BenchOptions, script: Script, template: Path,
+                   scratch: Path) -> list[RunResult]:
+    """Every strategy at every window, ``options.jobs`` at a time, results in table order.
+
+    Runs share nothing but the tokenizer: each has its own project copy,
+    simulator, clock and home folder, so running them side by side only
+    overlaps their waiting (network round trips, child processes).
+    """
+    chosen = (*options.strategies, *(ABLATIONS if options.ablations else ()))
+    plans = [(window, strategy) for window in options.windows for strategy in chosen]
+    gate = asyncio.Semaphore(options.jobs)
+
+    async def one(number: int, window: int, strategy: Strategy) -> RunResult:
+        async with gate:
+            _progress(f"bench: {strategy.title} at a {window // 1000}K window ...")
+            run = await run_strategy(strategy, script, window=window, template=template,
+                                     workdir=scratch / f"run{number:02d}")
+            _progress(f"bench:   {strategy.title} at {window // 1000}K: {len(run.requests)} "
+                      f"requests, {run.tool_calls} tool calls, {run.wall_seconds:.1f} s")
+            return run
+
+    return list(await asyncio.gather(*(one(n, w, s) for n, (w, s) in enumerate(plans))))
+
+
+def run_suite(options: BenchOptions) -> int:
+    started = time.perf_counter()
+    plan = plan_project(options.seed)
+    script = build_script(plan, turns=options.turns)
+    with tempfile.TemporaryDirectory(prefix="mini-claude-bench-") as folder:
+        scratch = Path(folder)
+        write_project(plan, scratch / "template")
+        runs = asyncio.run(_run_all(options, script, scratch / "template", scratch))
+    rows = [make_row(run) for run in runs if not run.ablation]
+    ablation_rows = [make_row(run) for run in runs if run.ablation]
+    verdicts = [judge(rows, window) for window in options.windows]
+    for verdict in verdicts:
+        ours = [run for run in runs if run.ours and run.window == verdict.window]
+        if ours and not verdict.ours_retention_best:
+            verdict.notes.append(loss_note(ours[0]))
+    scaling: list[ScalingPoint] = []
+    if options.scaling_repeats:
+        _progress("bench: pipeline scaling ...")
+        scaling = measure_all(HISTORY_SIZES, repeats=options.scaling_repeats)
+    startup: StartupTimes | None = None
+    if options.startup_runs:
+        _progress("bench: start-up times ...")
+        startup = measure_startup(options.startup_runs)
+    options.out.mkdir(parents=True, exist_ok=True)
+    plot_path, plot_note = plot_runs([run for run in runs if not run.ablation], options.out)
+    report = render_report(options, script, runs, rows, verdicts, scaling, startup, plot_path,
+                           plot_note, time.perf_counter() - started, ablation_rows)
+    (options.out / "report.md").write_text(report, encoding="utf-8")
+    extra = _extras(options, script, scaling, startup)
+    results = to_json(runs, [*rows, *ablation_rows], verdicts, extra)
+    (options.out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print(markdown_table(rows))
+    print()
+    print("\n".join(verdict_lines(verdicts)))
+    print(f"\nreport: {options.out / 'report.md'} · {plot_note}")
+    return EXIT_OK
+
+
+def _extras(options: BenchOptions, script: Script, scaling: list[ScalingPoint],
+            startup: StartupTimes | None) -> dict[str, Any]:
+    return {
+        "workload": workload_facts(options, script),
+        "scaling": [vars_of(p) for p in scaling],
+        "startup": None if startup is None else {
+            "runs": startup.runs, "version_ms": startup.version_ms,
+            "prompt_ms": startup.prompt_ms, "version_median_ms": startup.version_median,
+            "prompt_median_ms": startup.prompt_median if startup.prompt_ms else None,
+            "note": startup.note,
+        },
+    }
+
+
+def vars_of(point: ScalingPoint) -> dict[str, float]:
+    return {"messages": point.messages, "first_pass_ms": point.first_pass_ms,
+            "append_pass_ms_median": point.append_pass_ms_median,
+            "append_pass_ms_worst": point.append_pass_ms_worst}
+
+
+def workload_facts(options: BenchOptions, script: Script) -> dict[str, Any]:
+    return {
+        "seed": options.seed,
+        "turns": len(script.turns),
+        "scripted_tool_calls": script.tool_calls,
+        "facts_needed": script.needs,
+        "long_idle_turns": script.long_idle_turns,
+        "tokenizer": shared_counter().name,
+        "windows": list(options.windows),
+    }
+
+
+def render_report(
+    options: BenchOptions, script: Script, runs: Sequence[RunResult], rows: Sequence[Row],
+    verdicts: Sequence[Verdict], scaling: Sequence[ScalingPoint], startup: StartupTimes | None,
+    plot_path: Path | None, plot_note: str, seconds: float, ablation_rows: Sequence[Row] = (),
+) -> str:
+    facts = workload_facts(options, script)
+    parts = [
+        "# mini-claude long-session benchmark",
+        "",
+        f"One scripted coding session of {facts['turns']} turns and {facts['scripted_tool_calls']} "
+        f"scripted tool calls (reads, re-reads, searches, listings, shell runs, edits) on a "
+        f"generated project (seed {options.seed}), run under each context strategy against the "
+        "simulated model. Tokens are counted by the simulator with "
+        f"{facts['tokenizer']}; prompt caching follows Anthropic's rules (breakpoints, 5-minute "
+        f"life) on a simulated clock. {facts['long_idle_turns']} turns start after an idle gap "
+        f"of 6-20 minutes; a model reply takes {MODEL_SECONDS:.0f} s and a tool "
+        f"{TOOL_SECONDS:.0f} s of simulated time. {facts['facts_needed']} times a turn needs a "
+        "`FACT-...` line that an earlier tool result showed. Prices: Sonnet-class, "
+        f"${SONNET.input:g} input, ${SONNET.cache_write:g} cache write, ${SONNET.cache_read:g} "
+        f"cache read, ${SONNET.output:g} output per million tokens. The whole run took "
+        f"{seconds:.0f} s.",
+        "",
+        "## Results",
+        "",
+        markdown_table(rows),
+        "",
+        "## Verdict",
+        "",
+        "The bar: mini-claude has zero overflows, the lowest cost of the rows with zero "
+        "overflows, and a retention score at least theirs.",
+        "",
+        *verdict_lines(verdicts),
+        "",
+        "## Where the money goes",
+        "",
+        breakdown_table([run for run in runs if not run.ablation]),
+        "",
+        "## Errors and failed compactions",
+        "",
+        failures_table([run for run in runs if not run.ablation]),
+        "",
+        "## Why needed facts were missing",
+        "",
+        "For each fact missing when a turn needed it: the last model call that still carried it, "
+        "and the history edit recorded on the call after (a summary that dropped it, a cleared "
+        "result). *never in context*: no call ever carried it, so it was cut or cleared before the "
+        "model saw it (a budget cut of a result just read, a compaction right after the read); "
+        "*turn failed*: the turn needing it had no answered call.",
+        "",
+        loss_table([run for run in runs if not run.ablation]),
+        "",
+        *_tier_sections(runs),
+        *_ablation_section(rows, ablation_rows),
+        "## Pipeline time against history length",
+        "",
+        scaling_table(list(scaling)) if scaling else "skipped (--no-scaling)",
+        "",
+        "## Start-up",
+        "",
+        startup_table(startup) if startup is not None else "skipped (--no-startup)",
+        "",
+        "## Context size per request",
+        "",
+        f"![context per request]({plot_path.name})" if plot_path is not None else plot_note,
+        "",
+        "## Strategies",
+        "",
+        *(f"- **{s.title}**: {s.description}." for s in options.strategies),
+        "",
+        "## Columns",
+        "",
+        *COLUMN_NOTES,
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def _ablation_section(rows: Sequence[Row], ablation_rows: Sequence[Row]) -> list[str]:
+    if not ablation_rows:
+        return []
+    ours = [r for r in rows if r.ours]
+    return ["## Ablations: mini-claude with one tier off", "",
+            "Each row switches off one tier and keeps the rest; compare with the mini-claude rows "
+            "to see what the tier buys and what it costs.", "",
+            markdown_table([*ours, *ablation_rows]), ""]
+
+
+def _tier_sections(runs: Sequence[RunResult]) -> list[str]:
+    out = []
+    for run in runs:
+        if run.ours:
+            out += [tier_table(run), ""]
+    return out
+
+
+COLUMN_NOTES = (
+    "- requests: every call sent, summary calls in brackets.",
+    "- overflowed: calls the server refused with *prompt is too long* (the turn ends with an "
+    "error; the session goes on with the next turn).",
+    "- peak util.: the largest prompt the server counted, over the effective window (window "
+    "minus the output reserve); above 100% means the prompt ate into the output reserve.",
+    "- input tokens: prompt tokens of answered calls (uncached + cache read + cache write).",
+    "- cache-read share: the part of those read from the prompt cache.",
+    "- cost: the price table applied to each answered call's usage; refused calls cost nothing.",
+    "- retention: needed facts present anywhere in the body of the first answered call of the "
+    "turn that needs them (a tool result still in context, a summary, a re-attached file).",
+    "- estimate error: the agent's token estimate just before each call against the server's "
+    "count of that call.",
+    "- pipeline ms: wall time of one pass of tiers 1-3 before a call, taken while the other "
+    "runs in flight (`--jobs`) share the interpreter, so the worst case includes their "
+    "interruptions; the scaling section measures passes alone.",
+)

@@ -1,0 +1,407 @@
+"""Tier 4: replace the history with a model-written summary when nothing cheaper is enough.
+
+The compactor decides when (the auto-compact threshold at a turn boundary, or
+inside a turn that alone outgrew the window), makes the summary call so that it
+reuses the last call's prompt cache, and rebuilds the history with real
+headroom. It also refuses to spin: a circuit breaker after repeated failures,
+no automatic run on the turn right after a manual one, and a stop when
+compactions come back to back without new work in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mini_claude.context.base import ResultStore
+from mini_claude.context.meter import TokenMeter
+from mini_claude.context.rebuild import (
+    Limits,
+    Planner,
+    RebuildError,
+    Rebuilt,
+    cut_points,
+    path_key,
+    touched_paths,
+)
+from mini_claude.context.summary_request import (
+    DROP_MARGIN_SHARE,
+    drop_oldest,
+    extract_summary,
+    summary_instruction,
+    tokens_to_drop,
+    unsent_suffix_start,
+)
+from mini_claude.conversation import Conversation, Message, TextBlock, ToolUseBlock
+from mini_claude.providers.base import (
+    ModelRequest,
+    PromptTooLong,
+    Provider,
+    ProviderError,
+    ResponseComplete,
+    ToolSpec,
+)
+from mini_claude.settings import Settings
+
+REASONS = frozenset({"auto", "manual", "tool", "mid-turn", "prompt-too-long"})
+# An epoch no real history has: the meter estimates a probe with it from scratch.
+UNANCHORED_EPOCH = -1
+
+# Shares of the effective window for what the rebuilt history keeps besides the summary.
+TAIL_SHARE = 0.15  # recent messages kept as they were, before any escalation
+USER_TEXT_SHARE = 0.15  # the user's own words, verbatim (also capped by settings)
+FILES_SHARE = 0.10  # re-attached files together (also capped by settings)
+
+# Thrash protection: fewer new tool calls and user messages than this since the last
+# compaction means it is coming back with no new work. Re-reads of files the session
+# had just been working on do not count: re-reading what the summary replaced is how
+# compaction death spirals look. The bar is low because on a small window a few big results can
+# honestly fill the room a compaction made. The second such compaction in a row is
+# refused.
+THRASH_MIN_NEW_WORK = 3
+THRASH_STRIKES = 2
+NOT_WORK_TOOLS = frozenset({"compact"})
+
+THRASH_WARNING = (
+    "auto-compact paused: the context filled up again right after the last compaction with "
+    "little new work in between, so another summary would only go round in circles. Use "
+    "/compact with a focus to choose what to keep, or /clear to start fresh."
+)
+
+
+@dataclass(frozen=True)
+class SummaryContext:
+    """What a summary call needs to reuse the last call's cache prefix."""
+
+    provider: Provider
+    model: str
+    system: str
+    tools: Sequence[ToolSpec]
+    root: Path
+    transcript_path: str
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    summary: str
+    tokens_before: int
+    tokens_after: int
+    messages_compacted: int
+    messages_kept: int
+    files_reattached: list[str]
+    escalations: list[str]
+
+
+class CompactionError(Exception):
+    """A compaction that did not happen; the conversation is exactly as it was."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class _LastCompaction:
+    """Where the rebuilt history ended, to tell new work from old."""
+
+    epoch: int
+    length: int
+    known_files: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    text: str
+    notes: list[str] = field(default_factory=list)
+
+
+class Compactor:
+    """Decides when to summarize, does it, and keeps count of how it went."""
+
+    def __init__(self, settings: Settings, meter: TokenMeter, store: ResultStore) -> None:
+        self.settings = settings
+        self.meter = meter
+        self.store = store
+        self.thrash_warning: str | None = None
+        self._failures = 0
+        self._failed_at: tuple[int, int, int] | None = None
+        self._turns_since_manual: int | None = None
+        self._last: _LastCompaction | None = None
+        self._back_to_back = 0
+
+    # ---- when -------------------------------------------------------------------------
+
+    @property
+    def breaker_open(self) -> bool:
+        return self._failures >= self.settings.compact_failure_limit
+
+    @property
+    def consecutive_failures(self) -> int:
+        return self._failures
+
+    def note_turn_start(self) -> None:
+        if self._turns_since_manual is not None:
+            self._turns_since_manual += 1
+
+    def should_auto_compact(self, conversation: Conversation) -> bool:
+        """At a turn boundary: above the threshold and nothing says hold off."""
+        if self._turns_since_manual is not None and self._turns_since_manual <= 1:
+            return False  # the user just compacted by hand; do not second-guess that
+        if not self._may_run_automatically(conversation):
+            return False
+        if self.meter.estimate(conversation) <= self.settings.autocompact_tokens:
+            self.thrash_warning = None  # nothing to compact, nothing to warn about
+            return False
+        return not self._thrashing(conversation)
+
+    def needs_mid_turn_compaction(self, conversation: Conversation) -> bool:
+        """Inside a turn, after tiers 1-3: still above the threshold, or the next call won't fit."""
+        if not self._may_run_automatically(conversation):
+            return False
+        tokens = self.meter.estimate(conversation)
+        next_output = min(self.settings.max_output_tokens, self.settings.reserve)
+        too_full = tokens > self.settings.autocompact_tokens
+        wont_fit = tokens + next_output > self.settings.window
+        return (too_full or wont_fit) and not self._thrashing(conversation)
+
+    def _may_run_automatically(self, conversation: Conversation) -> bool:
+        if not self.settings.auto_compact or self.breaker_open:
+            return False
+        # A failure on this very history would fail again: wait for something to change.
+        return self._failed_at != _state_of(conversation)
+
+    def _thrashing(self, conversation: Conversation) -> bool:
+        work = self._new_work(conversation)
+        if work is None or work >= THRASH_MIN_NEW_WORK:
+            self.thrash_warning = None
+            return False
+        if self._back_to_back + 1 >= THRASH_STRIKES:
+            self.thrash_warning = THRASH_WARNING
+            return True
+        return False
+
+    def _new_work(self, conversation: Conversation) -> int | None:
+        """Tool calls and user messages since the last compaction, re-reads not counted."""
+        last = self._last
+        if last is None or conversation.epoch != last.epoch:
+            return None
+        work = 0
+        for message in conversation.messages[last.length:]:
+            if message.is_plain_user_message:
+                work += 1
+            for use in message.tool_uses:
+                if use.name in NOT_WORK_TOOLS:
+                    continue
+                if _rereads(use, last.known_files):
+                    continue  # reading back what the summary replaced is not progress
+                work += 1
+        return work
+
+    # ---- doing it ---------------------------------------------------------------------
+
+    async def compact(
+        self,
+        conversation: Conversation,
+        ctx: SummaryContext,
+        *,
+        reason: str,
+        focus: str | None = None,
+    ) -> CompactionResult:
+        """Summarize and rebuild ``conversation`` in place, or raise and leave it untouched.
+
+        Runs whenever called: the breaker, the manual rule and thrash protection
+        only gate the automatic triggers above.
+        """
+        if reason not in REASONS:
+            raise ValueError(f"unknown compaction reason {reason!r}")
+        work = self._new_work(conversation)
+        try:
+            result = await self._compact(conversation, ctx, focus)
+        except CompactionError:
+            self._failures += 1
+            self._failed_at = _state_of(conversation)
+            raise
+        self._failures = 0
+        self._failed_at = None
+        if reason == "manual":
+            self._turns_since_manual = 0
+            self._back_to_back = 0
+            self.thrash_warning = None
+        elif work is not None and work < THRASH_MIN_NEW_WORK:
+            self._back_to_back += 1
+        else:
+            self._back_to_back = 0
+        return result
+
+    async def _compact(
+        self, conversation: Conversation, ctx: SummaryContext, focus: str | None
+    ) -> CompactionResult:
+        tokens_before = self.meter.estimate(conversation)
+        messages = list(conversation.messages)
+        state = _state_of(conversation)
+        if not cut_points(messages):
+            raise CompactionError(
+                "nothing to compact yet: the history holds only what the next request needs"
+            )
+        summary = await self._summarize(messages, conversation.epoch, ctx, focus)
+        if _state_of(conversation) != state:
+            raise CompactionError("the conversation changed while it was being summarized")
+        rebuilt = self._rebuild(messages, summary.text, ctx, conversation.epoch + 1)
+        conversation.replace_all(rebuilt.messages)
+        self._last = _LastCompaction(
+            conversation.epoch,
+            len(conversation),
+            frozenset(touched_paths(messages) | {path_key(p) for p in rebuilt.files}),
+        )
+        return CompactionResult(
+            summary=summary.text,
+            tokens_before=tokens_before,
+            tokens_after=self.meter.estimate(conversation),
+            messages_compacted=rebuilt.compacted,
+            messages_kept=rebuilt.kept,
+            files_reattached=rebuilt.files,
+            escalations=[*summary.notes, *rebuilt.escalations],
+        )
+
+    # ---- the summary call -------------------------------------------------------------
+
+    async def _summarize(
+        self, messages: list[Message], epoch: int, ctx: SummaryContext, focus: str | None
+    ) -> _Summary:
+        base = messages[: unsent_suffix_start(messages)]
+        if not base:
+            raise CompactionError("nothing to summarize yet")
+        instruction = Message("user", [TextBlock(summary_instruction(focus))])
+        max_tokens = min(self.settings.summary_max_tokens, self.settings.reserve)
+        fits_below = self.settings.window - max_tokens
+        history, dropped, drop_goal = base, 0, 0
+        whole = self._estimate([*base, instruction], epoch)
+        if whole > fits_below:
+            drop_goal = whole - fits_below + round(whole * DROP_MARGIN_SHARE)
+            history, dropped = self._shorten(base, drop_goal)
+        retries = 0
+        while True:
+            request = ModelRequest(
+                model=ctx.model,
+                system=ctx.system,
+                messages=[*history, instruction],
+                tools=ctx.tools,
+                max_tokens=max_tokens,
+                allow_tool_use=False,
+                cache=dropped == 0,  # a reshaped prefix would write a cache entry nobody reads
+            )
+            try:
+                reply = await _reply_text(ctx.provider, request)
+                break
+            except PromptTooLong as exc:
+                retries += 1
+                if retries > self.settings.summary_retry_limit:
+                    raise CompactionError(
+                        "the summary request stayed too long for the model after leaving out "
+                        f"old turns {self.settings.summary_retry_limit} times"
+                    ) from None
+                drop_goal += tokens_to_drop(
+                    self._estimate(history, epoch),
+                    server_tokens=exc.tokens,
+                    server_maximum=exc.maximum,
+                )
+                history, dropped = self._shorten(base, drop_goal)
+            except ProviderError as exc:
+                raise CompactionError(f"the summary request failed: {exc.message}") from None
+        text = extract_summary(reply)
+        if not text:
+            raise CompactionError("the model returned an empty summary")
+        notes: list[str] = []
+        if dropped:
+            notes.append(f"left the {dropped} oldest messages out of the summary request to fit")
+        return _Summary(text, notes)
+
+    def _shorten(self, base: list[Message], drop_goal: int) -> tuple[list[Message], int]:
+        shaped = drop_oldest(base, drop_goal, self._size_of)
+        if shaped is None:
+            raise CompactionError(
+                "the history is too long to summarize even after leaving out its oldest turns"
+            )
+        return shaped.messages, shaped.dropped
+
+    # ---- the rebuild ------------------------------------------------------------------
+
+    def _rebuild(
+        self, messages: list[Message], summary: str, ctx: SummaryContext, new_epoch: int
+    ) -> Rebuilt:
+        planner = Planner(
+            messages=messages,
+            summary=summary,
+            transcript_path=ctx.transcript_path,
+            root=ctx.root,
+            limits=self.limits(),
+            store=self.store,
+            estimate=lambda candidate: self._estimate(candidate, new_epoch),
+            size_of=self._size_of,
+        )
+        try:
+            return planner.plan()
+        except RebuildError as exc:
+            raise CompactionError(str(exc)) from None
+
+    def limits(self) -> Limits:
+        """This session's budgets for a rebuilt history."""
+        settings = self.settings
+        effective = settings.effective_window
+        per_token = self.meter.chars_per_token
+        return Limits(
+            target_tokens=int(effective * settings.post_compact_target_pct),
+            tail_tokens=int(effective * TAIL_SHARE),
+            user_chars=int(min(settings.kept_user_tokens, effective * USER_TEXT_SHARE) * per_token),
+            file_chars=int(settings.reattach_file_tokens * per_token),
+            files_chars=int(
+                min(settings.reattach_total_tokens, effective * FILES_SHARE) * per_token
+            ),
+            max_files=settings.reattach_max_files,
+            keep_recent_results=settings.keep_recent_results,
+        )
+
+    # ---- measuring --------------------------------------------------------------------
+
+    def _estimate(self, messages: Sequence[Message], epoch: int) -> int:
+        """The meter's estimate for a history that is not (yet) the conversation.
+
+        With the conversation's own epoch the meter anchors on the last reported
+        usage (right for a prefix of it); with the next epoch it estimates from
+        scratch, exactly as it will once the rebuilt history replaces the old one.
+        """
+        probe = Conversation(messages)
+        probe.epoch = epoch
+        return self.meter.estimate(probe)
+
+    def _size_of(self, message: Message) -> int:
+        """Tokens one message adds to a request, weighed the way the meter weighs history."""
+        probe = Conversation([message])
+        probe.epoch = UNANCHORED_EPOCH
+        return self.meter.estimate(probe) - self._empty_estimate()
+
+    def _empty_estimate(self) -> int:
+        probe = Conversation()
+        probe.epoch = UNANCHORED_EPOCH
+        return self.meter.estimate(probe)
+
+
+def _rereads(use: ToolUseBlock, known_files: frozenset[str]) -> bool:
+    path = use.input.get("path")
+    return use.name == "read_file" and isinstance(path, str) and path_key(path) in known_files
+
+
+def _state_of(conversation: Conversation) -> tuple[int, int, int]:
+    return conversation.epoch, conversation.version, len(conversation)
+
+
+async def _reply_text(provider: Provider, request: ModelRequest) -> str:
+    """The text of the reply; tool calls (which tool_choice none should prevent) are ignored."""
+    final: ResponseComplete | None = None
+    async for event in provider.stream(request):
+        if isinstance(event, ResponseComplete):
+            final = event
+    if final is None:
+        raise CompactionError("the summary request ended without a reply")
+    return final.message.text

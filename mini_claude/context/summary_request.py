@@ -1,0 +1,147 @@
+"""The summary call: what is sent, how an over-long input is shortened, what is kept of the reply.
+
+The request repeats the last call's system prompt, tools and messages so the
+server reads the history from its prompt cache, and adds one user message with
+the instruction. Everything here is pure; the compactor does the I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from mini_claude.conversation import Message, SummaryBlock, TextBlock
+from mini_claude.prompts import SUMMARY_HEADING
+
+TEMPLATE_PACKAGE = "mini_claude.templates"
+TEMPLATE_NAME = "summary.md"
+
+# Share of the input dropped when the server gives no numbers with "prompt too long".
+DEFAULT_DROP_SHARE = 0.2
+# Extra share dropped on top of the measured excess: estimates and server counts differ.
+DROP_MARGIN_SHARE = 0.05
+
+_ANALYSIS = re.compile(r"<analysis>.*?(?:</analysis>|\Z)", re.DOTALL | re.IGNORECASE)
+_SUMMARY = re.compile(r"<summary>(.*?)(?:</summary>|\Z)", re.DOTALL | re.IGNORECASE)
+_STRAY_TAGS = re.compile(r"</?(?:analysis|summary)>", re.IGNORECASE)
+
+
+@cache
+def instruction_template() -> str:
+    """The instruction body, shipped as package data so it reads as prose, not code."""
+    return resources.files(TEMPLATE_PACKAGE).joinpath(TEMPLATE_NAME).read_text(encoding="utf-8")
+
+
+def summary_instruction(focus: str | None = None) -> str:
+    """The final user message of a summary request; the heading lets servers and tests spot it."""
+    text = f"{SUMMARY_HEADING}\n\n{instruction_template().strip()}"
+    focus = (focus or "").strip()
+    if focus:
+        text += f"\n\nFocus: {focus}"
+    return text
+
+
+def extract_summary(reply: str) -> str:
+    """The ``<summary>`` content; without tags, the reply minus any analysis scratchpad.
+
+    An unclosed analysis swallows the rest of the reply, so a reply cut off while
+    still thinking yields an empty summary, which the caller treats as a failure.
+    """
+    remainder = _ANALYSIS.sub("", reply)
+    match = _SUMMARY.search(remainder)
+    text = match.group(1) if match else remainder
+    return _STRAY_TAGS.sub("", text).strip()
+
+
+def unsent_suffix_start(messages: Sequence[Message]) -> int:
+    """Index where the messages the last model call did not see begin.
+
+    A trailing assistant message with tool calls has no results yet and cannot be
+    sent; trailing plain user messages are the new request, kept word for word
+    after the compaction anyway, and sending them would fold the instruction into
+    the user's own message.
+    """
+    end = len(messages)
+    if end and messages[end - 1].role == "assistant" and messages[end - 1].tool_uses:
+        end -= 1
+    while end and messages[end - 1].is_plain_user_message:
+        end -= 1
+    return end
+
+
+def is_boundary(message: Message) -> bool:
+    """The user message a previous compaction left, holding its summary."""
+    return any(isinstance(b, SummaryBlock) for b in message.blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class ShapedInput:
+    """The history to summarize, possibly with its oldest part left out."""
+
+    messages: list[Message]
+    dropped: int  # messages left out from the start
+
+
+def drop_oldest(
+    messages: Sequence[Message],
+    tokens_to_drop: int,
+    size_of: Callable[[Message], int],
+) -> ShapedInput | None:
+    """Leave out the oldest whole turns worth at least ``tokens_to_drop`` tokens.
+
+    Whole turns (from one typed user message to the next) go first; when the
+    history is one long turn, whole exchanges of it go instead, so a tool call
+    never loses its result. A previous summary at the start is kept: it is small
+    and stands for everything before it. Returns None when nothing can be dropped
+    without leaving nothing to summarize.
+    """
+    keep_head = 1 if messages and is_boundary(messages[0]) else 0
+    starts = [i for i in range(keep_head + 1, len(messages)) if _can_start(messages, i)]
+    if not starts:
+        return None
+    sizes = [size_of(m) for m in messages]
+
+    def dropped_tokens(start: int) -> int:
+        return sum(sizes[keep_head:start])
+
+    turn_starts = [i for i in starts if messages[i].is_plain_user_message]
+    for candidates in (turn_starts, starts):
+        for start in candidates:
+            if dropped_tokens(start) >= tokens_to_drop:
+                return _shaped(messages, keep_head, start)
+    return None
+
+
+def _can_start(messages: Sequence[Message], index: int) -> bool:
+    """A history may resume at a typed user message or at an assistant message."""
+    message = messages[index]
+    return message.is_plain_user_message or message.role == "assistant"
+
+
+def _shaped(messages: Sequence[Message], keep_head: int, start: int) -> ShapedInput:
+    dropped = start - keep_head
+    note = TextBlock(
+        f"[{dropped} earlier messages of this session are left out of this request so that it "
+        "fits the context window; the transcript on disk still has them.]"
+    )
+    head_blocks = list(messages[0].blocks) if keep_head else []
+    head = Message("user", [*head_blocks, note])
+    return ShapedInput([head, *messages[start:]], dropped)
+
+
+def tokens_to_drop(
+    total_tokens: int, *, server_tokens: int | None = None, server_maximum: int | None = None
+) -> int:
+    """How much of an input to leave out after the server called it too long.
+
+    The server's own numbers say by how much; the share is applied to our
+    estimate because that is the scale the sizes are measured in.
+    """
+    if server_tokens and server_maximum and server_tokens > server_maximum:
+        share = (server_tokens - server_maximum) / server_tokens + DROP_MARGIN_SHARE
+    else:
+        share = DEFAULT_DROP_SHARE
+    return max(1, round(total_tokens * min(1.0, share)))

@@ -1,0 +1,1 @@
+"""Prompt texts shipped as package data."""

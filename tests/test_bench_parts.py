@@ -1,0 +1,351 @@
+"""The benchmark's pieces on their own: workload, script, policy, strategies, scoring."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mini_claude.bench.policy import (
+    PAGE_LINES,
+    WHOLE_FILE_LINES,
+    ScriptPolicy,
+    paging_calls,
+    saved_output,
+)
+from mini_claude.bench.report import judge, make_row
+from mini_claude.bench.runner import RequestRecord, RunResult, _check_needs
+from mini_claude.bench.script import (
+    FULL_TURNS,
+    LONG_IDLE_SECONDS,
+    MIN_NEED_DISTANCE,
+    Call,
+    Script,
+    Step,
+    Turn,
+    build_script,
+)
+from mini_claude.bench.strategies import LEARN_CLAUDE_CODE_THRESHOLD, strategy_named
+from mini_claude.bench.workload import ProjectPlan, plan_project, write_project
+from mini_claude.context.placeholders import persisted_notice
+from mini_claude.settings import Settings
+from mini_claude.simulator import (
+    RecordedRequest,
+    SimConversation,
+    SimMessage,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+
+
+@pytest.fixture(scope="module")
+def plan() -> ProjectPlan:
+    return plan_project(7)
+
+
+@pytest.fixture(scope="module")
+def project(plan: ProjectPlan, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("workload") / "project"
+    write_project(plan, root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def script(plan: ProjectPlan) -> Script:
+    return build_script(plan, turns=FULL_TURNS)
+
+
+# ---- workload ------------------------------------------------------------------------
+
+
+def test_same_seed_gives_the_same_bytes(plan: ProjectPlan, project: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    write_project(plan_project(7), again)
+    files = sorted(p.relative_to(project) for p in project.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+    for name in files:
+        assert (project / name).read_bytes() == (again / name).read_bytes()
+    other = plan_project(8)
+    assert other.facts != plan.facts
+
+
+def test_project_has_realistic_sizes(plan: ProjectPlan, project: Path) -> None:
+    lines = [len((project / plan.module_path(m)).read_text().splitlines())
+             for m in plan.module_lines]
+    assert len(lines) >= 20
+    assert min(lines) >= 50 and max(lines) >= 700
+    for log in ("logs/app.log", "logs/worker.log", "logs/access.log"):
+        assert (project / log).stat().st_size >= 100_000
+    tests = subprocess.run(["bash", "scripts/run_tests.sh"], cwd=project, capture_output=True,
+                           text=True, check=False)
+    assert tests.returncode == 1
+    assert len(tests.stdout) > 30_000 and "passed" in tests.stdout.splitlines()[-1]
+
+
+def test_each_fact_is_planted_once(plan: ProjectPlan, project: Path) -> None:
+    text = "\n".join(p.read_text(encoding="utf-8") for p in project.rglob("*") if p.is_file())
+    for fact in plan.facts.values():
+        assert text.count(fact.line) == 1, fact
+    assert len(set(re.findall(r"FACT-[A-Z0-9]+: ", text))) == len(plan.facts)
+
+
+# ---- the script --------------------------------------------------------------------
+
+
+def _raw_output(call: Call, root: Path) -> str:
+    """What the call's tool would print, computed without the agent."""
+    if call.name == "read_file":
+        return (root / str(call.input["path"])).read_text(encoding="utf-8")
+    if call.name == "run_shell":
+        done = subprocess.run(["bash", "-c", str(call.input["command"])], cwd=root,
+                              capture_output=True, text=True, check=False)
+        return done.stdout + done.stderr
+    if call.name == "grep_search":
+        pattern = re.compile(str(call.input["pattern"]))
+        base = root / str(call.input.get("path", "."))
+        files = [base] if base.is_file() else [p for p in base.rglob("*") if p.is_file()]
+        return "\n".join(line for f in files for line in f.read_text().splitlines()
+                         if pattern.search(line))
+    return ""
+
+
+def test_full_session_is_long_and_varied(script: Script) -> None:
+    assert len(script.turns) == FULL_TURNS
+    assert script.tool_calls >= 300
+    names = {c.name for t in script.turns for s in t.steps for c in s.calls}
+    assert names == {"read_file", "grep_search", "list_files", "run_shell", "edit_file"}
+    paths = [str(c.input["path"]) for t in script.turns for s in t.steps for c in s.calls
+             if c.name == "read_file"]
+    assert len(paths) - len(set(paths)) >= 30  # plenty of re-reads
+    assert script.long_idle_turns >= 5
+    assert all(t.idle_before >= LONG_IDLE_SECONDS[0] for t in script.turns[6::6])
+    assert script.needs >= 20
+
+
+def test_needs_come_after_a_reveal_far_enough_back(script: Script) -> None:
+    last_seen: dict[str, int] = {}
+    for index, turn in enumerate(script.turns):
+        for fact_id in turn.needs:
+            assert fact_id in last_seen, fact_id
+            assert index - last_seen[fact_id] >= MIN_NEED_DISTANCE
+            assert f"FACT-{fact_id}" in turn.user
+            assert script.facts[fact_id].line not in turn.user
+        for fact_id in turn.reveals:
+            last_seen[fact_id] = index
+
+
+def test_declared_reveals_are_in_the_real_output(script: Script, project: Path,
+                                                 tmp_path: Path) -> None:
+    """Replays the script's calls on a copy of the project (edits included, in order)."""
+    root = tmp_path / "replay"
+    subprocess.run(["cp", "-r", str(project), str(root)], check=True)
+    for turn in script.turns:
+        outputs = []
+        for step in turn.steps:
+            for call in step.calls:
+                if call.name == "edit_file":
+                    path = root / str(call.input["path"])
+                    text = path.read_text()
+                    assert text.count(str(call.input["old"])) == 1
+                    path.write_text(text.replace(str(call.input["old"]), str(call.input["new"])))
+                else:
+                    outputs.append(_raw_output(call, root))
+        seen = "\n".join(outputs)
+        for fact_id in turn.reveals:
+            assert script.facts[fact_id].line in seen, (turn.user, fact_id)
+
+
+# ---- the policy --------------------------------------------------------------------
+
+
+def _conversation(path: str, content: str, **extra: int) -> SimConversation:
+    use = ToolUsePart("toolu_1", "read_file", {"path": path, **extra})
+    return SimConversation("anthropic", "sim", "", [
+        SimMessage("user", [TextPart("go")]),
+        SimMessage("assistant", [TextPart("reading"), use]),
+        SimMessage("user", [ToolResultPart("toolu_1", content)]),
+    ])
+
+
+def test_a_saved_module_is_read_whole_in_pages() -> None:
+    notice = persisted_notice("read_file", "/h/tool-results/s/1-read_file.txt", 40_000, 782,
+                              "     1\timport os\n", 1)
+    saved = saved_output(ToolResultPart("toolu_1", notice), _conversation("src/a.py", notice))
+    assert saved is not None and saved.lines == 782
+    calls = paging_calls(saved)
+    assert [c.input["offset"] for c in calls] == [1, 1 + PAGE_LINES, 1 + 2 * PAGE_LINES]
+    assert all(c.input["path"] == "src/a.py" and c.input["limit"] == PAGE_LINES for c in calls)
+
+
+def test_a_long_saved_file_is_read_at_both_ends_and_command_output_at_its_end() -> None:
+    lines = WHOLE_FILE_LINES + 553
+    notice = persisted_notice("read_file", "/h/r.txt", 130_000, lines, "x\n", 1)
+    saved = saved_output(ToolResultPart("toolu_1", notice), _conversation("logs/app.log", notice))
+    assert saved is not None
+    assert [c.input["offset"] for c in paging_calls(saved)] == [1, lines - PAGE_LINES + 1]
+    shell = persisted_notice("run_shell", "/h/out.txt", 38_000, 656, "collected\n", 1)
+    conv = SimConversation("anthropic", "sim", "", [
+        SimMessage("user", [TextPart("go")]),
+        SimMessage("assistant", [ToolUsePart("toolu_1", "run_shell", {"command": "make"})]),
+        SimMessage("user", [ToolResultPart("toolu_1", shell)]),
+    ])
+    saved = saved_output(ToolResultPart("toolu_1", shell), conv)
+    assert saved is not None
+    (call,) = paging_calls(saved)
+    assert call.input["path"] == "/h/out.txt" and call.input["offset"] + call.input["limit"] > 656
+
+
+def test_a_page_is_never_paged_again() -> None:
+    notice = persisted_notice("read_file", "/h/r.txt", 40_000, 900, "x\n", 1)
+    conv = _conversation("src/a.py", notice, offset=1, limit=350)
+    assert saved_output(ToolResultPart("toolu_1", notice), conv) is None
+
+
+def test_script_policy_plays_steps_then_answers_and_reacts_to_saved_output() -> None:
+    steps = (Step("one", (Call("read_file", {"path": "a.py"}),)),
+             Step("two", (Call("list_files", {"path": "."}),)))
+    script = Script((Turn("do it", steps, "all done"),), {})
+    policy = ScriptPolicy(script, seed=3)
+    policy.begin_turn(0)
+    plain = SimConversation("anthropic", "sim", "", [SimMessage("user", [TextPart("do it")])])
+    first = policy.respond(plain)
+    assert first.text == "one" and first.tool_calls[0].input == {"path": "a.py"}
+    assert first.tool_calls[0].id is not None and first.tool_calls[0].id.startswith("toolu_01")
+    notice = persisted_notice("read_file", "/h/r.txt", 40_000, 500, "x\n", 1)
+    paging = policy.respond(_conversation("a.py", notice))
+    assert [c.input.get("offset") for c in paging.tool_calls] == [1, 351]
+    assert policy.pages_read == 2
+    assert policy.respond(_conversation("a.py", notice)).text == "two"  # handled once only
+    assert policy.respond(plain).text == "all done"
+    again = ScriptPolicy(script, seed=3)
+    again.begin_turn(0)
+    assert again.respond(plain).tool_calls[0].id == first.tool_calls[0].id
+
+
+# ---- strategies --------------------------------------------------------------------
+
+
+def _base(window: int) -> Settings:
+    return Settings(model="sim-sonnet", context_window=window)
+
+
+def test_strategies_are_only_settings() -> None:
+    none = strategy_named("none").configure(_base(200_000))
+    assert not none.auto_compact and none.snip_pct > 1 and none.budget_low_pct > 1
+    assert none.persist_threshold_bytes > 10**9 and none.microcompact_idle_seconds > 10**8
+    learn = strategy_named("learn").configure(_base(200_000))
+    assert learn.autocompact_tokens == LEARN_CLAUDE_CODE_THRESHOLD
+    assert learn.microcompact_idle_seconds == 0 and learn.keep_recent_results == 3
+    assert learn.snip_pct > 1 and learn.auto_compact
+    summary = strategy_named("summary").configure(_base(32_000))
+    assert summary.autocompact_pct == 0.85 and summary.snip_pct > 1
+    assert strategy_named("mini").configure(_base(32_000)) == _base(32_000)
+    assert strategy_named("mini").ours
+
+
+# ---- scoring ----------------------------------------------------------------------
+
+
+def _record(body: object, *, status: int = 200, summary: bool = False) -> RecordedRequest:
+    record = RecordedRequest("anthropic", "/v1/messages", {}, body, status=status)
+    record.is_summary_request = summary
+    return record
+
+
+def test_needs_are_checked_on_the_first_answered_request_of_the_turn() -> None:
+    facts = plan_project(7).facts
+    first, second = sorted(facts)[:2]
+    script = Script((Turn("read", (), "ok"), Turn(f"need FACT-{first} FACT-{second}", (), "ok",
+                                                   needs=(first, second))), facts)
+    line = facts[first].line
+    records = [
+        _record({"messages": [{"content": [{"type": "tool_result", "content": line}]}]}),
+        _record({"messages": [{"content": line}]}, status=400),  # refused: never seen
+        _record({"messages": [{"content": "summary " + facts[second].line}]}, summary=True),
+        _record({"system": "s", "messages": [{"content": [{"type": "text", "text":
+                                                               f"kept: {line}"}]}]}),
+        _record({"messages": [{"content": facts[second].line}]}),
+    ]
+    checks = _check_needs(script, records, [0, 1])
+    assert [(c.fact_id, c.retained, c.request_index) for c in checks] == [
+        (first, True, 3), (second, False, 3)]
+
+
+def _run(key: str, *, cost_tokens: int, overflow: bool = False, retained: int = 1,
+         ours: bool = False) -> RunResult:
+    from mini_claude.bench.runner import NeedCheck
+
+    run = RunResult(key, key, ours, 32_000, 24_000)
+    run.requests = [
+        RequestRecord(0, 0, 1_000, 200, False, 0, 0, cost_tokens, 10, 1_100, ()),
+        RequestRecord(1, 1, 40_000 if overflow else 2_000, 400 if overflow else 200, False,
+                      0, 1_000, 500, 10, 2_000, (),
+                      "prompt is too long: 40000 tokens > 32000 maximum" if overflow else None),
+    ]
+    run.needs = [NeedCheck(1, "X", i < retained, 1) for i in range(2)]
+    run.pipeline_seconds = [0.001, 0.003]
+    return run
+
+
+def test_row_figures_and_the_verdict() -> None:
+    ours = make_row(_run("mini", cost_tokens=1_000, ours=True))
+    assert ours.cost_usd == pytest.approx((1_500 * 3.75 + 1_000 * 0.30 + 20 * 15) / 1e6)
+    assert ours.estimate_error_mean_pct == pytest.approx(5.0)
+    assert ours.estimate_error_worst_pct == pytest.approx(10.0)
+    assert ours.pipeline_ms_median == pytest.approx(2.0)
+    assert ours.peak_utilization == pytest.approx(2_000 / 24_000)
+    cheaper = make_row(_run("summary", cost_tokens=100))
+    crashed = make_row(_run("none", cost_tokens=10, overflow=True, retained=2))
+    assert crashed.overflowed == 1 and crashed.cost_usd < ours.cost_usd
+    verdict = judge([ours, cheaper, crashed], 32_000)
+    assert verdict.ours_zero_overflow and not verdict.ours_cheapest and verdict.ours_retention_best
+    assert not verdict.passed
+    assert any("summary is cheaper" in note for note in verdict.notes)
+    assert judge([ours, crashed], 32_000).passed  # an overflowing row does not count
+
+
+def test_a_lost_fact_is_traced_to_the_edit_that_removed_it() -> None:
+    from mini_claude.bench.report import loss_cause, loss_note
+    from mini_claude.bench.runner import explain_losses
+
+    facts = plan_project(7).facts
+    kept_id, lost_id, unseen_id = sorted(facts)[:3]
+    script = Script((Turn("read", (), "ok"),
+                     Turn("need", (), "ok", needs=(kept_id, lost_id, unseen_id))), facts)
+
+    def body(*ids: str) -> dict[str, object]:
+        blocks = [{"type": "tool_result", "content": facts[i].line} for i in ids]
+        return {"messages": [{"content": blocks}]}
+
+    records = [_record(body(kept_id, lost_id)),
+               _record(body(kept_id, lost_id), summary=True),  # summaries do not count
+               _record(body(kept_id)),
+               _record(body(kept_id))]
+    joined = [RequestRecord(i, 0 if i < 3 else 1, 1, 200, i == 1, 0, 0, 0, 0, None, tiers)
+              for i, tiers in enumerate([(), (), ("microcompact",), ()])]
+    checks = explain_losses(_check_needs(script, records, [0, 3]), records, joined, script)
+    causes = {c.fact_id: loss_cause(c) for c in checks}
+    assert causes == {kept_id: "kept", lost_id: "microcompact", unseen_id: "never in context"}
+    lost = next(c for c in checks if c.fact_id == lost_id)
+    assert lost.last_seen == 0 and lost.lost_after == ("microcompact",)
+    failed = _check_needs(script, [records[0], _record(body(), status=400)], [0, 1])
+    assert {loss_cause(c) for c in failed} == {"turn failed"}
+    run = RunResult("mini", "mini-claude", True, 32_000, 24_000)
+    run.needs = checks
+    assert loss_note(run) == ("mini-claude lost 2 of 3 needed facts (removed by: "
+                              "1 microcompact, 1 never in context)")
+
+
+def test_plot_is_skipped_with_a_note_without_matplotlib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from mini_claude.bench.plot import MISSING, plot_runs
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes the import fail
+    assert plot_runs([_run("mini", cost_tokens=1, ours=True)], tmp_path) == (None, MISSING)
+    assert list(tmp_path.iterdir()) == []
