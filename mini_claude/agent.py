@@ -8,21 +8,23 @@ compactor summarizes. Every message goes to the transcript as it happens.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from mini_claude import events as ev
-from mini_claude.context.base import ResultStore
+from mini_claude.context.base import ResultStore, TierReport
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.persist import admit_result
-from mini_claude.context.placeholders import count_lines
 from mini_claude.context.pipeline import ContextPipeline
+from mini_claude.context.placeholders import count_lines
 from mini_claude.conversation import (
     INTERRUPTED_RESULT,
+    Block,
     Conversation,
     Message,
     TextBlock,
@@ -49,6 +51,8 @@ from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
 
 COMPACT_TOOL = "compact"
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 8  # shorter "keys" are placeholders; masking them would mangle output
 INTERRUPTED_TEXT = "[interrupted by the user]"
 
 
@@ -102,6 +106,7 @@ class Agent:
         self.transcript = transcript
         self.conversation = conversation
         self.conversation.on_replace = self._record_edit
+        self._tool_ids = {u.id for m in conversation.messages for u in m.tool_uses}
         self.meter = TokenMeter(self.settings, fixed_chars=self.fixed_chars)
         self.pipeline = ContextPipeline(self.settings, self.store, self.meter)
         self.compactor = Compactor(self.settings, self.meter, self.store)
@@ -134,10 +139,25 @@ class Agent:
         if self.compactor.should_auto_compact(self.conversation):
             async for event in self._compact("auto"):
                 yield event
+        elif self._cache_is_cold() and self.compactor.should_compact_when_idle(
+            self.conversation, self._history_tokens()
+        ):
+            async for event in self._compact("idle"):
+                yield event
         elif self.compactor.thrash_warning:
             yield ev.Notice(self.compactor.thrash_warning, "warning")
         async for event in self._loop():
             yield event
+
+    def _cache_is_cold(self) -> bool:
+        """The provider's prompt cache has surely expired since the last call."""
+        if self.last_call_at is None:
+            return False
+        return self.clock() - self.last_call_at > self.settings.microcompact_idle_seconds
+
+    def _history_tokens(self) -> int:
+        """Estimated tokens of the messages alone (what a summary would replace)."""
+        return max(0, self.meter.estimate(self.conversation) - round(self.meter.fixed_tokens))
 
     async def compact(self, focus: str | None = None) -> AsyncIterator[ev.Event]:
         """Manual `/compact [focus]`."""
@@ -188,7 +208,7 @@ class Agent:
         reports = self.pipeline.run(self.conversation, now=self.clock(), last_call_at=self.last_call_at)
         self.pipeline_seconds.append(time.perf_counter() - started)
         for report in reports:
-            self.tokens_freed[report.tier] = self.tokens_freed.get(report.tier, 0) + report.tokens_freed
+            self._count_freed(report)
             yield ev.TierFired(report)
         if self._compact_requested is not None:
             focus, self._compact_requested = self._compact_requested, None
@@ -197,8 +217,16 @@ class Agent:
         elif self.settings.auto_compact and self.compactor.needs_mid_turn_compaction(
             self.conversation
         ):
-            async for event in self._compact("mid-turn"):
-                yield event
+            relief = self.pipeline.relieve_pressure(self.conversation)
+            if relief is not None:
+                self._count_freed(relief)
+                yield ev.TierFired(relief)
+            if self.compactor.needs_mid_turn_compaction(self.conversation):
+                async for event in self._compact("mid-turn"):
+                    yield event
+
+    def _count_freed(self, report: TierReport) -> None:
+        self.tokens_freed[report.tier] = self.tokens_freed.get(report.tier, 0) + report.tokens_freed
 
     def _request(self) -> ModelRequest:
         return ModelRequest(
@@ -225,7 +253,7 @@ class Agent:
                 elif isinstance(event, ToolUseStarted):
                     continue
                 elif isinstance(event, ResponseComplete):
-                    self._record_response(event)
+                    event = self._record_response(event)
                     if event.usage is not None:
                         yield ev.UsageReported(event.usage, self.status(), self.costs.dollars)
                     yield event
@@ -237,17 +265,36 @@ class Agent:
         finally:
             self.last_call_at = self.clock()
 
-    def _record_response(self, response: ResponseComplete) -> None:
+    def _record_response(self, response: ResponseComplete) -> ResponseComplete:
+        """Append the reply; returns it with the tool call ids it was recorded under."""
         if response.usage is not None:
             self.meter.observe(response.usage.prompt_tokens, self.conversation)
             self.costs.add(self.settings.model, response.usage)
-        message = response.message
-        if not message.blocks:
-            message = Message("assistant", [TextBlock("(no response)")])
+        message = self._with_fresh_ids(response.message)
+        if message is not response.message:
             response = ResponseComplete(message, response.stop_reason, response.usage)
-        self._append(message)
+        empty = Message("assistant", [TextBlock("(no response)")])
+        self._append(message if message.blocks else empty)
         if response.usage is not None:
             self.transcript.event("usage", **asdict(response.usage))
+        return response
+
+    def _with_fresh_ids(self, message: Message) -> Message:
+        """Rename tool call ids the server used before (some OpenAI-compatible servers
+        number calls per reply: ``call_0`` every time). An id must name one call, or an
+        edit of its result lands on another one when the transcript is replayed."""
+        blocks: list[Block] = []
+        for block in message.blocks:
+            if isinstance(block, ToolUseBlock):
+                if block.id in self._tool_ids:
+                    fresh = next(f"{block.id}_{n}" for n in itertools.count(2)
+                                 if f"{block.id}_{n}" not in self._tool_ids)
+                    block = replace(block, id=fresh)
+                self._tool_ids.add(block.id)
+            blocks.append(block)
+        if blocks == message.blocks:
+            return message
+        return Message(message.role, blocks)
 
     async def _run_tools(self, uses: list[ToolUseBlock]) -> AsyncIterator[ev.Event]:
         admitted: list[ToolResultBlock] = []
@@ -262,7 +309,7 @@ class Agent:
                 )
                 block, report = admit_result(output, use, self.store, self.settings)
                 if report is not None:
-                    self.tokens_freed[report.tier] = self.tokens_freed.get(report.tier, 0) + report.tokens_freed
+                    self._count_freed(report)
                     yield ev.TierFired(report)
                 originals.append(original)
                 admitted.append(block)
@@ -292,7 +339,21 @@ class Agent:
             self._compact_requested = focus if isinstance(focus, str) else ""
             return ToolOutput("Compaction requested; the conversation will be summarized before "
                               "the next step.")
-        return await self.registry.execute(use.name, use.input, self.tool_context)
+        output = await self.registry.execute(use.name, use.input, self.tool_context)
+        return self._without_keys(output)
+
+    def _without_keys(self, output: ToolOutput) -> ToolOutput:
+        """A tool may print one of our API keys (``cat .env``); it must not reach the
+        history, the saved results, the screen or the next request."""
+        keys = [k for k in (self.settings.anthropic_api_key, self.settings.openai_api_key)
+                if k and len(k) >= MIN_SECRET_CHARS]
+        content, display = output.content, output.display
+        for key in keys:
+            content = content.replace(key, REDACTED)
+            display = display.replace(key, REDACTED) if display else display
+        if content == output.content and display == output.display:
+            return output
+        return replace(output, content=content, display=display)
 
     # ---- compaction -------------------------------------------------------------------
 
@@ -322,6 +383,7 @@ class Agent:
                     "cleared, and /compact can be tried by hand", "warning")
             return
         self.compactions += 1
+        self.last_call_at = self.clock()  # the summary call was a model call too
         self.transcript.compaction(reason, result.summary, result.tokens_before, result.tokens_after,
                                    self.conversation.messages)
         yield ev.CompactionFinished(reason, result.tokens_before, result.tokens_after, result.summary)

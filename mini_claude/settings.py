@@ -83,14 +83,21 @@ class Settings:
     budget_low_chars: int = 30_000
     budget_high_pct: float = 0.70
     budget_high_chars: int = 15_000
+    # On small windows a result may keep at most this share of the effective window, so the
+    # newest results that no tier touches still leave room (both steps; tokens ~ chars / 4).
+    budget_low_window_share: float = 0.20
+    budget_high_window_share: float = 0.10
 
     # Tier 2: snip
     snip_pct: float = 0.60
     keep_recent_results: int = 3
     keep_recent_per_tool: int = 3
+    snip_min_free_pct: float = 0.05  # of the effective window: a cache break must be worth it
 
     # Tier 3: microcompact
     microcompact_idle_seconds: float = 300.0
+    # After an idle gap a history at least this large is summarized instead of cleared.
+    idle_compact_min_tokens: int = 10_000
 
     # Tier 4: auto-compact
     auto_compact: bool = True
@@ -172,6 +179,9 @@ _PERCENT_FIELDS = {
     "budget_low_pct",
     "budget_high_pct",
     "snip_pct",
+    "budget_low_window_share",
+    "budget_high_window_share",
+    "snip_min_free_pct",
     "post_compact_target_pct",
 }
 

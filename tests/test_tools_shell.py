@@ -135,7 +135,8 @@ def test_output_is_capped_keeping_head_and_tail(tmp_path: Path) -> None:
     out = shell(tmp_path, command, tool_output_cap_chars=2_000)
     assert out.content.startswith("FIRST\n")
     assert "LAST\n[exit code 0]" in out.content
-    omitted = re.search(r"\[\.\.\. ([\d,]+) characters omitted \.\.\.\]", out.content)
+    omitted = re.search(r"\[\.\.\. ([\d,]+) characters omitted; the full output is saved at ",
+                        out.content)
     assert omitted is not None
     assert int(omitted.group(1).replace(",", "")) > 290_000
     assert len(out.content) < 2_000 + 200
@@ -157,3 +158,21 @@ def test_permission_subject_is_the_command(tmp_path: Path) -> None:
     assert request.subject == "run_shell:make test"
     assert request.summary == "make test"
     assert request.tool_name == "run_shell"
+
+
+def test_output_over_the_cap_is_spilled_whole_to_disk(tmp_path: Path) -> None:
+    """Nothing is lost: the in-memory copy is head + tail, the file holds every byte."""
+    import asyncio
+    import re
+
+    from mini_claude.tools.run_shell import execute
+
+    spill = tmp_path / "spill"
+    result = asyncio.run(execute("seq 1 50000", tmp_path, {"PATH": "/usr/bin:/bin"}, 30, 20_000,
+                                 spill_dir=spill))
+    match = re.search(r"the full output is saved at (\S+?\.txt)", result.stdout)
+    assert match is not None
+    saved = Path(match.group(1)).read_text()
+    assert saved == "".join(f"{i}\n" for i in range(1, 50001))
+    assert len(result.stdout) < 12_000
+    assert oct(Path(match.group(1)).stat().st_mode & 0o777) == "0o600"

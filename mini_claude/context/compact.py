@@ -44,7 +44,7 @@ from mini_claude.providers.base import (
 )
 from mini_claude.settings import Settings
 
-REASONS = frozenset({"auto", "manual", "tool", "mid-turn", "prompt-too-long"})
+REASONS = frozenset({"auto", "idle", "manual", "tool", "mid-turn", "prompt-too-long"})
 # An epoch no real history has: the meter estimates a probe with it from scratch.
 UNANCHORED_EPOCH = -1
 
@@ -152,6 +152,22 @@ class Compactor:
             return False
         if self.meter.estimate(conversation) <= self.settings.autocompact_tokens:
             self.thrash_warning = None  # nothing to compact, nothing to warn about
+            return False
+        return not self._thrashing(conversation)
+
+    def should_compact_when_idle(self, conversation: Conversation, history_tokens: int) -> bool:
+        """At a turn boundary after the prompt cache expired: summarize a large history.
+
+        The next request would re-write the whole prompt into the cache anyway, so a
+        summary now costs about what doing nothing costs, and unlike clearing old
+        results (microcompact) it keeps what they said. Small histories are left to
+        microcompact.
+        """
+        if self._turns_since_manual is not None and self._turns_since_manual <= 1:
+            return False
+        if not self._may_run_automatically(conversation):
+            return False
+        if history_tokens < self.settings.idle_compact_min_tokens:
             return False
         return not self._thrashing(conversation)
 

@@ -7,6 +7,8 @@ import codecs
 import contextlib
 import os
 import signal
+from pathlib import Path
+from typing import TextIO
 
 TERMINATE_GRACE_SECONDS = 2.0
 EXIT_POLL_SECONDS = 0.02
@@ -58,34 +60,73 @@ class HeadTailBuffer:
     is usually there); memory stays at ``cap`` characters whatever arrives.
     """
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, spill_path: Path | None = None) -> None:
         self.head_cap = cap // 2
         self.tail_cap = cap - self.head_cap
         self.head = ""
         self.tail = ""
         self.dropped = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.spill_path = spill_path  # where the whole stream goes once it outgrows the cap
+        self.spilled: Path | None = None
+        self._spill: TextIO | None = None
 
     def feed(self, data: bytes, *, final: bool = False) -> None:
         self.add(self._decoder.decode(data, final=final))
+        if final:
+            self.close()
 
     def add(self, text: str) -> None:
+        if self._spill is not None:
+            self._write_spill(text)
         room = self.head_cap - len(self.head)
         if room > 0:
             self.head += text[:room]
             text = text[room:]
         if not text:
             return
+        excess = len(self.tail) + len(text) - self.tail_cap
+        if excess > 0 and not self.dropped and self._spill is None:
+            self._start_spill(self.head + self.tail + text)
         self.tail += text
-        excess = len(self.tail) - self.tail_cap
         if excess > 0:
             self.dropped += excess
             self.tail = self.tail[excess:]
 
+    def _start_spill(self, everything_so_far: str) -> None:
+        """Nothing is lost: from the first byte that would be dropped, the stream goes to disk."""
+        if self.spill_path is None:
+            return
+        try:
+            self.spill_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._spill = os.fdopen(fd, "w", encoding="utf-8")
+            self.spilled = self.spill_path
+            self._write_spill(everything_so_far)
+        except OSError:
+            self._spill = None
+            self.spilled = None
+
+    def _write_spill(self, text: str) -> None:
+        assert self._spill is not None
+        try:
+            self._spill.write(text)
+        except OSError:
+            self.close()
+            self.spilled = None
+
+    def close(self) -> None:
+        if self._spill is not None:
+            with contextlib.suppress(OSError):
+                self._spill.close()
+            self._spill = None
+
     def text(self) -> str:
+        self.close()
         if not self.dropped:
             return self.head + self.tail
-        return f"{self.head}\n[... {self.dropped:,} characters omitted ...]\n{self.tail}"
+        where = f"; the full output is saved at {self.spilled}" if self.spilled else ""
+        return f"{self.head}\n[... {self.dropped:,} characters omitted{where} ...]\n{self.tail}"
 
 
 async def pump(

@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import time
 from asyncio.subprocess import Process
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mini_claude.providers.base import ToolSpec
@@ -92,7 +94,8 @@ class RunShellTool:
             timeout = _timeout(args.get("timeout"), ctx.settings)
             env = ctx.env if ctx.env is not None else child_environment(os.environ, ctx.settings)
             result = await execute(
-                command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars
+                command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars,
+                spill_dir=_spill_dir(ctx),
             )
         except ToolError as exc:
             return error_output(exc.message)
@@ -134,11 +137,22 @@ async def _spawn(command: str, cwd: os.PathLike[str], env: Mapping[str, str]) ->
         raise
 
 
+def _spill_dir(ctx: ToolContext) -> Path:
+    return ctx.settings.tool_results_dir / (ctx.session_id or "no-session")
+
+
 async def execute(
-    command: str, cwd: os.PathLike[str], env: Mapping[str, str], timeout: float, cap: int
+    command: str, cwd: os.PathLike[str], env: Mapping[str, str], timeout: float, cap: int,
+    *, spill_dir: Path | None = None,
 ) -> ShellResult:
-    """Run ``bash -c command``; on timeout or cancellation kill its whole process group."""
-    stdout, stderr = HeadTailBuffer(cap // 2), HeadTailBuffer(cap - cap // 2)
+    """Run ``bash -c command``; on timeout or cancellation kill its whole process group.
+
+    Output beyond the in-memory cap is spilled whole to ``spill_dir`` so nothing is lost.
+    """
+    stamp = f"{time.time_ns()}-run_shell"
+    stdout = HeadTailBuffer(cap // 2, spill_dir / f"{stamp}-stdout.txt" if spill_dir else None)
+    stderr = HeadTailBuffer(cap - cap // 2,
+                            spill_dir / f"{stamp}-stderr.txt" if spill_dir else None)
     try:
         process = await _spawn(command, cwd, env)
     except OSError as exc:

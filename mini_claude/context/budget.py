@@ -1,0 +1,119 @@
+"""Tier 1: as the window fills, long tool results shrink to their head and tail.
+
+The cut text stays on disk (saved first if it never was) and the marker names
+the file. Results are indexed as they arrive, so a pass only looks at what was
+appended since the last one plus the few results that are still long.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.meter import TokenMeter, apply_edit
+from mini_claude.context.placeholders import budget_marker, cut_to_head_and_tail, with_original_size
+from mini_claude.context.store import ensure_saved
+from mini_claude.conversation import Conversation, ResultState, ToolResultBlock
+from mini_claude.settings import Settings
+
+
+class BudgetTier:
+    """Cuts results over 30,000 chars from 50% utilization, over 15,000 from 70%."""
+
+    def __init__(self, settings: Settings, store: ResultStore) -> None:
+        self.settings = settings
+        self.store = store
+        self._conversation: Conversation | None = None
+        self._epoch = -1
+        self._cursor = 0
+        self._long: set[int] = set()  # result indexes still longer than the smallest limit
+
+    @property
+    def _smallest_limit(self) -> int:
+        s = self.settings
+        return min(s.budget_low_chars, s.budget_high_chars,
+                   self._window_cap(min(s.budget_low_window_share, s.budget_high_window_share)))
+
+    def limit_for(self, utilization: float) -> int | None:
+        """The length a result may keep at this utilization, or None below the first step."""
+        s = self.settings
+        if utilization >= s.budget_high_pct:
+            return min(s.budget_high_chars, self._window_cap(s.budget_high_window_share))
+        if utilization >= s.budget_low_pct:
+            return min(s.budget_low_chars, self._window_cap(s.budget_low_window_share))
+        return None
+
+    def _window_cap(self, share: float) -> int:
+        """Characters a share of the effective window holds (only binds on small windows)."""
+        return int(self.settings.effective_window * share * self.settings.chars_per_token)
+
+    def run(
+        self,
+        conversation: Conversation,
+        utilization: float,
+        *,
+        chars_per_token: float,
+        meter: TokenMeter | None = None,
+    ) -> TierReport | None:
+        """One pass; with a meter, freed tokens are weighed by shape and the meter told."""
+        seen = self._index_new_results(conversation)
+        limit = self.limit_for(utilization)
+        if limit is None or not self._long:
+            return None
+        touched = freed = 0
+        tokens = 0.0
+        for index in sorted(self._long):
+            if index >= seen:
+                break  # the model has not read this one yet: it sees every result whole once
+            ref = conversation.results[index]
+            block = conversation.result_at(ref)
+            if block.state == ResultState.CLEARED or len(block.content) <= self._smallest_limit:
+                self._long.discard(index)
+                continue
+            if len(block.content) <= limit:
+                continue
+            shorter = self._shorter(block, limit)
+            if shorter is None:
+                continue  # the disk refused: keep the text rather than lose it
+            chars, weight = apply_edit(
+                conversation, ref, shorter, meter=meter, chars_per_token=chars_per_token
+            )
+            freed += chars
+            tokens += weight
+            touched += 1
+        if not touched:
+            return None
+        detail = f"over {limit:,} chars at {utilization:.0%} of the window"
+        return TierReport("budget", touched, freed, round(tokens), detail)
+
+    def _shorter(self, block: ToolResultBlock, limit: int) -> ToolResultBlock | None:
+        """The block cut to ``limit``, or None when its full text could not be saved."""
+        saved_path = ensure_saved(block, self.store)
+        if saved_path is None:
+            return None
+        content = cut_to_head_and_tail(block, limit, lambda n: budget_marker(n, saved_path))
+        return replace(
+            with_original_size(block),
+            content=content,
+            saved_path=saved_path,
+            state=max(block.state, ResultState.BUDGETED),
+        )
+
+    def _index_new_results(self, conversation: Conversation) -> int:
+        """Index results that arrived since the last pass; returns how many were there before.
+
+        Results present at the last pass went out with the last request, so the
+        model has read them; the newer ones it has not seen yet.
+        """
+        if conversation is not self._conversation or conversation.epoch != self._epoch:
+            self._conversation = conversation
+            self._epoch = conversation.epoch
+            self._cursor = 0
+            self._long.clear()
+        seen = self._cursor
+        results = conversation.results
+        for index in range(self._cursor, len(results)):
+            if len(conversation.result_at(results[index]).content) > self._smallest_limit:
+                self._long.add(index)
+        self._cursor = len(results)
+        return seen

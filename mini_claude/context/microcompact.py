@@ -1,0 +1,101 @@
+"""Tier 3: after a long idle gap, every tool result but the newest few becomes a placeholder.
+
+The provider's prompt cache lives a few minutes. Once it has expired the next
+request re-writes the whole prompt anyway, so editing old history costs nothing
+extra and shrinks that write. A cursor remembers how far earlier passes got, so
+a later gap only looks at results that arrived since.
+"""
+
+from __future__ import annotations
+
+from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.meter import TokenMeter, apply_edit
+from mini_claude.context.placeholders import cleared_block
+from mini_claude.context.store import ensure_saved, typical_saved_path
+from mini_claude.conversation import Conversation, ResultState, ToolResultBlock
+from mini_claude.settings import Settings
+
+IDLE_REASON = "idle, cache expired"
+
+
+class MicrocompactTier:
+    """Clears old results once ``microcompact_idle_seconds`` have passed since the last call."""
+
+    def __init__(self, settings: Settings, store: ResultStore) -> None:
+        self.settings = settings
+        self.store = store
+        self._conversation: Conversation | None = None
+        self._epoch = -1
+        self._done_before = 0  # results below this index were handled by an earlier pass
+        self._retry: list[int] = []  # results the disk refused to save last time
+        self._path_standin = typical_saved_path(settings)
+
+    def cache_is_cold(self, now: float, last_call_at: float | None) -> bool:
+        if last_call_at is None:
+            return False
+        return now - last_call_at > self.settings.microcompact_idle_seconds
+
+    def run(
+        self,
+        conversation: Conversation,
+        *,
+        now: float,
+        last_call_at: float | None,
+        chars_per_token: float,
+        meter: TokenMeter | None = None,
+    ) -> TierReport | None:
+        """One pass; with a meter, freed tokens are weighed by shape and the meter told."""
+        if last_call_at is None or not self.cache_is_cold(now, last_call_at):
+            return None
+        idle_minutes = (now - last_call_at) / 60
+        detail = f"idle {idle_minutes:.0f} min, prompt cache expired"
+        return self.clear_all_but_recent(conversation, chars_per_token, meter, detail)
+
+    def clear_all_but_recent(
+        self,
+        conversation: Conversation,
+        chars_per_token: float,
+        meter: TokenMeter | None,
+        detail: str,
+    ) -> TierReport | None:
+        """Clear every result but the newest few; also the relief before a mid-turn summary."""
+        self._sync(conversation)
+        end = len(conversation.results) - self.settings.keep_recent_results
+        pending = self._retry + list(range(self._done_before, end))
+        self._retry = []
+        self._done_before = max(self._done_before, end)
+        touched = freed = 0
+        tokens = 0.0
+        for index in pending:
+            ref = conversation.results[index]
+            block = conversation.result_at(ref)
+            if block.state == ResultState.CLEARED or not self._worth_saving(block):
+                continue
+            saved_path = ensure_saved(block, self.store)
+            if saved_path is None:
+                self._retry.append(index)  # the disk refused: keep the text, try next time
+                continue
+            placeholder = cleared_block(block, saved_path, label="cleared", why=IDLE_REASON)
+            if placeholder is None:
+                continue
+            chars, weight = apply_edit(
+                conversation, ref, placeholder, meter=meter, chars_per_token=chars_per_token
+            )
+            freed += chars
+            tokens += weight
+            touched += 1
+        if not touched:
+            return None
+        return TierReport("microcompact", touched, freed, round(tokens), detail)
+
+    def _worth_saving(self, block: ToolResultBlock) -> bool:
+        """Short results stay: their placeholder would be as long, and a file would be clutter."""
+        path = block.saved_path or self._path_standin
+        return cleared_block(block, path, label="cleared", why=IDLE_REASON) is not None
+
+    def _sync(self, conversation: Conversation) -> None:
+        if conversation is not self._conversation or conversation.epoch != self._epoch:
+            self._conversation = conversation
+            self._epoch = conversation.epoch
+            self._done_before = 0
+            self._retry = []
