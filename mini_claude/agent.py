@@ -217,13 +217,24 @@ class Agent:
         elif self.settings.auto_compact and self.compactor.needs_mid_turn_compaction(
             self.conversation
         ):
-            relief = self.pipeline.relieve_pressure(self.conversation)
-            if relief is not None:
-                self._count_freed(relief)
-                yield ev.TierFired(relief)
+            if self._summary_would_come_too_soon():
+                relief = self.pipeline.relieve_pressure(self.conversation)
+                if relief is not None:
+                    self._count_freed(relief)
+                    yield ev.TierFired(relief)
             if self.compactor.needs_mid_turn_compaction(self.conversation):
                 async for event in self._compact("mid-turn"):
                     yield event
+
+    def _summary_would_come_too_soon(self) -> bool:
+        """Little work since the last summary: clear old results instead of summarizing again.
+
+        A summary keeps what results said, so it is the first choice; but one turn that
+        refills the window every few calls would summarize over and over, and clearing
+        (the text stays on disk) buys the same room without an API call.
+        """
+        work = self.compactor.work_since_last_compaction(self.conversation)
+        return work is not None and work < self.settings.summary_min_work
 
     def _count_freed(self, report: TierReport) -> None:
         self.tokens_freed[report.tier] = self.tokens_freed.get(report.tier, 0) + report.tokens_freed

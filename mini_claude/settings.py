@@ -109,6 +109,9 @@ class Settings:
     reattach_file_tokens: int = 5_000
     reattach_total_tokens: int = 50_000
     compact_failure_limit: int = 3
+    # Inside a turn, fewer new tool calls than this since the last summary means clearing
+    # old results comes before another summary.
+    summary_min_work: int = 20
     summary_retry_limit: int = 3
 
     # Provider calls

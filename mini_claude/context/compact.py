@@ -181,6 +181,10 @@ class Compactor:
         wont_fit = tokens + next_output > self.settings.window
         return (too_full or wont_fit) and not self._thrashing(conversation)
 
+    def work_since_last_compaction(self, conversation: Conversation) -> int | None:
+        """New tool calls and user messages since the last summary (None: none this epoch)."""
+        return self._new_work(conversation)
+
     def _may_run_automatically(self, conversation: Conversation) -> bool:
         if not self.settings.auto_compact or self.breaker_open:
             return False
