@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -20,11 +21,15 @@ EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
 
 def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace) -> int:
+    # `kill` stops the turn as Ctrl-C does, so a running shell command is stopped with it.
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return asyncio.run(_run(settings, cwd, prompt, args, sys.stdout, sys.stderr))
     except KeyboardInterrupt:
         print("mini-claude: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 async def _run(settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace,
@@ -56,6 +61,9 @@ async def _run(settings: Settings, cwd: Path, prompt: str, args: argparse.Namesp
     finally:
         await session.provider.close()
         agent.transcript.close()
+        if agent.transcript.write_failed:
+            print(f"warning: the transcript could not be written ({agent.transcript.failure}); "
+                  "this session will not be saved in full", file=err)
     reporter.finish(session.session_id, agent.stats())
     return EXIT_OK if reporter.error is None else EXIT_FAILED
 

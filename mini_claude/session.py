@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -45,7 +46,8 @@ class Session:
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        ensure_private_dir(self.settings.home)
+        with contextlib.suppress(OSError):  # unwritable: the transcript reports it
+            ensure_private_dir(self.settings.home)
         self.instructions = find_instructions(self.cwd, self.settings.home)
         self.system_prompt = build_system_prompt(self.cwd, self.instructions)
 

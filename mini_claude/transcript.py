@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mini_claude.conversation import (
     INTERRUPTED_RESULT,
@@ -48,9 +48,19 @@ class Transcript:
         self.path = path
         self._secrets = [s for s in secrets if s and len(s) >= 8]
         self.write_failed = False
-        ensure_private_dir(path.parent)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.failure = ""  # why writing failed, for the one warning the UI gives
+        self._file: TextIO | None = None
+        try:
+            ensure_private_dir(path.parent)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as exc:
+            self._fail(exc)  # an unwritable home: the session goes on unsaved
+            return
         self._file = os.fdopen(fd, "a", encoding="utf-8")
+        if _ends_mid_line(path):
+            # A crash mid-write left half a record; a record glued to it would be lost too.
+            self._file.write("\n")
+            self._file.flush()
 
     @classmethod
     def create(cls, directory: Path, session_id: str, meta: dict[str, Any],
@@ -60,14 +70,21 @@ class Transcript:
         return transcript
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False)
+        line = _json_line(record)
         for secret in self._secrets:
             line = line.replace(secret, "[redacted]")
+        if self._file is None:
+            return
         try:
             self._file.write(line + "\n")
             self._file.flush()
-        except OSError:
-            self.write_failed = True  # the session goes on; the UI reports it once
+        except OSError as exc:
+            self._fail(exc)  # the session goes on; the UI reports it once
+
+    def _fail(self, exc: OSError) -> None:
+        if not self.write_failed:
+            self.failure = f"{self.path}: {exc.strerror or exc}"
+        self.write_failed = True
 
     def message(self, message: Message) -> None:
         self.write({"type": "message", "message": message_to_dict(message)})
@@ -90,10 +107,38 @@ class Transcript:
         self.write({"type": "event", "kind": kind, "time": time.time(), **data})
 
     def close(self) -> None:
+        if self._file is None:
+            return
         try:
             self._file.close()
         except OSError:
             pass
+
+
+def _ends_mid_line(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except OSError:
+        return False
+
+
+def _json_line(record: dict[str, Any]) -> str:
+    """One JSON line, readable UTF-8 where possible.
+
+    A model's JSON may carry lone surrogates (``"\\ud800"``), which UTF-8 cannot
+    encode; such a record is written with escapes instead, which load back the same.
+    """
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(record)
+    return line
 
 
 @dataclass
@@ -197,7 +242,10 @@ def _peek(path: Path) -> SessionInfo | None:
                 line = handle.readline()
                 if not line:
                     break
-                record = json.loads(line)
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a damaged record; load_session skips it with a warning
                 if record.get("type") == "message" and record["message"]["role"] == "user":
                     texts = [b.get("text", "") for b in record["message"]["blocks"]
                              if b.get("kind") == "text"]

@@ -63,8 +63,9 @@ class BudgetTier:
         touched = freed = 0
         tokens = 0.0
         for index in sorted(self._long):
-            if index >= seen:
-                break  # the model has not read this one yet: it sees every result whole once
+            if index >= seen and utilization < 1.0:
+                break  # the model has not read this one yet: it sees every result whole once,
+                # unless the request would not fit at all
             ref = conversation.results[index]
             block = conversation.result_at(ref)
             if block.state == ResultState.CLEARED or len(block.content) <= self._smallest_limit:

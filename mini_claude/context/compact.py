@@ -167,7 +167,8 @@ class Compactor:
             return False
         if not self._may_run_automatically(conversation):
             return False
-        if history_tokens < self.settings.idle_compact_min_tokens:
+        floor = min(self.settings.idle_compact_min_tokens, self.settings.effective_window // 4)
+        if history_tokens < floor:
             return False
         return not self._thrashing(conversation)
 

@@ -18,4 +18,16 @@ def parse_tool_input(parts: Sequence[str]) -> dict[str, Any]:
         value = json.loads(raw)
     except ValueError:
         return {RAW_ARGUMENTS_KEY: raw}
-    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
+    if not isinstance(value, dict) or not _encodable(value):
+        return {RAW_ARGUMENTS_KEY: raw}
+    return value
+
+
+def _encodable(value: dict[str, Any]) -> bool:
+    """False when the JSON escaped a lone surrogate (``"\\ud800"``): no request holding that
+    text can be sent again, so it would break every later call of the session."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

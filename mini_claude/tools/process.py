@@ -60,7 +60,8 @@ class HeadTailBuffer:
     is usually there); memory stays at ``cap`` characters whatever arrives.
     """
 
-    def __init__(self, cap: int, spill_path: Path | None = None) -> None:
+    def __init__(self, cap: int, spill_path: Path | None = None,
+                 secrets: tuple[str, ...] = ()) -> None:
         self.head_cap = cap // 2
         self.tail_cap = cap - self.head_cap
         self.head = ""
@@ -70,6 +71,7 @@ class HeadTailBuffer:
         self.spill_path = spill_path  # where the whole stream goes once it outgrows the cap
         self.spilled: Path | None = None
         self._spill: TextIO | None = None
+        self._secrets = tuple(x for x in secrets if x)
 
     def feed(self, data: bytes, *, final: bool = False) -> None:
         self.add(self._decoder.decode(data, final=final))
@@ -120,6 +122,21 @@ class HeadTailBuffer:
             with contextlib.suppress(OSError):
                 self._spill.close()
             self._spill = None
+            self._mask_spill()
+
+    def _mask_spill(self) -> None:
+        """Keys the command printed never stay on disk (masked once the file is complete)."""
+        if not self._secrets or self.spilled is None:
+            return
+        try:
+            text = self.spilled.read_text(encoding="utf-8")
+            masked = text
+            for secret in self._secrets:
+                masked = masked.replace(secret, "[redacted]")
+            if masked != text:
+                self.spilled.write_text(masked, encoding="utf-8")
+        except OSError:
+            self.spilled = None
 
     def text(self) -> str:
         self.close()

@@ -95,7 +95,7 @@ class RunShellTool:
             env = ctx.env if ctx.env is not None else child_environment(os.environ, ctx.settings)
             result = await execute(
                 command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars,
-                spill_dir=_spill_dir(ctx),
+                spill_dir=_spill_dir(ctx), secrets=_secrets(ctx.settings),
             )
         except ToolError as exc:
             return error_output(exc.message)
@@ -137,22 +137,27 @@ async def _spawn(command: str, cwd: os.PathLike[str], env: Mapping[str, str]) ->
         raise
 
 
+def _secrets(settings: Settings) -> tuple[str, ...]:
+    return tuple(k for k in (settings.anthropic_api_key, settings.openai_api_key) if k)
+
+
 def _spill_dir(ctx: ToolContext) -> Path:
     return ctx.settings.tool_results_dir / (ctx.session_id or "no-session")
 
 
 async def execute(
     command: str, cwd: os.PathLike[str], env: Mapping[str, str], timeout: float, cap: int,
-    *, spill_dir: Path | None = None,
+    *, spill_dir: Path | None = None, secrets: tuple[str, ...] = (),
 ) -> ShellResult:
     """Run ``bash -c command``; on timeout or cancellation kill its whole process group.
 
     Output beyond the in-memory cap is spilled whole to ``spill_dir`` so nothing is lost.
     """
     stamp = f"{time.time_ns()}-run_shell"
-    stdout = HeadTailBuffer(cap // 2, spill_dir / f"{stamp}-stdout.txt" if spill_dir else None)
+    stdout = HeadTailBuffer(cap // 2, spill_dir / f"{stamp}-stdout.txt" if spill_dir else None,
+                            secrets)
     stderr = HeadTailBuffer(cap - cap // 2,
-                            spill_dir / f"{stamp}-stderr.txt" if spill_dir else None)
+                            spill_dir / f"{stamp}-stderr.txt" if spill_dir else None, secrets)
     try:
         process = await _spawn(command, cwd, env)
     except OSError as exc:

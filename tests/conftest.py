@@ -1,0 +1,45 @@
+"""Fixtures every test shares: a private home for each test and a running model simulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from mini_claude.simulator import Simulator
+
+# Variables that could point a test at a real account or a real server.
+REAL_ENDPOINT_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own ``MINI_CLAUDE_HOME`` and ``HOME``, so nothing reaches the real ones.
+
+    Keys and base URLs from the developer's shell are removed: a test that needs
+    a model talks to the simulator and sets what it needs itself.
+    """
+    home = tmp_path / "mini-claude-home"
+    monkeypatch.setenv("MINI_CLAUDE_HOME", str(home))
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    for name in REAL_ENDPOINT_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def simulator() -> Iterator[Simulator]:
+    """A simulator on 127.0.0.1 answering "Done." until a test sets ``policy`` or injects faults."""
+    from mini_claude.simulator import Simulator
+
+    with Simulator() as sim:
+        yield sim
