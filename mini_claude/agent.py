@@ -183,7 +183,9 @@ class Agent:
                     yield ev.TurnError(exc.message, "prompt_too_long")
                     return
                 retried_too_long = True
-                yield ev.Notice(f"the server said the prompt is too long ({exc.message}); compacting")
+                yield ev.Notice(
+                    f"the server said the prompt is too long ({exc.message}); compacting"
+                )
                 async for event in self._compact("prompt-too-long"):
                     yield event
                 continue
@@ -205,7 +207,9 @@ class Agent:
     async def _prepare_context(self) -> AsyncIterator[ev.Event]:
         """Tiers 1-3, then the mid-turn safety net; all before the next request."""
         started = time.perf_counter()
-        reports = self.pipeline.run(self.conversation, now=self.clock(), last_call_at=self.last_call_at)
+        reports = self.pipeline.run(
+            self.conversation, now=self.clock(), last_call_at=self.last_call_at
+        )
         self.pipeline_seconds.append(time.perf_counter() - started)
         for report in reports:
             self._count_freed(report)
@@ -270,7 +274,9 @@ class Agent:
                     yield event
         except (asyncio.CancelledError, GeneratorExit):
             if "".join(partial).strip():
-                self._append(Message("assistant", [TextBlock("".join(partial) + "\n" + INTERRUPTED_TEXT)]))
+                self._append(
+                    Message("assistant", [TextBlock("".join(partial) + "\n" + INTERRUPTED_TEXT)])
+                )
             self.transcript.event("interrupted", during="model call")
             raise
         finally:
@@ -298,8 +304,11 @@ class Agent:
         for block in message.blocks:
             if isinstance(block, ToolUseBlock):
                 if block.id in self._tool_ids:
-                    fresh = next(f"{block.id}_{n}" for n in itertools.count(2)
-                                 if f"{block.id}_{n}" not in self._tool_ids)
+                    fresh = next(
+                        f"{block.id}_{n}"
+                        for n in itertools.count(2)
+                        if f"{block.id}_{n}" not in self._tool_ids
+                    )
                     block = replace(block, id=fresh)
                 self._tool_ids.add(block.id)
             blocks.append(block)
@@ -315,8 +324,13 @@ class Agent:
                 yield ev.ToolStarted(use.id, use.name, use.input)
                 output = await self._execute(use)
                 original = ToolResultBlock(
-                    use.id, output.content, output.is_error, use.name, target_of(use),
-                    len(output.content), count_lines(output.content),
+                    use.id,
+                    output.content,
+                    output.is_error,
+                    use.name,
+                    target_of(use),
+                    len(output.content),
+                    count_lines(output.content),
                 )
                 block, report = admit_result(output, use, self.store, self.settings)
                 if report is not None:
@@ -330,10 +344,16 @@ class Agent:
             raise
         self._close_results(uses, admitted, originals)
 
-    def _close_results(self, uses: list[ToolUseBlock], admitted: list[ToolResultBlock],
-                       originals: list[ToolResultBlock], *, interrupted: bool = False) -> None:
+    def _close_results(
+        self,
+        uses: list[ToolUseBlock],
+        admitted: list[ToolResultBlock],
+        originals: list[ToolResultBlock],
+        *,
+        interrupted: bool = False,
+    ) -> None:
         """Answer every tool_use, marking the unfinished ones as interrupted."""
-        for use in uses[len(admitted):]:
+        for use in uses[len(admitted) :]:
             block = ToolResultBlock(use.id, INTERRUPTED_RESULT, True, use.name, target_of(use))
             admitted.append(block)
             originals.append(block)
@@ -348,16 +368,20 @@ class Agent:
         if use.name == COMPACT_TOOL and self.registry.get(COMPACT_TOOL) is not None:
             focus = use.input.get("focus")
             self._compact_requested = focus if isinstance(focus, str) else ""
-            return ToolOutput("Compaction requested; the conversation will be summarized before "
-                              "the next step.")
+            return ToolOutput(
+                "Compaction requested; the conversation will be summarized before the next step."
+            )
         output = await self.registry.execute(use.name, use.input, self.tool_context)
         return self._without_keys(output)
 
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
         """A tool may print one of our API keys (``cat .env``); it must not reach the
         history, the saved results, the screen or the next request."""
-        keys = [k for k in (self.settings.anthropic_api_key, self.settings.openai_api_key)
-                if k and len(k) >= MIN_SECRET_CHARS]
+        keys = [
+            k
+            for k in (self.settings.anthropic_api_key, self.settings.openai_api_key)
+            if k and len(k) >= MIN_SECRET_CHARS
+        ]
         content, display = output.content, output.display
         for key in keys:
             content = content.replace(key, REDACTED)
@@ -390,14 +414,24 @@ class Agent:
             yield ev.CompactionFailed(reason, str(exc), self.compactor.breaker_open)
             if self.compactor.breaker_open:
                 yield ev.Notice(
-                    "auto-compact stopped after repeated failures; older tool results will still be "
-                    "cleared, and /compact can be tried by hand", "warning")
+                    "auto-compact stopped after repeated failures; older tool results will "
+                    "still be "
+                    "cleared, and /compact can be tried by hand",
+                    "warning",
+                )
             return
         self.compactions += 1
         self.last_call_at = self.clock()  # the summary call was a model call too
-        self.transcript.compaction(reason, result.summary, result.tokens_before, result.tokens_after,
-                                   self.conversation.messages)
-        yield ev.CompactionFinished(reason, result.tokens_before, result.tokens_after, result.summary)
+        self.transcript.compaction(
+            reason,
+            result.summary,
+            result.tokens_before,
+            result.tokens_after,
+            self.conversation.messages,
+        )
+        yield ev.CompactionFinished(
+            reason, result.tokens_before, result.tokens_after, result.summary
+        )
         if self.compactor.thrash_warning:
             yield ev.Notice(self.compactor.thrash_warning, "warning")
 

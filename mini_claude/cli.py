@@ -10,7 +10,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from mini_claude import __version__
@@ -56,21 +55,47 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", nargs="?", const="",
-                        help="run one turn non-interactively and print the answer "
-                             "(text piped on stdin is added to the prompt)")
-    parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text",
-                        help="print mode output (default: text)")
-    parser.add_argument("-y", "--yes", action="store_true",
-                        help="allow run_shell, write_file and edit_file without asking")
-    parser.add_argument("--provider", choices=("anthropic", "openai"),
-                        help="model provider (default: from the environment)")
+    parser.add_argument(
+        "-p",
+        "--print",
+        dest="prompt",
+        metavar="PROMPT",
+        nargs="?",
+        const="",
+        help="run one turn non-interactively and print the answer "
+        "(text piped on stdin is added to the prompt)",
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        default="text",
+        help="print mode output (default: text)",
+    )
+    parser.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="allow run_shell, write_file and edit_file without asking",
+    )
+    parser.add_argument(
+        "--provider",
+        choices=("anthropic", "openai"),
+        help="model provider (default: from the environment)",
+    )
     parser.add_argument("--model", help="model name (default: MINI_CLAUDE_MODEL or the provider's)")
-    parser.add_argument("-c", "--continue", dest="continue_session", action="store_true",
-                        help="continue the newest session of this folder")
+    parser.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_session",
+        action="store_true",
+        help="continue the newest session of this folder",
+    )
     parser.add_argument("-r", "--resume", metavar="ID", help="resume the session with this id")
-    parser.add_argument("--demo", action="store_true",
-                        help="watch the context pipeline work against a simulated model (no key)")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="watch the context pipeline work against a simulated model (no key)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on internal errors")
     parser.add_argument("--version", action="version", version=f"mini-claude {__version__}")
     return parser
@@ -105,8 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if args.debug:
             raise
-        print(f"mini-claude: internal error: {type(exc).__name__}: {exc} (run with --debug for "
-              "details)", file=sys.stderr)
+        print(
+            f"mini-claude: internal error: {type(exc).__name__}: {exc} (run with --debug for "
+            "details)",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
 
 
@@ -123,8 +151,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_print_mode(settings, cwd, prompt, args)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
-                         "for non-interactive use")
+        raise UsageError(
+            'the REPL needs a terminal; use -p "PROMPT" (or pipe the prompt in) '
+            "for non-interactive use"
+        )
     from mini_claude.ui.repl import run_repl
 
     return run_repl(settings, cwd, args)

@@ -71,7 +71,9 @@ class SummaryBlock:
     kind: Literal["summary"] = "summary"
 
     def render(self) -> str:
-        where = f" The full transcript is at {self.transcript_path}." if self.transcript_path else ""
+        where = (
+            f" The full transcript is at {self.transcript_path}." if self.transcript_path else ""
+        )
         return (
             "[This session was compacted: earlier messages were replaced by the summary below."
             f"{where}]\n\n{self.summary}"
@@ -105,8 +107,10 @@ class Message:
     @property
     def is_plain_user_message(self) -> bool:
         """A message the user typed (not tool results, not a summary boundary)."""
-        return self.role == "user" and any(isinstance(b, TextBlock) for b in self.blocks) and not any(
-            isinstance(b, ToolResultBlock | SummaryBlock) for b in self.blocks
+        return (
+            self.role == "user"
+            and any(isinstance(b, TextBlock) for b in self.blocks)
+            and not any(isinstance(b, ToolResultBlock | SummaryBlock) for b in self.blocks)
         )
 
 
@@ -273,13 +277,17 @@ def validate(messages: Sequence[Message]) -> list[str]:
             answered = {r.tool_use_id for r in nxt.tool_results} if nxt else set()
             missing = uses - answered
             if missing:
-                problems.append(f"message {i}: tool_use without a result right after: {sorted(missing)}")
+                problems.append(
+                    f"message {i}: tool_use without a result right after: {sorted(missing)}"
+                )
         if m.tool_results:
             prev = messages[i - 1] if i > 0 else None
             asked = {u.id for u in prev.tool_uses} if prev and prev.role == "assistant" else set()
             orphans = {r.tool_use_id for r in m.tool_results} - asked
             if orphans:
-                problems.append(f"message {i}: tool_result with no tool_use before: {sorted(orphans)}")
+                problems.append(
+                    f"message {i}: tool_result with no tool_use before: {sorted(orphans)}"
+                )
     return problems
 
 

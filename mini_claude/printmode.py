@@ -32,8 +32,9 @@ def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Na
         signal.signal(signal.SIGTERM, previous)
 
 
-async def _run(settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace,
-               out: TextIO, err: TextIO) -> int:
+async def _run(
+    settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace, out: TextIO, err: TextIO
+) -> int:
     from mini_claude.providers import create_provider
     from mini_claude.session import Session, SessionError, startup_housekeeping
 
@@ -62,8 +63,11 @@ async def _run(settings: Settings, cwd: Path, prompt: str, args: argparse.Namesp
         await session.provider.close()
         agent.transcript.close()
         if agent.transcript.write_failed:
-            print(f"warning: the transcript could not be written ({agent.transcript.failure}); "
-                  "this session will not be saved in full", file=err)
+            print(
+                f"warning: the transcript could not be written ({agent.transcript.failure}); "
+                "this session will not be saved in full",
+                file=err,
+            )
     reporter.finish(session.session_id, agent.stats())
     return EXIT_OK if reporter.error is None else EXIT_FAILED
 
@@ -104,15 +108,21 @@ class PrintReporter:
             if self.final_text:
                 print(self.final_text, file=self.out, flush=True)
         elif self.format == "json":
-            result = {"result": self.final_text, "error": self.error, "session_id": session_id, **stats}
+            result = {
+                "result": self.final_text,
+                "error": self.error,
+                "session_id": session_id,
+                **stats,
+            }
             print(json.dumps(result, ensure_ascii=False), file=self.out, flush=True)
 
 
 def narration(event: ev.Event) -> str | None:
     """One stderr line for the events a print-mode user wants to see."""
     if isinstance(event, ev.ToolStarted):
-        target = next((str(v) for k, v in event.input.items() if k in ("path", "command", "pattern")),
-                      "")
+        target = next(
+            (str(v) for k, v in event.input.items() if k in ("path", "command", "pattern")), ""
+        )
         return f"→ {event.name} {target}".rstrip()
     if isinstance(event, ev.ToolFinished):
         mark = "✗" if event.result.is_error else "✓"
@@ -123,12 +133,16 @@ def narration(event: ev.Event) -> str | None:
     if isinstance(event, ev.CompactionStarted):
         return f"  · compacting ({event.reason}) at {format_tokens(event.tokens_before)} tokens"
     if isinstance(event, ev.CompactionFinished):
-        return (f"  · compacted: {format_tokens(event.tokens_before)} → "
-                f"{format_tokens(event.tokens_after)} tokens")
+        return (
+            f"  · compacted: {format_tokens(event.tokens_before)} → "
+            f"{format_tokens(event.tokens_after)} tokens"
+        )
     if isinstance(event, ev.CompactionFailed):
         return f"  · compaction failed: {event.error}"
     if isinstance(event, ev.Retrying):
-        return f"  · {event.error}; retrying in {event.delay_seconds:.1f}s (attempt {event.attempt})"
+        return (
+            f"  · {event.error}; retrying in {event.delay_seconds:.1f}s (attempt {event.attempt})"
+        )
     if isinstance(event, ev.Notice):
         return f"  · {event.text}"
     return None

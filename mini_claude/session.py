@@ -83,8 +83,9 @@ class Session:
     def start_new(self) -> Agent:
         """A fresh conversation with its own transcript (also what /clear does)."""
         self.session_id = new_session_id()
-        transcript = Transcript.create(self.settings.transcripts_dir, self.session_id, self._meta(),
-                                       secrets=self.secrets)
+        transcript = Transcript.create(
+            self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
+        )
         self.agent = self._build_agent(transcript, Conversation())
         return self.agent
 

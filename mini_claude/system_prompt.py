@@ -62,5 +62,7 @@ def build_system_prompt(cwd: Path, instructions: ProjectInstructions) -> str:
         f"\nEnvironment:\n- Working folder: {cwd}\n- Platform: {platform.system()} "
         f"{platform.release()}\n"
     )
-    project = f"\nProject instructions (follow them):\n{instructions.text}\n" if instructions.text else ""
+    project = (
+        f"\nProject instructions (follow them):\n{instructions.text}\n" if instructions.text else ""
+    )
     return BASE_PROMPT + environment + project

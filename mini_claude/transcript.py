@@ -7,6 +7,7 @@ so replaying the file rebuilds the conversation exactly as it stood.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -35,10 +36,8 @@ def new_session_id() -> str:
 
 def ensure_private_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
+    with contextlib.suppress(OSError):
         os.chmod(path, 0o700)
-    except OSError:
-        pass
 
 
 class Transcript:
@@ -63,8 +62,9 @@ class Transcript:
             self._file.flush()
 
     @classmethod
-    def create(cls, directory: Path, session_id: str, meta: dict[str, Any],
-               *, secrets: Iterable[str] = ()) -> Transcript:
+    def create(
+        cls, directory: Path, session_id: str, meta: dict[str, Any], *, secrets: Iterable[str] = ()
+    ) -> Transcript:
         transcript = cls(directory / f"{session_id}.jsonl", secrets=secrets)
         transcript.write({"type": "session", "id": session_id, "created": time.time(), **meta})
         return transcript
@@ -92,16 +92,24 @@ class Transcript:
     def edit(self, tier: str, block: ToolResultBlock) -> None:
         self.write({"type": "edit", "tier": tier, "block": block_to_dict(block)})
 
-    def compaction(self, reason: str, summary: str, tokens_before: int, tokens_after: int,
-                   messages: Sequence[Message]) -> None:
-        self.write({
-            "type": "compaction",
-            "reason": reason,
-            "summary": summary,
-            "tokens_before": tokens_before,
-            "tokens_after": tokens_after,
-            "messages": [message_to_dict(m) for m in messages],
-        })
+    def compaction(
+        self,
+        reason: str,
+        summary: str,
+        tokens_before: int,
+        tokens_after: int,
+        messages: Sequence[Message],
+    ) -> None:
+        self.write(
+            {
+                "type": "compaction",
+                "reason": reason,
+                "summary": summary,
+                "tokens_before": tokens_before,
+                "tokens_after": tokens_after,
+                "messages": [message_to_dict(m) for m in messages],
+            }
+        )
 
     def event(self, kind: str, **data: Any) -> None:
         self.write({"type": "event", "kind": kind, "time": time.time(), **data})
@@ -109,10 +117,8 @@ class Transcript:
     def close(self) -> None:
         if self._file is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             self._file.close()
-        except OSError:
-            pass
 
 
 def _ends_mid_line(path: Path) -> bool:
@@ -185,8 +191,9 @@ def load_session(path: Path) -> LoadedSession:
     )
 
 
-def _apply(record: dict[str, Any], messages: list[Message], originals: list[Message],
-           meta: dict[str, Any]) -> None:
+def _apply(
+    record: dict[str, Any], messages: list[Message], originals: list[Message], meta: dict[str, Any]
+) -> None:
     kind = record["type"]
     if kind == "session":
         meta.update(record)
@@ -247,12 +254,20 @@ def _peek(path: Path) -> SessionInfo | None:
                 except ValueError:
                     continue  # a damaged record; load_session skips it with a warning
                 if record.get("type") == "message" and record["message"]["role"] == "user":
-                    texts = [b.get("text", "") for b in record["message"]["blocks"]
-                             if b.get("kind") == "text"]
+                    texts = [
+                        b.get("text", "")
+                        for b in record["message"]["blocks"]
+                        if b.get("kind") == "text"
+                    ]
                     if texts:
                         first_prompt = texts[0][:80]
                         break
-        return SessionInfo(str(head.get("id", path.stem)), path, str(head.get("cwd", "")),
-                           path.stat().st_mtime, first_prompt)
+        return SessionInfo(
+            str(head.get("id", path.stem)),
+            path,
+            str(head.get("cwd", "")),
+            path.stat().st_mtime,
+            first_prompt,
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -32,8 +32,10 @@ def make_project(root: Path, seed: int = 7) -> list[str]:
         (root / rel).write_text("\n".join(lines) + "\n")
         files.append(rel)
     (root / "logs").mkdir(exist_ok=True)
-    log = "\n".join(f"2026-11-25 10:{i % 60:02d} INFO worker-{i % 7} processed batch {i} ok"
-                    for i in range(2_500))
+    log = "\n".join(
+        f"2026-11-25 10:{i % 60:02d} INFO worker-{i % 7} processed batch {i} ok"
+        for i in range(2_500)
+    )
     (root / "logs" / "big.log").write_text(log + "\n")
     (root / "data.csv").write_text("\n".join(f"{i},{i * 3},{WORDS[i % 10]}" for i in range(4_000)))
     return files
@@ -84,19 +86,33 @@ class RunRecord:
         return [e for e in self.events if isinstance(e, kind)]
 
 
-def build_agent(sim: Simulator, provider: str, root: Path, home: Path, window: int,
-                clock: SimClock, **overrides: object) -> tuple[Session, Agent]:
-    settings = Settings(provider=provider, model="sim-sonnet", context_window=window, home=home,
-                        anthropic_api_key="test-key", openai_api_key="test-key",
-                        anthropic_base_url=sim.anthropic_base_url,
-                        openai_base_url=sim.openai_base_url)
+def build_agent(
+    sim: Simulator,
+    provider: str,
+    root: Path,
+    home: Path,
+    window: int,
+    clock: SimClock,
+    **overrides: object,
+) -> tuple[Session, Agent]:
+    settings = Settings(
+        provider=provider,
+        model="sim-sonnet",
+        context_window=window,
+        home=home,
+        anthropic_api_key="test-key",
+        openai_api_key="test-key",
+        anthropic_base_url=sim.anthropic_base_url,
+        openai_base_url=sim.openai_base_url,
+    )
     settings = settings.with_overrides(**overrides)
     session = Session(settings, root, create_provider(settings), allow_all, clock=clock.now)
     return session, session.start_new()
 
 
-async def run_turn(agent: Agent, text: str, record: RunRecord,
-                   on_event: Callable[[ev.Event], None] | None = None) -> None:
+async def run_turn(
+    agent: Agent, text: str, record: RunRecord, on_event: Callable[[ev.Event], None] | None = None
+) -> None:
     async for event in agent.turn(text):
         record.events.append(event)
         if on_event:

@@ -8,32 +8,48 @@ import pytest
 from mini_claude import __version__
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("ANTHROPIC_", "OPENAI_", "MINI_CLAUDE_"))}
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "OPENAI_", "MINI_CLAUDE_"))
+    }
     base.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "mini_claude.cli", *args], env=base, cwd=cwd, text=True,
-        capture_output=True, timeout=60,
-        input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+        [sys.executable, "-m", "mini_claude.cli", *args],
+        env=base,
+        cwd=cwd,
+        text=True,
+        capture_output=True,
+        timeout=60,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
     )
 
 
 def test_help_and_version_do_not_import_an_sdk() -> None:
-    code = ("import sys\nfrom mini_claude.cli import main\n"
-            "for argv in (['--help'], ['--version']):\n"
-            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
-            "loaded = [m for m in ('anthropic', 'openai', 'rich', 'prompt_toolkit') if m in sys.modules]\n"
-            "print('LOADED', loaded)\n")
+    code = (
+        "import sys\nfrom mini_claude.cli import main\n"
+        "for argv in (['--help'], ['--version']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "heavy = ('anthropic', 'openai', 'rich', 'prompt_toolkit')\n"
+        "loaded = [m for m in heavy if m in sys.modules]\n"
+        "print('LOADED', loaded)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "LOADED []" in out.stdout
     assert "--print" in out.stdout and __version__ in out.stdout
 
 
 def test_missing_configuration_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    result = run_cli("-p", "hello", env={"MINI_CLAUDE_HOME": str(tmp_path / "home"),
-                                          "HOME": str(tmp_path)}, cwd=tmp_path)
+    result = run_cli(
+        "-p",
+        "hello",
+        env={"MINI_CLAUDE_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)},
+        cwd=tmp_path,
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "ANTHROPIC_API_KEY" in lines[0]
@@ -46,14 +62,23 @@ def test_bad_flag_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_bad_environment_value_is_one_line(tmp_path: Path) -> None:
-    result = run_cli("-p", "x", env={"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "lots",
-                                     "MINI_CLAUDE_HOME": str(tmp_path / "h")}, cwd=tmp_path)
+    result = run_cli(
+        "-p",
+        "x",
+        env={
+            "ANTHROPIC_API_KEY": "k",
+            "MINI_CLAUDE_CONTEXT_WINDOW": "lots",
+            "MINI_CLAUDE_HOME": str(tmp_path / "h"),
+        },
+        cwd=tmp_path,
+    )
     assert result.returncode == 2
     assert "MINI_CLAUDE_CONTEXT_WINDOW" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("args", [(), ("-c",)])
 def test_repl_refuses_without_a_terminal(tmp_path: Path, args: tuple[str, ...]) -> None:
-    result = run_cli(*args, env={"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_HOME": str(tmp_path / "h")},
-                     cwd=tmp_path)
+    result = run_cli(
+        *args, env={"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_HOME": str(tmp_path / "h")}, cwd=tmp_path
+    )
     assert result.returncode == 2 and "terminal" in result.stderr

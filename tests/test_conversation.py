@@ -18,8 +18,10 @@ from mini_claude.conversation import (
 
 def exchange(i: int, content: str = "x" * 10) -> list[Message]:
     use = ToolUseBlock(f"t{i}", "read_file", {"path": f"f{i}.py"})
-    return [Message("assistant", [use]),
-            Message("user", [ToolResultBlock(f"t{i}", content, tool_name="read_file")])]
+    return [
+        Message("assistant", [use]),
+        Message("user", [ToolResultBlock(f"t{i}", content, tool_name="read_file")]),
+    ]
 
 
 def test_valid_history_has_no_problems() -> None:
@@ -50,9 +52,18 @@ def test_replace_result_counts_chars_and_is_monotone() -> None:
 
 
 def test_close_dangling_tool_uses_answers_every_call() -> None:
-    conv = Conversation([user_text("go"), Message("assistant", [
-        ToolUseBlock("a", "run_shell", {"command": "sleep 9"}),
-        ToolUseBlock("b", "read_file", {"path": "x"})])])
+    conv = Conversation(
+        [
+            user_text("go"),
+            Message(
+                "assistant",
+                [
+                    ToolUseBlock("a", "run_shell", {"command": "sleep 9"}),
+                    ToolUseBlock("b", "read_file", {"path": "x"}),
+                ],
+            ),
+        ]
+    )
     added = conv.close_dangling_tool_uses()
     assert added is not None and [r.tool_use_id for r in added.tool_results] == ["a", "b"]
     assert validate(conv.messages) == []
@@ -60,9 +71,14 @@ def test_close_dangling_tool_uses_answers_every_call() -> None:
 
 
 def test_serialization_round_trip() -> None:
-    m = Message("user", [SummaryBlock("s", "/t.jsonl", 4), TextBlock("t"),
-                         ToolResultBlock("x", "c", True, "grep_search", "foo", 9, 1, "/p",
-                                         ResultState.BUDGETED)])
+    m = Message(
+        "user",
+        [
+            SummaryBlock("s", "/t.jsonl", 4),
+            TextBlock("t"),
+            ToolResultBlock("x", "c", True, "grep_search", "foo", 9, 1, "/p", ResultState.BUDGETED),
+        ],
+    )
     assert message_from_dict(message_to_dict(m)) == m
 
 

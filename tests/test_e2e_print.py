@@ -28,7 +28,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "project"
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "core.py").write_text("def add(a, b):\n    return a + b\n\nclass Box:\n    pass\n")
+    (root / "pkg" / "core.py").write_text(
+        "def add(a, b):\n    return a + b\n\nclass Box:\n    pass\n"
+    )
     (root / "README.md").write_text("# demo project\n")
     monkeypatch.chdir(root)
     monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed by pytest teardown
@@ -36,9 +38,13 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_multi_step_task_uses_every_tool(provider: str, project: Path, simulator: Simulator,
-                                         monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_multi_step_task_uses_every_tool(
+    provider: str,
+    project: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     simulator.policy = ExplorePolicy()
     point_at(simulator, provider, monkeypatch)
     code = main(["-p", "explore this project and take notes", "--yes"])
@@ -46,7 +52,14 @@ def test_multi_step_task_uses_every_tool(provider: str, project: Path, simulator
     assert code == 0, err
     assert "Here is what I found" in out
     used = {line.split()[1] for line in err.splitlines() if line.startswith("→ ")}
-    assert {"list_files", "read_file", "grep_search", "run_shell", "write_file", "edit_file"} <= used
+    assert {
+        "list_files",
+        "read_file",
+        "grep_search",
+        "run_shell",
+        "write_file",
+        "edit_file",
+    } <= used
     assert (project / "NOTES.md").exists()
     requests = simulator.requests
     assert len(requests) >= 6
@@ -56,12 +69,18 @@ def test_multi_step_task_uses_every_tool(provider: str, project: Path, simulator
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_writes_are_denied_without_yes_and_the_model_reads_why(
-        provider: str, project: Path, simulator: Simulator, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    simulator.policy = ScriptedPolicy([
-        Reply(tool_calls=[ToolCall("run_shell", {"command": "touch created.txt"})]),
-        lambda conv: Reply(text="result was: " + conv.last_tool_results()[0].content[:80]),
-    ])
+    provider: str,
+    project: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    simulator.policy = ScriptedPolicy(
+        [
+            Reply(tool_calls=[ToolCall("run_shell", {"command": "touch created.txt"})]),
+            lambda conv: Reply(text="result was: " + conv.last_tool_results()[0].content[:80]),
+        ]
+    )
     point_at(simulator, provider, monkeypatch)
     code = main(["-p", "make a file"])
     out, _ = capsys.readouterr()
@@ -72,12 +91,18 @@ def test_writes_are_denied_without_yes_and_the_model_reads_why(
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_faults_are_retried_and_the_turn_completes(
-        provider: str, project: Path, simulator: Simulator, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    simulator.policy = ScriptedPolicy([
-        Reply(tool_calls=[ToolCall("read_file", {"path": "pkg/core.py"})]),
-        Reply(text="all good"),
-    ])
+    provider: str,
+    project: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    simulator.policy = ScriptedPolicy(
+        [
+            Reply(tool_calls=[ToolCall("read_file", {"path": "pkg/core.py"})]),
+            Reply(text="all good"),
+        ]
+    )
     simulator.inject(Fault("rate_limit", on_request=1, retry_after_ms=10))
     simulator.inject(Fault("overloaded", on_request=2))
     simulator.inject(Fault("server_error", on_request=4))
@@ -92,9 +117,12 @@ def test_faults_are_retried_and_the_turn_completes(
     assert "retrying" in err
 
 
-def test_authentication_failure_is_one_clear_line(project: Path, simulator: Simulator,
-                                                  monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_authentication_failure_is_one_clear_line(
+    project: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     point_at(simulator, "anthropic", monkeypatch)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "bad-key")
     code = main(["-p", "hello"])
@@ -104,9 +132,12 @@ def test_authentication_failure_is_one_clear_line(project: Path, simulator: Simu
     assert "bad-key" not in err
 
 
-def test_stream_json_emits_one_event_per_line(project: Path, simulator: Simulator,
-                                              monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_stream_json_emits_one_event_per_line(
+    project: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     simulator.policy = ScriptedPolicy([Reply(text="hi there")])
     point_at(simulator, "openai", monkeypatch)
     assert main(["-p", "hello", "--output-format", "stream-json"]) == 0
@@ -116,13 +147,19 @@ def test_stream_json_emits_one_event_per_line(project: Path, simulator: Simulato
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_continue_resumes_the_newest_session(provider: str, project: Path, simulator: Simulator,
-                                             monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
-    simulator.policy = ScriptedPolicy([
-        Reply(text="the secret word is PELICAN"),
-        lambda conv: Reply(text=f"I remember {len(conv.messages)} messages"),
-    ])
+def test_continue_resumes_the_newest_session(
+    provider: str,
+    project: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    simulator.policy = ScriptedPolicy(
+        [
+            Reply(text="the secret word is PELICAN"),
+            lambda conv: Reply(text=f"I remember {len(conv.messages)} messages"),
+        ]
+    )
     point_at(simulator, provider, monkeypatch)
     assert main(["-p", "remember a word"]) == 0
     assert main(["--continue", "-p", "go on"]) == 0

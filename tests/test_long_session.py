@@ -58,7 +58,7 @@ def test_single_turn_of_300_tool_calls(provider: str, tmp_path: Path) -> None:
     clock = SimClock(start=1_000.0)
     policy = LongSessionPolicy(files, calls_per_turn=300)
     with Simulator(policy, context_window=WINDOW, clock=clock) as sim:
-        session, agent = build_agent(sim, provider, root, tmp_path / "home", WINDOW, clock)
+        _, agent = build_agent(sim, provider, root, tmp_path / "home", WINDOW, clock)
         record = RunRecord()
         asyncio.run(run_turn(agent, "review every file in src and the logs", record))
     finished = record.of(ev.TurnFinished)
@@ -83,7 +83,7 @@ def test_many_turns_with_idle_gaps(provider: str, tmp_path: Path) -> None:
     clock = SimClock(start=1_000.0)
     policy = LongSessionPolicy(files, calls_per_turn=4)
     with Simulator(policy, context_window=WINDOW, clock=clock) as sim:
-        session, agent = build_agent(sim, provider, root, tmp_path / "home", WINDOW, clock)
+        _, agent = build_agent(sim, provider, root, tmp_path / "home", WINDOW, clock)
         record = RunRecord()
 
         async def session_run() -> None:
@@ -101,15 +101,18 @@ def test_many_turns_with_idle_gaps(provider: str, tmp_path: Path) -> None:
     assert {"persist", "budget", "snip", "microcompact"} <= tiers, tiers
     reasons = [e.reason for e in record.of(ev.CompactionFinished)]
     assert {"mid-turn", "idle"} <= set(reasons), reasons
-    assert len(reasons) <= 40 * 5 // 10, f"{len(reasons)} compactions in {len(sim.requests)} requests"
+    assert len(reasons) <= 40 * 5 // 10, (
+        f"{len(reasons)} compactions in {len(sim.requests)} requests"
+    )
     assert_nothing_lost(agent.transcript.path, root)
     errors = estimate_errors(record, sim)
     assert max(errors[1:]) < 0.05, f"worst estimate error {max(errors):.1%}"
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
-def test_auto_compact_fires_at_a_turn_boundary_and_keeps_the_gist(provider: str,
-                                                                   tmp_path: Path) -> None:
+def test_auto_compact_fires_at_a_turn_boundary_and_keeps_the_gist(
+    provider: str, tmp_path: Path
+) -> None:
     """A talkative session without tools: the summary happens between turns, never mid-reply."""
     root = tmp_path / "proj"
     root.mkdir()
@@ -123,7 +126,9 @@ def test_auto_compact_fires_at_a_turn_boundary_and_keeps_the_gist(provider: str,
         record = RunRecord()
 
         async def talk() -> None:
-            await run_turn(agent, "Remember FACT-boundary-42: the API is versioned by date.", record)
+            await run_turn(
+                agent, "Remember FACT-boundary-42: the API is versioned by date.", record
+            )
             for turn in range(24):
                 await run_turn(agent, f"turn {turn}: and what about caching?", record)
 

@@ -50,8 +50,12 @@ def test_reserve_is_capped_at_a_quarter_of_small_windows() -> None:
 
 
 def test_percentages_accept_both_forms_and_switches_parse() -> None:
-    env = {"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_AUTOCOMPACT_PCT": "70",
-           "MINI_CLAUDE_AUTO_COMPACT": "0", "MINI_CLAUDE_SNIP_PCT": "0.5"}
+    env = {
+        "ANTHROPIC_API_KEY": "k",
+        "MINI_CLAUDE_AUTOCOMPACT_PCT": "70",
+        "MINI_CLAUDE_AUTO_COMPACT": "0",
+        "MINI_CLAUDE_SNIP_PCT": "0.5",
+    }
     s = from_environment(env)
     assert s.autocompact_pct == pytest.approx(0.70)
     assert s.snip_pct == pytest.approx(0.5)
@@ -60,8 +64,12 @@ def test_percentages_accept_both_forms_and_switches_parse() -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("MINI_CLAUDE_CONTEXT_WINDOW", "big"), ("MINI_CLAUDE_PROVIDER", "gemini"),
-     ("MINI_CLAUDE_AUTO_COMPACT", "maybe"), ("MINI_CLAUDE_AUTOCOMPACT_PCT", "150")],
+    [
+        ("MINI_CLAUDE_CONTEXT_WINDOW", "big"),
+        ("MINI_CLAUDE_PROVIDER", "gemini"),
+        ("MINI_CLAUDE_AUTO_COMPACT", "maybe"),
+        ("MINI_CLAUDE_AUTOCOMPACT_PCT", "150"),
+    ],
 )
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(SettingsError) as info:

@@ -21,8 +21,10 @@ def test_replay_applies_edits_and_compactions(tmp_path: Path) -> None:
     t.message(user_text("read it"))
     t.message(Message("assistant", [ToolUseBlock("t1", "read_file", {"path": "a.py"})]))
     t.message(Message("user", [original]))
-    t.edit("cleared", ToolResultBlock("t1", "[snipped]", tool_name="read_file",
-                                      state=ResultState.CLEARED))
+    t.edit(
+        "cleared",
+        ToolResultBlock("t1", "[snipped]", tool_name="read_file", state=ResultState.CLEARED),
+    )
     t.close()
     loaded = load_session(tmp_path / "s1.jsonl")
     assert loaded.conversation.messages[2].tool_results[0].content == "[snipped]"
@@ -76,5 +78,7 @@ def test_list_sessions_filters_by_folder_newest_first(tmp_path: Path) -> None:
     found = list_sessions(tmp_path, Path("/x"))
     assert [s.session_id for s in found] == ["c", "a"]
     assert found[0].first_prompt == "prompt c"
-    assert all(json.loads((tmp_path / f"{s}.jsonl").read_text().splitlines()[0])["type"] == "session"
-               for s in "abc")
+    assert all(
+        json.loads((tmp_path / f"{s}.jsonl").read_text().splitlines()[0])["type"] == "session"
+        for s in "abc"
+    )

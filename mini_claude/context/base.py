@@ -18,7 +18,9 @@ class TierReport:
 
     def describe(self) -> str:
         """One line for the UI, e.g. ``snip: 4 stale results cleared, 12.3k tokens freed``."""
-        verb = {"budget": "trimmed", "snip": "cleared", "microcompact": "cleared"}.get(self.tier, "edited")
+        verb = {"budget": "trimmed", "snip": "cleared", "microcompact": "cleared"}.get(
+            self.tier, "edited"
+        )
         noun = "result" if self.results_touched == 1 else "results"
         extra = f" ({self.detail})" if self.detail else ""
         return (
