@@ -81,7 +81,7 @@ class Agent:
         self.store = store
         self.clock = clock
         self.meter = TokenMeter(settings, fixed_chars=self.fixed_chars)
-        self.pipeline = ContextPipeline(settings, store, self.meter)
+        self.pipeline = ContextPipeline(settings, store, self.meter, root=tool_context.root)
         self.compactor = Compactor(settings, self.meter, store)
         self.costs = CostTracker()
         self.tokens_freed: dict[str, int] = {}
@@ -108,7 +108,9 @@ class Agent:
         self.conversation.on_replace = self._record_edit
         self._tool_ids = {u.id for m in conversation.messages for u in m.tool_uses}
         self.meter = TokenMeter(self.settings, fixed_chars=self.fixed_chars)
-        self.pipeline = ContextPipeline(self.settings, self.store, self.meter)
+        self.pipeline = ContextPipeline(
+            self.settings, self.store, self.meter, root=self.tool_context.root
+        )
         self.compactor = Compactor(self.settings, self.meter, self.store)
         self.last_call_at = None
 

@@ -129,8 +129,12 @@ class Settings:
 
     @property
     def reserve(self) -> int:
-        """Output reserve, capped at a quarter of small windows."""
-        return min(self.output_reserve, self.window // 4)
+        """Output reserve, capped at a quarter of small windows.
+
+        It also absorbs the token estimate's error, so it never drops below 5% of
+        the window whatever the setting says.
+        """
+        return max(min(self.output_reserve, self.window // 4), self.window // 20)
 
     @property
     def effective_window(self) -> int:

@@ -478,7 +478,7 @@ def test_auto_compact_shows_before_and_after(
     (project / "big.txt").write_text("".join(f"row {i}: some words to fill\n" for i in range(520)))
     simulator.policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("read_file", {"path": "big.txt"})]),
-        Reply(text="Read the big file."),
+        Reply(text="Read the big file. " + "lorem ipsum dolor sit amet " * 700),
         Reply(text="Answer after compaction."),
     ])
 

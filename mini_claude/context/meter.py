@@ -84,7 +84,7 @@ _LONG_WORD_FREE_LETTERS = 6
 _MARKED_WORD_TOKENS = 0.3
 # Characters outside ASCII, by UTF-8 length: accents and Cyrillic mostly merge into
 # their neighbours, CJK is about a token each, emoji take several.
-_TWO_BYTE_TOKENS = 0.2
+_TWO_BYTE_TOKENS = 0.6  # accents split the word they sit in; Cyrillic errs high, safely
 _THREE_BYTE_TOKENS = 0.95
 _FOUR_BYTE_TOKENS = 3.3
 _TWO_BYTE = re.compile("[\u0080-\u07ff]")

@@ -57,16 +57,26 @@ class MicrocompactTier:
         chars_per_token: float,
         meter: TokenMeter | None,
         detail: str,
+        *,
+        stop_at_tokens: int | None = None,
     ) -> TierReport | None:
-        """Clear every result but the newest few; also the relief before a mid-turn summary."""
+        """Clear old results, oldest first, keeping the newest few.
+
+        With ``stop_at_tokens`` (and a meter) it stops once the estimate is down to
+        that many tokens: the relief before a mid-turn summary clears only what it
+        must, so newer results keep their text.
+        """
         self._sync(conversation)
         end = len(conversation.results) - self.settings.keep_recent_results
         pending = self._retry + list(range(self._done_before, end))
         self._retry = []
-        self._done_before = max(self._done_before, end)
         touched = freed = 0
         tokens = 0.0
-        for index in pending:
+        for position, index in enumerate(pending):
+            if touched and self._low_enough(conversation, meter, stop_at_tokens):
+                self._retry.extend(i for i in pending[position:] if i < self._done_before)
+                self._done_before = max(self._done_before, index)
+                break
             ref = conversation.results[index]
             block = conversation.result_at(ref)
             if block.state == ResultState.CLEARED or not self._worth_saving(block):
@@ -84,9 +94,19 @@ class MicrocompactTier:
             freed += chars
             tokens += weight
             touched += 1
+        else:
+            self._done_before = max(self._done_before, end)
         if not touched:
             return None
         return TierReport("microcompact", touched, freed, round(tokens), detail)
+
+    @staticmethod
+    def _low_enough(
+        conversation: Conversation, meter: TokenMeter | None, stop_at_tokens: int | None
+    ) -> bool:
+        if stop_at_tokens is None or meter is None:
+            return False
+        return meter.estimate(conversation) <= stop_at_tokens
 
     def _worth_saving(self, block: ToolResultBlock) -> bool:
         """Short results stay: their placeholder would be as long, and a file would be clutter."""

@@ -70,6 +70,11 @@ class ContextPipeline:
         results (their text stays on disk) costs neither and often makes the
         summary unnecessary.
         """
+        target = int(self.settings.effective_window * self.settings.post_compact_target_pct)
         return self.microcompact.clear_all_but_recent(
-            conversation, self.meter.chars_per_token, self.meter, "context pressure inside a turn"
+            conversation,
+            self.meter.chars_per_token,
+            self.meter,
+            "context pressure inside a turn",
+            stop_at_tokens=target,
         )
