@@ -12,6 +12,7 @@ from pathlib import Path
 from mini_claude.agent import Agent
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
+from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.providers.base import Provider
 from mini_claude.settings import Settings
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
@@ -20,7 +21,6 @@ from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment
 from mini_claude.transcript import (
     Transcript,
-    ensure_private_dir,
     list_sessions,
     load_session,
     new_session_id,

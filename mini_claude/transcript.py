@@ -27,17 +27,12 @@ from mini_claude.conversation import (
     message_from_dict,
     message_to_dict,
 )
+from mini_claude.private_dirs import ensure_private_dir
 
 
 def new_session_id() -> str:
     """Sortable by time, unique enough for one user's sessions."""
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
-
-
-def ensure_private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with contextlib.suppress(OSError):
-        os.chmod(path, 0o700)
 
 
 class Transcript:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from mini_claude.context.base import ResultStore
 from mini_claude.conversation import ToolResultBlock
+from mini_claude.private_dirs import make_private_dirs
 from mini_claude.settings import Settings
 
-PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 SECONDS_PER_DAY = 86_400
 
@@ -43,7 +43,7 @@ class DiskResultStore:
     def save(self, tool_name: str, content: str) -> str | None:
         """Write ``content`` whole and return its path, or None when the disk refused."""
         try:
-            _make_private_dirs(self.folder)
+            make_private_dirs(self.folder)
             path = self._write_new_file(tool_name, _encode(content))
         except OSError:
             return None
@@ -121,25 +121,6 @@ def _remove_if_older(path: Path, cutoff: float) -> int:
 def _remove_if_empty(folder: Path) -> None:
     with contextlib.suppress(OSError):  # not empty, or not ours to remove
         folder.rmdir()
-
-
-def _make_private_dirs(folder: Path) -> None:
-    """Create missing folders one by one so each new level gets 0700 despite the umask."""
-    missing: list[Path] = []
-    current = folder
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for path in reversed(missing):
-        try:
-            path.mkdir(mode=PRIVATE_DIR_MODE)
-        except FileExistsError:
-            continue
-        os.chmod(path, PRIVATE_DIR_MODE)
-    if not folder.is_dir():
-        raise NotADirectoryError(str(folder))
 
 
 def _write_all(fd: int, path: Path, data: bytes) -> None:

@@ -10,6 +10,8 @@ import signal
 from pathlib import Path
 from typing import TextIO
 
+from mini_claude.private_dirs import make_private_dirs
+
 TERMINATE_GRACE_SECONDS = 2.0
 EXIT_POLL_SECONDS = 0.02
 
@@ -100,7 +102,7 @@ class HeadTailBuffer:
         if self.spill_path is None:
             return
         try:
-            self.spill_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dirs(self.spill_path.parent)
             fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             self._spill = os.fdopen(fd, "w", encoding="utf-8")
             self.spilled = self.spill_path

@@ -13,6 +13,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
+from mini_claude.private_dirs import make_private_dirs
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS
 from mini_claude.ui.statusbar import UI_STYLE
 
@@ -45,7 +46,7 @@ def history_for(home: Path) -> History:
     """Input history under the user's folder, readable by its owner only."""
     path = home / HISTORY_FILE
     try:
-        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(home)
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         os.chmod(path, 0o600)
     except OSError:
