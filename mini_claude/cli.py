@@ -17,10 +17,7 @@ from mini_claude import __version__
 if TYPE_CHECKING:
     from mini_claude.settings import Settings
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 
 DESCRIPTION = """\
 A terminal coding agent for Anthropic or any OpenAI-compatible endpoint that keeps long

@@ -23,6 +23,7 @@ from pathlib import Path
 from mini_claude.bench.policy import ReplyMaker, SavedOutputPager
 from mini_claude.bench.script import Call, Script, Step, Turn, build_script, without_needs
 from mini_claude.bench.workload import plan_project, write_project
+from mini_claude.exit_codes import EXIT_USAGE
 from mini_claude.providers import create_provider
 from mini_claude.session import Session
 from mini_claude.settings import Settings
@@ -35,7 +36,6 @@ DEMO_SEED = 11
 DEMO_TURNS = 40
 BREAK_EVERY = 4  # every few turns the demo pretends the user took a break
 BREAK_SECONDS = 6 * 60.0
-EXIT_USAGE = 2
 NOT_A_TERMINAL = "the demo needs a terminal (it runs the interactive REPL)"
 
 # A bracketed first line, as in the "kept word for word" copies a compaction leaves behind.

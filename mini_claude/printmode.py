@@ -13,11 +13,10 @@ from typing import Any, TextIO
 
 from mini_claude import events as ev
 from mini_claude.context.base import format_tokens
+from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from mini_claude.providers.base import ProviderError
 from mini_claude.settings import Settings
 from mini_claude.tools.base import allow_all, deny_all
-
-EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
 
 def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace) -> int:
@@ -43,7 +42,7 @@ async def _run(
         provider = create_provider(settings)
     except ProviderError as exc:
         print(f"mini-claude: {exc.message}", file=err)
-        return 2
+        return EXIT_USAGE
     session = Session(settings, cwd, provider, allow_all if args.yes else deny_all)
     try:
         if args.continue_session or args.resume:
@@ -52,7 +51,7 @@ async def _run(
             agent = session.start_new()
     except SessionError as exc:
         print(f"mini-claude: {exc}", file=err)
-        return 2
+        return EXIT_USAGE
     for warning in session.warnings:
         print(f"warning: {warning}", file=err)
     reporter = PrintReporter(args.output_format, out, err)

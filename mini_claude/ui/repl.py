@@ -25,6 +25,7 @@ from rich.text import Text
 from mini_claude import __version__
 from mini_claude import events as ev
 from mini_claude.agent import Agent
+from mini_claude.exit_codes import EXIT_OK, EXIT_USAGE
 from mini_claude.session import Session, SessionError, startup_housekeeping
 from mini_claude.settings import Settings
 from mini_claude.tools.base import Approver, allow_all
@@ -41,7 +42,6 @@ from mini_claude.ui.prompt_input import (
 from mini_claude.ui.render import error_line, note
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 
-EXIT_OK, EXIT_USAGE = 0, 2
 NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
                   "for non-interactive use")
 
