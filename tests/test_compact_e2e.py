@@ -18,6 +18,7 @@ from mini_claude.context.compact import (
     SummaryContext,
 )
 from mini_claude.context.meter import TokenMeter
+from mini_claude.context.reattach import Reattachment, is_reattachment
 from mini_claude.context.rebuild import ACK_TEXT, USER_TEXT_LABEL
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import (
@@ -514,3 +515,41 @@ def test_nothing_to_compact_fails_without_a_request(harness: Harness) -> None:
     with pytest.raises(CompactionError, match="nothing to compact"):
         h.run(h.compact("manual"))
     assert h.sim.requests == []
+
+
+# ---- what the client re-attaches -------------------------------------------------------------
+
+
+class _Plan:
+    """A source whose state changes between compactions, as a todo list does."""
+
+    def __init__(self) -> None:
+        self.items = ["1. [in progress] find the config loader"]
+
+    def reattachments(self, history: Any) -> list[Reattachment]:
+        return [Reattachment("plan", "the current plan", "\n".join(self.items))]
+
+
+def test_reattached_blocks_survive_every_compaction_verbatim_and_are_not_nested(
+    harness: Harness,
+) -> None:
+    h = harness
+    plan = _Plan()
+    h.compactor.add_reattach_source(plan)
+    busy_history(h)
+    h.add(user("continue"))
+    for round_ in range(3):
+        result = h.run(h.compact())
+        boundary = h.conversation.messages[0]
+        blocks = [b.text for b in boundary.blocks if is_reattachment(b)]
+        assert blocks == [Reattachment("plan", "the current plan", "\n".join(plan.items)).text]
+        assert [r.source for r in result.reattached] == ["plan"]
+        assert_accepted_by_the_server(h)
+        plan.items.append(f"{round_ + 2}. [pending] step {round_}")
+        h.add(user(f"round {round_}"))
+        for i in range(THRASH_MIN_NEW_WORK):
+            h.add(*shell(f"make r{round_}-{i}", log_lines(f"r{round_}{i}", 30)))
+        h.add(reply("done"), user("next"))
+    boundary_texts = [b.text for b in h.conversation.messages[0].blocks
+                      if isinstance(b, TextBlock)]
+    assert sum("the current plan" in t for t in boundary_texts) == 1  # never nested

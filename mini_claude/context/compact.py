@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mini_claude.context.base import ResultStore
 from mini_claude.context.meter import TokenMeter
+from mini_claude.context.reattach import Reattachment, ReattachSource, collect
 from mini_claude.context.rebuild import (
     Limits,
     Planner,
@@ -91,6 +92,7 @@ class CompactionResult:
     messages_kept: int
     files_reattached: list[str]
     escalations: list[str]
+    reattached: list[Reattachment] = field(default_factory=list)
 
 
 class CompactionError(Exception):
@@ -129,6 +131,11 @@ class Compactor:
         self._turns_since_manual: int | None = None
         self._last: _LastCompaction | None = None
         self._back_to_back = 0
+        self._sources: list[ReattachSource] = []
+
+    def add_reattach_source(self, source: ReattachSource) -> None:
+        """Something whose state is written back verbatim after every summary."""
+        self._sources.append(source)
 
     # ---- when -------------------------------------------------------------------------
 
@@ -268,7 +275,8 @@ class Compactor:
         summary = await self._summarize(messages, conversation.epoch, ctx, focus)
         if _state_of(conversation) != state:
             raise CompactionError("the conversation changed while it was being summarized")
-        rebuilt = self._rebuild(messages, summary.text, ctx, conversation.epoch + 1)
+        reattached = collect(self._sources, messages)
+        rebuilt = self._rebuild(messages, summary.text, ctx, conversation.epoch + 1, reattached)
         conversation.replace_all(rebuilt.messages)
         self._last = _LastCompaction(
             conversation.epoch,
@@ -283,6 +291,7 @@ class Compactor:
             messages_kept=rebuilt.kept,
             files_reattached=rebuilt.files,
             escalations=[*summary.notes, *rebuilt.escalations],
+            reattached=reattached,
         )
 
     # ---- the summary call -------------------------------------------------------------
@@ -349,7 +358,12 @@ class Compactor:
     # ---- the rebuild ------------------------------------------------------------------
 
     def _rebuild(
-        self, messages: list[Message], summary: str, ctx: SummaryContext, new_epoch: int
+        self,
+        messages: list[Message],
+        summary: str,
+        ctx: SummaryContext,
+        new_epoch: int,
+        reattached: Sequence[Reattachment],
     ) -> Rebuilt:
         planner = Planner(
             messages=messages,
@@ -360,6 +374,7 @@ class Compactor:
             store=self.store,
             estimate=lambda candidate: self._estimate(candidate, new_epoch),
             size_of=self._size_of,
+            reattached=reattached,
         )
         try:
             return planner.plan()

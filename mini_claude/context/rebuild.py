@@ -25,6 +25,7 @@ from mini_claude.context.placeholders import (
     cut_to_head_and_tail,
     with_original_size,
 )
+from mini_claude.context.reattach import Reattachment
 from mini_claude.context.store import ensure_saved
 from mini_claude.context.summary_request import is_boundary
 from mini_claude.conversation import (
@@ -256,9 +257,12 @@ def boundary_message(
     compacted: int,
     texts: Sequence[str],
     attachments: Sequence[Attachment],
+    reattached: Sequence[Reattachment] = (),
 ) -> Message:
+    """Summary, the user's own words, what the client re-attaches, then the files."""
     blocks: list[SummaryBlock | TextBlock] = [SummaryBlock(summary, transcript_path, compacted)]
     blocks.extend(user_text_block(t) for t in texts)
+    blocks.extend(r.block() for r in reattached)
     blocks.extend(a.block() for a in attachments)
     return Message("user", list(blocks))
 
@@ -438,6 +442,8 @@ class Planner:
     store: ResultStore
     estimate: Callable[[list[Message]], int]
     size_of: Callable[[Message], int]
+    # Kept verbatim in every candidate: escalation never drops the plan or a loaded skill.
+    reattached: Sequence[Reattachment] = ()
     _files: dict[str, Attachment | None] = field(default_factory=dict)
     _tails: dict[tuple[int, bool, int | None], tuple[list[Message], int, int]] = field(
         default_factory=dict
@@ -579,6 +585,7 @@ class Planner:
             choice.cut,
             self._texts(choice.cut, choice.max_texts),
             self._attachments(choice.cut, choice.max_files),
+            self.reattached,
         )
         return assemble(boundary, self._tail(choice)[0])
 
