@@ -20,11 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from mini_claude.bench.policy import ReplyMaker, SavedOutputPager
-from mini_claude.bench.script import Call, Script, Step, Turn, build_script, without_needs
-from mini_claude.bench.workload import plan_project, write_project
 from mini_claude.exit_codes import EXIT_USAGE
 from mini_claude.providers import create_provider
+from mini_claude.scenario.policy import ReplyMaker, SavedOutputPager
+from mini_claude.scenario.script import Call, Script, Step, Turn, build_script, without_needs
+from mini_claude.scenario.workload import plan_project, write_project
 from mini_claude.session import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import Reply, SimClock, SimConversation, Simulator, TextPart

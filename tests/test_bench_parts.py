@@ -8,16 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.bench.policy import (
+from mini_claude.bench.report import judge, make_row
+from mini_claude.bench.runner import RequestRecord, RunResult, _check_needs
+from mini_claude.bench.strategies import LEARN_CLAUDE_CODE_THRESHOLD, strategy_named
+from mini_claude.context.placeholders import persisted_notice
+from mini_claude.scenario.policy import (
     PAGE_LINES,
     WHOLE_FILE_LINES,
     ScriptPolicy,
     paging_calls,
     saved_output,
 )
-from mini_claude.bench.report import judge, make_row
-from mini_claude.bench.runner import RequestRecord, RunResult, _check_needs
-from mini_claude.bench.script import (
+from mini_claude.scenario.script import (
     FULL_TURNS,
     LONG_IDLE_SECONDS,
     MIN_NEED_DISTANCE,
@@ -27,9 +29,7 @@ from mini_claude.bench.script import (
     Turn,
     build_script,
 )
-from mini_claude.bench.strategies import LEARN_CLAUDE_CODE_THRESHOLD, strategy_named
-from mini_claude.bench.workload import ProjectPlan, plan_project, write_project
-from mini_claude.context.placeholders import persisted_notice
+from mini_claude.scenario.workload import ProjectPlan, plan_project, write_project
 from mini_claude.settings import Settings
 from mini_claude.simulator import (
     RecordedRequest,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from mini_claude import events as ev
-from mini_claude.bench.script import build_script
-from mini_claude.bench.workload import TEST_COMMAND, plan_project
 from mini_claude.demo import DemoEnvironment, DemoPolicy, banner, demo_environment, run_demo
+from mini_claude.scenario.script import build_script
+from mini_claude.scenario.workload import TEST_COMMAND, plan_project
 from mini_claude.simulator import SimConversation, SimMessage, TextPart, ToolResultPart, ToolUsePart
 
 TYPED = ("give me an overview", "run the tests", "check the logs",

@@ -31,12 +31,12 @@ from mini_claude.bench.report import (
 )
 from mini_claude.bench.runner import MODEL_SECONDS, TOOL_SECONDS, RunResult, run_strategy
 from mini_claude.bench.scaling import HISTORY_SIZES, ScalingPoint, measure_all, scaling_table
-from mini_claude.bench.script import FULL_TURNS, QUICK_TURNS, Script, build_script
 from mini_claude.bench.startup import StartupTimes, startup_table
 from mini_claude.bench.startup import measure as measure_startup
 from mini_claude.bench.strategies import ABLATIONS, STRATEGIES, Strategy
-from mini_claude.bench.workload import plan_project, write_project
 from mini_claude.pricing import SONNET
+from mini_claude.scenario.script import FULL_TURNS, QUICK_TURNS, Script, build_script
+from mini_claude.scenario.workload import plan_project, write_project
 from mini_claude.simulator.tokens import shared_counter
 
 FULL_STARTUP_RUNS = 5

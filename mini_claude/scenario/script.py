@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mini_claude.bench import codegen
-from mini_claude.bench.workload import (
+from mini_claude.scenario import codegen
+from mini_claude.scenario.workload import (
     CONFIGS,
     ENV_COMMAND,
     HOT_MODULES,

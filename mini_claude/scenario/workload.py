@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mini_claude.bench import codegen
+from mini_claude.scenario import codegen
 
 PACKAGE = "shopfloor"
 MODULE_NAMES = (

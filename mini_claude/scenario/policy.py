@@ -15,7 +15,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from mini_claude.bench.script import Call, Script, Step, Turn, read
+from mini_claude.scenario.script import Call, Script, Step, Turn, read
 from mini_claude.simulator.types import Reply, SimConversation, ToolCall, ToolResultPart
 
 # How a persisted result announces itself: "... saved in full to PATH. ..." and its line count.
