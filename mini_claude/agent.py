@@ -16,7 +16,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from mini_claude import events as ev
-from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.base import ResultStore
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.persist import admit_result
@@ -34,19 +34,22 @@ from mini_claude.conversation import (
     user_text,
 )
 from mini_claude.pricing import CostTracker
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
     AuthenticationFailed,
+    ContextStatus,
     ModelRequest,
+    ModelTextDelta,
     PromptTooLong,
     Provider,
     ProviderError,
     ResponseComplete,
     StreamRestarted,
-    TextDelta,
+    TierReport,
+    ToolOutput,
     ToolUseStarted,
 )
 from mini_claude.settings import Settings
-from mini_claude.tools.base import ToolContext, ToolOutput
+from mini_claude.tools.base import ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
 
@@ -120,7 +123,7 @@ class Agent:
         self.tool_context.settings = settings
         self.attach(self.transcript, self.conversation)
 
-    def status(self) -> ev.ContextStatus:
+    def status(self) -> ContextStatus:
         return self.meter.status(self.conversation)
 
     def _record_edit(self, block: ToolResultBlock) -> None:
@@ -261,7 +264,7 @@ class Agent:
         partial: list[str] = []
         try:
             async for event in self.provider.stream(request):
-                if isinstance(event, TextDelta):
+                if isinstance(event, ModelTextDelta):
                     partial.append(event.text)
                     yield ev.TextDelta(event.text)
                 elif isinstance(event, StreamRestarted):

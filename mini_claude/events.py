@@ -5,28 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mini_claude.context.base import TierReport
 from mini_claude.conversation import Message, ToolResultBlock
-from mini_claude.providers.base import Usage
-
-
-@dataclass(frozen=True, slots=True)
-class ContextStatus:
-    """One honest meter: the status bar, /context and the auto-compact trigger all read this."""
-
-    tokens: int  # estimated prompt tokens of the next request
-    effective_window: int  # window minus output reserve
-    window: int
-    autocompact_at: int  # tokens at which auto-compact fires (0 when off)
-    anchored: bool  # True when the estimate is anchored on reported usage
-
-    @property
-    def utilization(self) -> float:
-        return self.tokens / self.effective_window if self.effective_window else 0.0
-
-    @property
-    def until_autocompact(self) -> int | None:
-        return max(0, self.autocompact_at - self.tokens) if self.autocompact_at else None
+from mini_claude.protocol import ContextStatus, TierReport, Usage
 
 
 @dataclass(frozen=True, slots=True)

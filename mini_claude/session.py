@@ -13,7 +13,7 @@ from mini_claude.agent import Agent
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
 from mini_claude.private_dirs import ensure_private_dir
-from mini_claude.providers.base import Provider
+from mini_claude.protocol import Provider
 from mini_claude.settings import Settings
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
 from mini_claude.tools.base import Approver, ToolContext

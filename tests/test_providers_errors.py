@@ -6,7 +6,7 @@ from email.utils import formatdate
 
 import pytest
 
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
     AuthenticationFailed,
     BadRequest,
     Overloaded,

@@ -10,14 +10,8 @@ from typing import Any
 
 import pytest
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import (
-    RAW_ARGUMENTS_KEY,
-    PermissionDecision,
-    PermissionRequest,
-    ToolContext,
-    ToolOutput,
-)
+from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
+from mini_claude.tools.base import PermissionDecision, PermissionRequest, ToolContext
 from mini_claude.tools.grep_search import PythonBackend
 from mini_claude.tools.registry import ToolRegistry, check_arguments, default_registry
 from tests.tools_support import ScriptedApprover, run, tool_context

@@ -21,8 +21,8 @@ from mini_claude.bench.policy import ScriptPolicy
 from mini_claude.bench.script import Script
 from mini_claude.bench.strategies import Strategy
 from mini_claude.pricing import SONNET
+from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
-from mini_claude.providers.base import Usage
 from mini_claude.session import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, SimClock, Simulator

@@ -34,7 +34,7 @@ from mini_claude.context.summary_request import (
     unsent_suffix_start,
 )
 from mini_claude.conversation import Conversation, Message, TextBlock, ToolUseBlock
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
     ModelRequest,
     PromptTooLong,
     Provider,

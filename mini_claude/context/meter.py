@@ -36,7 +36,7 @@ from mini_claude.conversation import (
     ToolUseBlock,
     message_chars,
 )
-from mini_claude.events import ContextStatus
+from mini_claude.protocol import ContextStatus
 from mini_claude.settings import Settings
 
 # Bounds for a learnt ratio; outside them the server's count is not about our text

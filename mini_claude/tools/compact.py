@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tools.base import PermissionRequest, ToolContext
 
 SPEC = ToolSpec(
     name="compact",

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mini_claude.providers.base import ToolSpec
+from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
-from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import ToolError, error_output
 from mini_claude.tools.paths import project_root
 from mini_claude.tools.process import HeadTailBuffer, pump, terminate_group, wait_for_exit

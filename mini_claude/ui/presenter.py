@@ -6,7 +6,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from mini_claude import events as ev
-from mini_claude.context.base import format_tokens
+from mini_claude.text import format_tokens
 from mini_claude.ui.live import LiveView, TurnActivity
 from mini_claude.ui.render import (
     MarkdownStream,
