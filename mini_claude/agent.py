@@ -48,14 +48,13 @@ from mini_claude.protocol import (
     ToolOutput,
     ToolUseStarted,
 )
+from mini_claude.secrets import api_keys, mask
 from mini_claude.settings import Settings
 from mini_claude.tools.base import ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
 
 COMPACT_TOOL = "compact"
-REDACTED = "[redacted]"
-MIN_SECRET_CHARS = 8  # shorter "keys" are placeholders; masking them would mangle output
 INTERRUPTED_TEXT = "[interrupted by the user]"
 
 
@@ -382,15 +381,9 @@ class Agent:
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
         """A tool may print one of our API keys (``cat .env``); it must not reach the
         history, the saved results, the screen or the next request."""
-        keys = [
-            k
-            for k in (self.settings.anthropic_api_key, self.settings.openai_api_key)
-            if k and len(k) >= MIN_SECRET_CHARS
-        ]
-        content, display = output.content, output.display
-        for key in keys:
-            content = content.replace(key, REDACTED)
-            display = display.replace(key, REDACTED) if display else display
+        keys = api_keys(self.settings)
+        content = mask(output.content, keys)
+        display = mask(output.display, keys) if output.display else output.display
         if content == output.content and display == output.display:
             return output
         return replace(output, content=content, display=display)
