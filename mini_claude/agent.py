@@ -36,6 +36,7 @@ from mini_claude.conversation import (
 from mini_claude.pricing import CostTracker
 from mini_claude.protocol import (
     AuthenticationFailed,
+    CompactReason,
     ContextStatus,
     ModelRequest,
     ModelTextDelta,
@@ -194,7 +195,8 @@ class Agent:
                     yield event
                 continue
             except ProviderError as exc:
-                kind = "auth" if isinstance(exc, AuthenticationFailed) else "error"
+                auth = isinstance(exc, AuthenticationFailed)
+                kind: ev.TurnErrorKind = "auth" if auth else "error"
                 self.transcript.event("error", message=exc.message)
                 yield ev.TurnError(exc.message, kind)
                 return
@@ -400,7 +402,9 @@ class Agent:
             transcript_path=str(self.transcript.path),
         )
 
-    async def _compact(self, reason: str, focus: str | None = None) -> AsyncIterator[ev.Event]:
+    async def _compact(
+        self, reason: CompactReason, focus: str | None = None
+    ) -> AsyncIterator[ev.Event]:
         before = self.meter.estimate(self.conversation)
         yield ev.CompactionStarted(reason, before)
         try:

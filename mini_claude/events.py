@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from mini_claude.conversation import Message, ToolResultBlock
-from mini_claude.protocol import ContextStatus, TierReport, Usage
+from mini_claude.protocol import CompactReason, ContextStatus, TierReport, Usage
+
+NoticeLevel = Literal["info", "warning", "error"]
+TurnErrorKind = Literal["auth", "prompt_too_long", "error", "interrupted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +63,13 @@ class TierFired:
 
 @dataclass(frozen=True, slots=True)
 class CompactionStarted:
-    reason: str  # "auto" | "manual" | "tool" | "mid-turn" | "prompt-too-long"
+    reason: CompactReason
     tokens_before: int
 
 
 @dataclass(frozen=True, slots=True)
 class CompactionFinished:
-    reason: str
+    reason: CompactReason
     tokens_before: int
     tokens_after: int
     summary: str
@@ -74,7 +77,7 @@ class CompactionFinished:
 
 @dataclass(frozen=True, slots=True)
 class CompactionFailed:
-    reason: str
+    reason: CompactReason
     error: str
     breaker_open: bool
 
@@ -89,7 +92,7 @@ class Retrying:
 @dataclass(frozen=True, slots=True)
 class Notice:
     text: str
-    level: str = "info"  # "info" | "warning" | "error"
+    level: NoticeLevel = "info"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +100,7 @@ class TurnError:
     """The turn ended early; the history is still valid."""
 
     message: str
-    kind: str = "error"  # "auth" | "prompt_too_long" | "error" | "interrupted"
+    kind: TurnErrorKind = "error"
 
 
 @dataclass(frozen=True, slots=True)

@@ -196,11 +196,17 @@ class ToolOutput:
 
 # ---- context ---------------------------------------------------------------------
 
+TierName = Literal["persist", "truncate", "budget", "snip", "microcompact"]
+# Why a summary was made: at the turn boundary ("auto", "idle" when the cache went cold),
+# by hand ("manual"), by the model's tool ("tool"), inside a turn ("mid-turn"), or after
+# the server refused the prompt ("prompt-too-long").
+CompactReason = Literal["auto", "idle", "manual", "tool", "mid-turn", "prompt-too-long"]
+
 @dataclass(frozen=True, slots=True)
 class TierReport:
     """What one tier did in one pass; the agent turns it into an event."""
 
-    tier: str  # "persist" | "truncate" | "budget" | "snip" | "microcompact" | "compact"
+    tier: TierName
     results_touched: int
     chars_freed: int
     tokens_freed: int

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import get_args
 
 from mini_claude.context.base import ResultStore
 from mini_claude.context.meter import TokenMeter
@@ -35,6 +36,7 @@ from mini_claude.context.summary_request import (
 )
 from mini_claude.conversation import Conversation, Message, TextBlock, ToolUseBlock
 from mini_claude.protocol import (
+    CompactReason,
     ModelRequest,
     PromptTooLong,
     Provider,
@@ -44,7 +46,7 @@ from mini_claude.protocol import (
 )
 from mini_claude.settings import Settings
 
-REASONS = frozenset({"auto", "idle", "manual", "tool", "mid-turn", "prompt-too-long"})
+REASONS = frozenset(get_args(CompactReason))
 # An epoch no real history has: the meter estimates a probe with it from scratch.
 UNANCHORED_EPOCH = -1
 
@@ -226,7 +228,7 @@ class Compactor:
         conversation: Conversation,
         ctx: SummaryContext,
         *,
-        reason: str,
+        reason: CompactReason,
         focus: str | None = None,
     ) -> CompactionResult:
         """Summarize and rebuild ``conversation`` in place, or raise and leave it untouched.

@@ -19,7 +19,7 @@ from mini_claude.context.placeholders import (
     utf8_size,
 )
 from mini_claude.conversation import ResultState, ToolResultBlock, ToolUseBlock, target_of
-from mini_claude.protocol import TierReport, ToolOutput
+from mini_claude.protocol import TierName, TierReport, ToolOutput
 from mini_claude.settings import Settings
 
 
@@ -79,7 +79,7 @@ def _persisted_block(
 
 
 def _report(
-    tier: str, before: ToolResultBlock, after: ToolResultBlock, ratio: float, detail: str
+    tier: TierName, before: ToolResultBlock, after: ToolResultBlock, ratio: float, detail: str
 ) -> TierReport:
     freed = len(before.content) - len(after.content)
     return TierReport(tier, 1, freed, round(freed / ratio), detail)
