@@ -368,13 +368,6 @@ class Player:
         """The pure part of a compaction: the history rebuilt around a summary."""
         meter = self.meter
         self.limits = Compactor(self.settings, meter, self.store).limits()
-        epoch = self.conversation.epoch + 1
-
-        def estimate(messages: list[Message]) -> int:
-            probe = Conversation(messages)
-            probe.epoch = epoch
-            return meter.estimate(probe)
-
         planner = Planner(
             messages=list(self.conversation.messages),
             summary=SUMMARY,
@@ -382,7 +375,7 @@ class Player:
             root=self.root,
             limits=self.limits,
             store=self.store,
-            estimate=estimate,
+            estimate=meter.estimate_messages,
             size_of=lambda m: meter.tokens_for(message_chars(m)) + MESSAGE_OVERHEAD_TOKENS,
         )
         try:

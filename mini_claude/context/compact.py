@@ -47,8 +47,6 @@ from mini_claude.protocol import (
 from mini_claude.settings import Settings
 
 REASONS = frozenset(get_args(CompactReason))
-# An epoch no real history has: the meter estimates a probe with it from scratch.
-UNANCHORED_EPOCH = -1
 
 # Shares of the effective window for what the rebuilt history keeps besides the summary.
 TAIL_SHARE = 0.15  # recent messages kept as they were, before any escalation
@@ -270,7 +268,7 @@ class Compactor:
         summary = await self._summarize(messages, conversation.epoch, ctx, focus)
         if _state_of(conversation) != state:
             raise CompactionError("the conversation changed while it was being summarized")
-        rebuilt = self._rebuild(messages, summary.text, ctx, conversation.epoch + 1)
+        rebuilt = self._rebuild(messages, summary.text, ctx)
         conversation.replace_all(rebuilt.messages)
         self._last = _LastCompaction(
             conversation.epoch,
@@ -299,7 +297,7 @@ class Compactor:
         max_tokens = min(self.settings.summary_max_tokens, self.settings.reserve)
         fits_below = self.settings.window - max_tokens
         history, dropped, drop_goal = base, 0, 0
-        whole = self._estimate([*base, instruction], epoch)
+        whole = self.meter.estimate_messages([*base, instruction], epoch=epoch)
         if whole > fits_below:
             drop_goal = whole - fits_below + round(whole * DROP_MARGIN_SHARE)
             history, dropped = self._shorten(base, drop_goal)
@@ -325,7 +323,7 @@ class Compactor:
                         f"old turns {self.settings.summary_retry_limit} times"
                     ) from None
                 drop_goal += tokens_to_drop(
-                    self._estimate(history, epoch),
+                    self.meter.estimate_messages(history, epoch=epoch),
                     server_tokens=exc.tokens,
                     server_maximum=exc.maximum,
                 )
@@ -350,9 +348,7 @@ class Compactor:
 
     # ---- the rebuild ------------------------------------------------------------------
 
-    def _rebuild(
-        self, messages: list[Message], summary: str, ctx: SummaryContext, new_epoch: int
-    ) -> Rebuilt:
+    def _rebuild(self, messages: list[Message], summary: str, ctx: SummaryContext) -> Rebuilt:
         planner = Planner(
             messages=messages,
             summary=summary,
@@ -360,7 +356,7 @@ class Compactor:
             root=ctx.root,
             limits=self.limits(),
             store=self.store,
-            estimate=lambda candidate: self._estimate(candidate, new_epoch),
+            estimate=self.meter.estimate_messages,  # the new history has no anchor yet
             size_of=self._size_of,
         )
         try:
@@ -387,27 +383,9 @@ class Compactor:
 
     # ---- measuring --------------------------------------------------------------------
 
-    def _estimate(self, messages: Sequence[Message], epoch: int) -> int:
-        """The meter's estimate for a history that is not (yet) the conversation.
-
-        With the conversation's own epoch the meter anchors on the last reported
-        usage (right for a prefix of it); with the next epoch it estimates from
-        scratch, exactly as it will once the rebuilt history replaces the old one.
-        """
-        probe = Conversation(messages)
-        probe.epoch = epoch
-        return self.meter.estimate(probe)
-
     def _size_of(self, message: Message) -> int:
         """Tokens one message adds to a request, weighed the way the meter weighs history."""
-        probe = Conversation([message])
-        probe.epoch = UNANCHORED_EPOCH
-        return self.meter.estimate(probe) - self._empty_estimate()
-
-    def _empty_estimate(self) -> int:
-        probe = Conversation()
-        probe.epoch = UNANCHORED_EPOCH
-        return self.meter.estimate(probe)
+        return self.meter.estimate_messages([message]) - self.meter.estimate_messages([])
 
 
 def _rereads(use: ToolUseBlock, known_files: frozenset[str]) -> bool:
