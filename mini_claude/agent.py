@@ -55,7 +55,6 @@ from mini_claude.tools.base import ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
 
-COMPACT_TOOL = "compact"
 INTERRUPTED_TEXT = "[interrupted by the user]"
 
 
@@ -91,7 +90,6 @@ class Agent:
         self.compactions = 0
         self.pipeline_seconds: list[float] = []
         self.last_call_at: float | None = None
-        self._compact_requested: str | None = None
         self.transcript = transcript
         self.conversation = Conversation()
         self.attach(transcript, conversation or Conversation())
@@ -220,8 +218,9 @@ class Agent:
         for report in reports:
             self._count_freed(report)
             yield ev.TierFired(report)
-        if self._compact_requested is not None:
-            focus, self._compact_requested = self._compact_requested, None
+        focus = self.tool_context.compaction_focus
+        if focus is not None:
+            self.tool_context.compaction_focus = None
             async for event in self._compact("tool", focus or None):
                 yield event
         elif self.settings.auto_compact and self.compactor.needs_mid_turn_compaction(
@@ -371,12 +370,6 @@ class Agent:
             self.transcript.event("interrupted", during="tools")
 
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
-        if use.name == COMPACT_TOOL and self.registry.get(COMPACT_TOOL) is not None:
-            focus = use.input.get("focus")
-            self._compact_requested = focus if isinstance(focus, str) else ""
-            return ToolOutput(
-                "Compaction requested; the conversation will be summarized before the next step."
-            )
         output = await self.registry.execute(use.name, use.input, self.tool_context)
         return self._without_keys(output)
 

@@ -47,6 +47,8 @@ class ToolContext:
     session_id: str = ""
     allowed_subjects: set[str] = field(default_factory=set)
     env: dict[str, str] | None = None  # environment for run_shell (keys removed)
+    # Set by the compact tool ("" for no focus); the agent summarizes before its next request.
+    compaction_focus: str | None = None
 
 
 class Tool(Protocol):
