@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mini_claude.providers.base import Usage
+from mini_claude.protocol import Usage
 
 
 @dataclass(frozen=True, slots=True)
