@@ -15,6 +15,7 @@ from mini_claude import events as ev
 from mini_claude.context.base import format_tokens
 from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from mini_claude.providers.base import ProviderError
+from mini_claude.sanitize import EMPTY_REPLY_NOTICE
 from mini_claude.settings import Settings
 from mini_claude.tools.base import allow_all, deny_all
 
@@ -94,6 +95,8 @@ class PrintReporter:
 
     def _narrate(self, event: ev.Event) -> None:
         line = narration(event)
+        if line and isinstance(event, ev.Notice) and event.text == EMPTY_REPLY_NOTICE:
+            line = f"\x1b[2m{line}\x1b[0m" if _is_terminal(self.err) else line  # dim
         if line:
             print(line, file=self.err, flush=True)
 
@@ -145,6 +148,13 @@ def narration(event: ev.Event) -> str | None:
     if isinstance(event, ev.Notice):
         return f"  · {event.text}"
     return None
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _jsonable(value: Any) -> Any:

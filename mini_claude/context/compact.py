@@ -42,6 +42,7 @@ from mini_claude.providers.base import (
     ResponseComplete,
     ToolSpec,
 )
+from mini_claude.sanitize import clean_text
 from mini_claude.settings import Settings
 
 REASONS = frozenset({"auto", "idle", "manual", "tool", "mid-turn", "prompt-too-long"})
@@ -330,7 +331,7 @@ class Compactor:
                 history, dropped = self._shorten(base, drop_goal)
             except ProviderError as exc:
                 raise CompactionError(f"the summary request failed: {exc.message}") from None
-        text = extract_summary(reply)
+        text = clean_text(extract_summary(reply))
         if not text:
             raise CompactionError("the model returned an empty summary")
         notes: list[str] = []

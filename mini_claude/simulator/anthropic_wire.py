@@ -421,7 +421,7 @@ def _usage(completion: Completion) -> dict[str, int]:
 
 def _content(completion: Completion, raw_inputs: bool) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
-    if completion.text:
+    if completion.text or completion.empty_text_block:
         content.append({"type": "text", "text": completion.text})
     for call in completion.calls:
         tool_input: Any = call.input
@@ -475,7 +475,7 @@ def stream_plan(completion: Completion) -> FramePlan:
     after_some_text = len(frames)
     inside_tool_call: int | None = None
     index = 0
-    if completion.text:
+    if completion.text or completion.empty_text_block:
         frames.append(_block_start(index, {"type": "text", "text": ""}))
         deltas = split_text(completion.text)
         for n, piece in enumerate(deltas):

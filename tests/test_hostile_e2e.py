@@ -1,0 +1,132 @@
+"""Sessions that survive hostile content: each numbered case of the data-safety issue, end to end.
+
+Every test drives the real command line (or a real session) over HTTP to the strict
+simulator, which refuses what the real APIs refuse; afterwards no request was
+refused, every transcript line is strict JSON, and ``--continue`` still works.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
+from tests.hostile_support import (
+    PROVIDERS,
+    Cli,
+    Provider,
+    make_cli,
+    refused,
+    stored_blocks,
+)
+
+
+@pytest.fixture(params=PROVIDERS)
+def cli(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    simulator: Simulator,
+    capsys: pytest.CaptureFixture[str],
+) -> Cli:
+    provider: Provider = request.param
+    return make_cli(tmp_path, simulator, provider, capsys)
+
+
+def assert_resumable(cli: Cli, expected: str = "still here") -> None:
+    """`--continue` works: the next request is accepted and its answer printed."""
+    cli.sim.policy = ScriptedPolicy([Reply(expected)])
+    outcome = cli.run("--continue", "-p", "are you there?")
+    assert outcome.code == 0, outcome.err
+    assert expected in outcome.out
+    assert not refused(cli.sim), refused(cli.sim)
+    for path in cli.transcripts():
+        assert all(
+            b["text"].strip() for b in stored_blocks(path) if b["kind"] == "text"
+        ), "an empty text block was stored"
+
+
+# ---- case 1: a reply that is a single empty text block ----------------------------------
+
+
+def test_case1_an_empty_reply_is_reported_and_the_session_continues(cli: Cli) -> None:
+    cli.sim.policy = ScriptedPolicy([Reply("", empty_text_block=True)])
+    outcome = cli.run("-p", "say nothing")
+    assert outcome.code == 0, outcome.err
+    assert outcome.out == ""
+    notes = [line for line in outcome.err.splitlines() if "empty reply" in line]
+    assert len(notes) == 1, outcome.err
+    assert_resumable(cli)
+    assert_resumable(cli, "and again")
+
+
+def test_case1_an_empty_reply_after_a_tool_call_keeps_the_history_valid(cli: Cli) -> None:
+    cli.sim.policy = ScriptedPolicy(
+        [
+            Reply("  \n", [ToolCall("read_file", {"path": "README.md"})]),
+            Reply("", empty_text_block=True),
+        ]
+    )
+    outcome = cli.run("-p", "read and say nothing")
+    assert outcome.code == 0, outcome.err
+    assert "empty reply" in outcome.err
+    assert_resumable(cli)
+
+
+# ---- case 2: non-finite numbers in tool arguments --------------------------------------
+
+
+@pytest.mark.parametrize("number", ["1e999", "NaN", "-Infinity"])
+def test_case2_a_non_finite_number_in_tool_arguments_is_a_tool_error(
+    cli: Cli, number: str
+) -> None:
+    seen: list[str] = []
+
+    def read_the_error(conv: SimConversation) -> Reply:
+        seen.append(conv.last_tool_results()[0].content)
+        return Reply("I will use a real number.")
+
+    cli.sim.policy = ScriptedPolicy(
+        [
+            Reply(
+                "",
+                [ToolCall("read_file", {"path": "README.md", "offset": 1})],
+                raw_arguments={0: f'{{"path": "README.md", "offset": {number}}}'},
+            ),
+            read_the_error,
+        ]
+    )
+    outcome = cli.run("-p", "read the readme", "--yes")
+    assert outcome.code == 0, outcome.err
+    assert "I will use a real number." in outcome.out
+    assert "invalid number in arguments" in seen[0]
+    assert "retrying" not in outcome.err  # answered at once, not retried as a bad reply
+    (path,) = cli.transcripts()
+    (use,) = [b for b in stored_blocks(path) if b["kind"] == "tool_use"]  # strict JSON
+    assert number in use["input"]["_raw_arguments"]  # kept as text, never as a number
+    assert_resumable(cli)
+
+
+def test_case1_2_a_transcript_poisoned_before_the_fix_replays_cleanly(cli: Cli) -> None:
+    """Sessions saved by an older version (an empty text block, ``Infinity`` in a tool
+    input, a lone surrogate) are healed on load instead of being refused forever."""
+    assert cli.run("-p", "hello").code == 0
+    (path,) = cli.transcripts()
+    poisoned = [
+        '{"type": "message", "message": {"role": "user", "blocks": '
+        '[{"text": "again \\ud800", "kind": "text"}]}}',
+        '{"type": "message", "message": {"role": "assistant", "blocks": ['
+        '{"text": "", "kind": "text"}, {"id": "toolu_x", "name": "read_file", '
+        '"input": {"path": "README.md", "offset": Infinity}, "kind": "tool_use"}]}}',
+        '{"type": "message", "message": {"role": "user", "blocks": [{"tool_use_id": '
+        '"toolu_x", "content": "ok", "kind": "tool_result"}]}}',
+        '{"type": "message", "message": {"role": "assistant", "blocks": '
+        '[{"text": "", "kind": "text"}]}}',
+    ]
+    with path.open("a") as handle:
+        handle.write("\n".join(poisoned) + "\n")
+    cli.sim.policy = ScriptedPolicy([Reply("healed")])
+    outcome = cli.run("--continue", "-p", "go on")
+    assert outcome.code == 0, outcome.err
+    assert "healed" in outcome.out
+    assert not refused(cli.sim), refused(cli.sim)
