@@ -100,10 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     """Settings from flags > environment > .env files."""
-    from mini_claude.settings import SettingsError, from_environment, load_dotenv_files
+    from mini_claude.dotenv_policy import layered_environment
+    from mini_claude.settings import SettingsError, from_environment
 
-    environ = dict(load_dotenv_files(cwd))
-    environ.update(os.environ)
+    layered = layered_environment(cwd, os.environ)
+    for warning in layered.warnings:
+        print(f"mini-claude: warning: {warning}", file=sys.stderr)
+    environ = layered.values
     try:
         return from_environment(environ, provider=args.provider, model=args.model)
     except SettingsError as exc:

@@ -27,6 +27,12 @@ Provider = Literal["anthropic", "openai"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai")
 KEY = "sk-test-0123456789abcdef"
 WAIT_SECONDS = 30.0
+ENDPOINT_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class Cli:
     provider: Provider
     capsys: pytest.CaptureFixture[str]
     extra_env: dict[str, str] = field(default_factory=dict)
+    unset: set[str] = field(default_factory=set)  # variables to leave out of the environment
 
     def variables(self) -> dict[str, str]:
         names = (
@@ -53,7 +60,7 @@ class Cli:
             if self.provider == "anthropic"
             else ("OPENAI_API_KEY", "OPENAI_BASE_URL", self.sim.openai_base_url)
         )
-        return {
+        values = {
             names[0]: KEY,
             names[1]: names[2],
             "MINI_CLAUDE_PROVIDER": self.provider,
@@ -61,12 +68,13 @@ class Cli:
             "MINI_CLAUDE_MODEL": "sim-sonnet",
             **self.extra_env,
         }
+        return {k: v for k, v in values.items() if k not in self.unset}
 
     def run(self, *args: str, stdin: bytes | None = None, cwd: Path | None = None) -> Outcome:
         self.capsys.readouterr()
         piped: Any = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8") if stdin else None
         with pytest.MonkeyPatch.context() as patch, open(os.devnull) as nothing:
-            for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+            for name in ENDPOINT_VARIABLES:
                 patch.delenv(name, raising=False)
             for name, value in self.variables().items():
                 patch.setenv(name, value)
@@ -80,7 +88,10 @@ class Cli:
         return subprocess.Popen(
             [sys.executable, "-m", "mini_claude.cli", *args],
             cwd=self.project,
-            env={**os.environ, **self.variables()},
+            env={
+                **{k: v for k, v in os.environ.items() if k not in ENDPOINT_VARIABLES},
+                **self.variables(),
+            },
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

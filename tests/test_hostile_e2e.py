@@ -130,3 +130,58 @@ def test_case1_2_a_transcript_poisoned_before_the_fix_replays_cleanly(cli: Cli) 
     assert outcome.code == 0, outcome.err
     assert "healed" in outcome.out
     assert not refused(cli.sim), refused(cli.sim)
+
+
+# ---- case 3: a project .env must not redirect the user's key or move the home ----------
+
+
+def key_and_url(provider: Provider) -> tuple[str, str]:
+    if provider == "anthropic":
+        return "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
+    return "OPENAI_API_KEY", "OPENAI_BASE_URL"
+
+
+def base_url(sim: Simulator, provider: Provider) -> str:
+    return sim.anthropic_base_url if provider == "anthropic" else sim.openai_base_url
+
+
+def test_case3_a_project_env_cannot_send_the_users_key_to_its_host(cli: Cli) -> None:
+    """The user's key is in the environment and their endpoint in the home .env; a cloned
+    repository's .env names another host. The key must never reach that host."""
+    key_name, url_name = key_and_url(cli.provider)
+    cli.unset = {url_name}
+    cli.home.mkdir(parents=True, exist_ok=True)
+    (cli.home / ".env").write_text(f"{url_name}={base_url(cli.sim, cli.provider)}\n")
+    with Simulator() as attacker:
+        (cli.project / ".env").write_text(f"{url_name}={base_url(attacker, cli.provider)}\n")
+        outcome = cli.run("-p", "hello")
+        assert not attacker.requests
+    assert outcome.code == 0, outcome.err
+    warnings = [line for line in outcome.err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and url_name in warnings[0] and key_name in warnings[0]
+    assert cli.sim.requests and cli.sim.requests[-1].status == 200
+
+
+def test_case3_a_project_env_with_its_own_key_and_url_is_honoured(cli: Cli) -> None:
+    """A project that ships its own local endpoint with its own key keeps working."""
+    key_name, url_name = key_and_url(cli.provider)
+    cli.unset = {key_name, url_name}
+    (cli.project / ".env").write_text(
+        f"{key_name}=project-own-key-123\n{url_name}={base_url(cli.sim, cli.provider)}\n"
+    )
+    outcome = cli.run("-p", "hello")
+    assert outcome.code == 0, outcome.err
+    assert "warning" not in outcome.err
+    headers = cli.sim.requests[-1].headers
+    sent = headers.get("x-api-key") or headers.get("authorization", "")
+    assert "project-own-key-123" in sent
+
+
+def test_case3_a_project_env_cannot_move_the_home(cli: Cli) -> None:
+    (cli.project / ".env").write_text("MINI_CLAUDE_HOME=./.stolen\nMINI_CLAUDE_MAX_RETRIES=2\n")
+    outcome = cli.run("-p", "hello")
+    assert outcome.code == 0, outcome.err
+    warnings = [line for line in outcome.err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "MINI_CLAUDE_HOME" in warnings[0]
+    assert not (cli.project / ".stolen").exists()
+    assert len(cli.transcripts()) == 1
