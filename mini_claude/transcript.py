@@ -12,7 +12,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -45,6 +45,7 @@ class Transcript:
         self.write_failed = False
         self.failure = ""  # why writing failed, for the one warning the UI gives
         self._file: TextIO | None = None
+        self._closing: list[Callable[[], None]] = []
         try:
             ensure_private_dir(path.parent)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -110,7 +111,13 @@ class Transcript:
     def event(self, kind: str, **data: Any) -> None:
         self.write({"type": "event", "kind": kind, "time": time.time(), **data})
 
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when the transcript is closed (the session lock is let go)."""
+        self._closing.append(callback)
+
     def close(self) -> None:
+        while self._closing:
+            self._closing.pop()()
         if self._file is None:
             return
         with contextlib.suppress(OSError):

@@ -7,18 +7,30 @@ refused, every transcript line is strict JSON, and ``--continue`` still works.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
-from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
+from mini_claude.simulator import (
+    FunctionPolicy,
+    Reply,
+    ScriptedPolicy,
+    SimConversation,
+    Simulator,
+    ToolCall,
+)
 from tests.hostile_support import (
     PROVIDERS,
+    WAIT_SECONDS,
     Cli,
     Provider,
     make_cli,
     refused,
     stored_blocks,
+    wait_for,
 )
 
 
@@ -185,3 +197,45 @@ def test_case3_a_project_env_cannot_move_the_home(cli: Cli) -> None:
     assert len(warnings) == 1 and "MINI_CLAUDE_HOME" in warnings[0]
     assert not (cli.project / ".stolen").exists()
     assert len(cli.transcripts()) == 1
+
+
+# ---- case 4: two processes on one session ----------------------------------------------
+
+SLOW_JOB = "echo $$ > shell.pid; echo started > started.txt; sleep 30"
+
+
+def slow_then_answer(conv: SimConversation) -> Reply:
+    if conv.last_user_text == "run the slow job":
+        return Reply("Starting.", [ToolCall("run_shell", {"command": SLOW_JOB})])
+    return Reply(f"Resumed with {len(conv.messages)} messages.")
+
+
+def kill_shell(project: Path) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        os.killpg(int((project / "shell.pid").read_text().strip()), signal.SIGKILL)
+
+
+def test_case4_a_session_is_held_by_one_process_and_a_kill_frees_it(cli: Cli) -> None:
+    cli.sim.policy = FunctionPolicy(slow_then_answer)
+    first = cli.start("-p", "run the slow job", "--yes")
+    try:
+        wait_for(lambda: (cli.project / "started.txt").exists(), "the slow job to start")
+        (path,) = cli.transcripts()
+        before = path.read_bytes()
+        second = cli.run("--continue", "-p", "meanwhile")
+        assert second.code == 2
+        lines = second.err.strip().splitlines()
+        assert len(lines) == 1 and "in use" in lines[0] and "new session" in lines[0]
+        assert str(first.pid) in lines[0]
+        assert path.read_bytes() == before  # the second process wrote nothing
+        first.kill()  # SIGKILL: no cleanup runs, the kernel drops the lock
+        first.wait(timeout=WAIT_SECONDS)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+        kill_shell(cli.project)
+    third = cli.run("--continue", "-p", "go on")
+    assert third.code == 0, third.err
+    assert "Resumed with" in third.out
+    assert not refused(cli.sim), refused(cli.sim)
