@@ -160,12 +160,21 @@ def _dispatch(args: argparse.Namespace) -> int:
     return run_repl(settings, cwd, args)
 
 
+def _read_stdin() -> str:
+    """Piped text; bytes that are not UTF-8 become U+FFFD instead of failing the run."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        return sys.stdin.read()
+    data: bytes = buffer.read()
+    return data.decode("utf-8", errors="replace")
+
+
 def _print_prompt(args: argparse.Namespace) -> str | None:
     """The print-mode prompt: -p text plus anything piped on stdin; None for the REPL."""
     piped = ""
     if sys.stdin is not None and not sys.stdin.isatty():
         try:
-            piped = sys.stdin.read()
+            piped = _read_stdin()
         except (OSError, ValueError):
             piped = ""
     if args.prompt is None and not piped.strip():

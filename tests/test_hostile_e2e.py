@@ -8,6 +8,7 @@ refused, every transcript line is strict JSON, and ``--continue`` still works.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 from pathlib import Path
@@ -239,3 +240,61 @@ def test_case4_a_session_is_held_by_one_process_and_a_kill_frees_it(cli: Cli) ->
     assert third.code == 0, third.err
     assert "Resumed with" in third.out
     assert not refused(cli.sim), refused(cli.sim)
+
+
+# ---- case 5: lone and split surrogates, bytes that are not UTF-8 -----------------------
+
+# One emoji sent as a surrogate pair the stream splits across two deltas (the first
+# delta is cut after 12 characters), then a lone surrogate.
+SPLIT_PAIR = "x" * 11 + "\ud83d\ude00" + "y" * 20 + " lone \udc00 end"
+
+
+@pytest.mark.parametrize("output_format", ["text", "json", "stream-json"])
+def test_case5_surrogates_in_model_text_print_in_every_format(
+    cli: Cli, output_format: str
+) -> None:
+    cli.sim.policy = ScriptedPolicy([Reply(SPLIT_PAIR)])
+    outcome = cli.run("-p", "say it", "--output-format", output_format)
+    assert outcome.code == 0, outcome.err
+    assert "Traceback" not in outcome.err and "surrogates" not in outcome.err
+    printed = outcome.out
+    if output_format == "json":
+        printed = json.loads(outcome.out)["result"]
+    elif output_format == "stream-json":
+        lines = [json.loads(line) for line in outcome.out.splitlines()]
+        deltas = "".join(e["text"] for e in lines if e["type"] == "TextDelta")
+        assert deltas == "x" * 11 + "\U0001f600" + "y" * 20 + " lone \ufffd end"
+        printed = lines[-1]["final_text"]
+    assert "\U0001f600" in printed and "lone \ufffd end" in printed
+    assert_resumable(cli)
+
+
+def test_case5_bytes_that_are_not_utf8_on_stdin_are_replaced(cli: Cli) -> None:
+    seen: list[str] = []
+
+    def echo(conv: SimConversation) -> Reply:
+        seen.append(conv.last_user_text)
+        return Reply("explained")
+
+    cli.sim.policy = FunctionPolicy(echo)
+    outcome = cli.run("-p", "explain", stdin=b"hello \xff\xfe\nbye \x00 nul\n")
+    assert outcome.code == 0, outcome.err
+    assert "explained" in outcome.out
+    assert "hello \ufffd\ufffd" in seen[0] and "bye" in seen[0]
+    assert_resumable(cli)
+
+
+def test_case5_undecodable_file_and_tool_output_do_not_poison_the_session(cli: Cli) -> None:
+    (cli.project / "blob.txt").write_bytes(b"head \xff\xfe\xed tail\n")
+    cli.sim.policy = ScriptedPolicy(
+        [
+            Reply("", [ToolCall("read_file", {"path": "blob.txt"})]),
+            Reply("", [ToolCall("run_shell", {"command": "printf 'a\\377\\376\\000b'"})]),
+            Reply("", [ToolCall("grep_search", {"pattern": "tail"})]),
+            Reply("read them"),
+        ]
+    )
+    outcome = cli.run("-p", "look", "--yes")
+    assert outcome.code == 0, outcome.err
+    assert "read them" in outcome.out
+    assert_resumable(cli)

@@ -23,6 +23,7 @@ from mini_claude.simulator.wire import (
     merge_same_role,
     split_arguments,
     split_text,
+    wire_json,
 )
 
 MAX_CACHE_BREAKPOINTS = 4
@@ -448,7 +449,7 @@ def message_json(completion: Completion) -> dict[str, Any]:
 
 
 def sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    return f"event: {event}\ndata: {wire_json(data)}\n\n".encode()
 
 
 def stream_error_frame(error_type: str, message: str, request_id: str) -> bytes:

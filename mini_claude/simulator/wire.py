@@ -184,6 +184,17 @@ class FramePlan:
     inside_tool_call: int | None  # frames to send before a cut inside a tool call's JSON
 
 
+def wire_json(data: Any) -> str:
+    """JSON for a stream frame; text with lone surrogates goes out as ``\\ud800`` escapes,
+    as a real server's JSON encoder sends a model's broken output."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data)
+    return text
+
+
 def split_text(text: str, pieces: int = 8, min_size: int = 12) -> list[str]:
     """Cut text into a few stream deltas on word boundaries where possible."""
     if not text:
