@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
 from mini_claude import events as ev
+from mini_claude import stop_signals
 from mini_claude.context.base import format_tokens
 from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from mini_claude.providers.base import ProviderError
@@ -21,15 +21,16 @@ from mini_claude.tools.base import allow_all, deny_all
 
 
 def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace) -> int:
-    # `kill` stops the turn as Ctrl-C does, so a running shell command is stopped with it.
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # `kill` stops the turn as Ctrl-C does, so a running shell command is stopped with it;
+    # a tool thread that cannot be stopped does not keep the process alive.
+    restore_signals = stop_signals.install()
     try:
         return asyncio.run(_run(settings, cwd, prompt, args, sys.stdout, sys.stderr))
     except KeyboardInterrupt:
         print("mini-claude: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore_signals()
 
 
 async def _run(

@@ -64,6 +64,9 @@ class ToolContext:
     session_id: str = ""
     allowed_subjects: set[str] = field(default_factory=set)
     env: dict[str, str] | None = None  # environment for run_shell (keys removed)
+    # File -> (inode, size, mtime_ns) when the model last read or wrote it: a whole-file
+    # write over a file changed since then is refused.
+    read_stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 class Tool(Protocol):
