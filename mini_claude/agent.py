@@ -49,6 +49,7 @@ from mini_claude.protocol import (
     ToolOutput,
     ToolUseStarted,
 )
+from mini_claude.sanitize import EMPTY_REPLY_NOTICE, clean_message, clean_text
 from mini_claude.secrets import api_keys, mask
 from mini_claude.settings import Settings
 from mini_claude.tools.base import ToolContext
@@ -129,6 +130,8 @@ class Agent:
 
     def _append(self, message: Message, original: Message | None = None) -> None:
         """Add to the conversation and the transcript (the original, untouched text)."""
+        message = clean_message(message)  # the one door into history: always replayable
+        original = clean_message(original) if original is not None else None
         self.transcript.message(original or message)
         self.conversation.append(message)
 
@@ -137,6 +140,9 @@ class Agent:
     async def turn(self, text: str) -> AsyncIterator[ev.Event]:
         """Run one user request to completion, yielding events as they happen."""
         yield ev.TurnStarted(text)
+        if not text.strip():
+            yield ev.TurnError("nothing to send: the prompt is empty", "error")
+            return
         self.compactor.note_turn_start()
         self._append(user_text(text))
         if self.compactor.should_auto_compact(self.conversation):
@@ -202,6 +208,8 @@ class Agent:
             retried_too_long = False  # the reactive path gets one retry per request, not per turn
             yield ev.AssistantMessage(response.message)
             uses = response.message.tool_uses
+            if not response.message.blocks:
+                yield ev.Notice(EMPTY_REPLY_NOTICE)
             if not uses:
                 yield ev.TurnFinished(response.message.text, response.stop_reason, requests)
                 return
@@ -262,13 +270,17 @@ class Agent:
         yield ev.ModelCallStarted(number, self.status())
         request = self._request()
         partial: list[str] = []
+        held = _SurrogateHold()
         try:
             async for event in self.provider.stream(request):
                 if isinstance(event, ModelTextDelta):
                     partial.append(event.text)
-                    yield ev.TextDelta(event.text)
+                    shown = held.feed(event.text)
+                    if shown:
+                        yield ev.TextDelta(shown)
                 elif isinstance(event, StreamRestarted):
                     partial.clear()
+                    held = _SurrogateHold()
                     yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
                 elif isinstance(event, ToolUseStarted):
                     continue
@@ -292,7 +304,7 @@ class Agent:
         if response.usage is not None:
             self.meter.observe(response.usage.prompt_tokens, self.conversation)
             self.costs.add(self.settings.model, response.usage)
-        message = self._with_fresh_ids(response.message)
+        message = self._with_fresh_ids(clean_message(response.message))
         if message is not response.message:
             response = ResponseComplete(message, response.stop_reason, response.usage)
         empty = Message("assistant", [TextBlock("(no response)")])
@@ -371,6 +383,9 @@ class Agent:
 
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
         output = await self.registry.execute(use.name, use.input, self.tool_context)
+        content = clean_text(output.content)
+        if content is not output.content:
+            output = replace(output, content=content)
         return self._without_keys(output)
 
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
@@ -441,3 +456,21 @@ class Agent:
             "compactions": self.compactions,
             "tokens_freed": dict(self.tokens_freed),
         }
+
+
+class _SurrogateHold:
+    """Deltas for the screen, never with half a surrogate pair in them.
+
+    A stream may split one character's pair across two deltas; the high half waits
+    for the next delta, and whatever stays unpaired becomes U+FFFD.
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, text: str) -> str:
+        text = self._pending + text
+        self._pending = ""
+        if text and "\ud800" <= text[-1] <= "\udbff":
+            text, self._pending = text[:-1], text[-1]
+        return clean_text(text)

@@ -47,6 +47,7 @@ from mini_claude.simulator.wire import (
     ParsedRequest,
     Usage,
     WireError,
+    parse_strict_json,
 )
 
 ANTHROPIC_PATHS = ("/v1/messages", "/v1/messages/count_tokens")
@@ -251,7 +252,7 @@ class Simulator:
         length = int(headers.get("content-length") or 0)
         raw = handler.rfile.read(length) if length > 0 else b""
         try:
-            body: Any = json.loads(raw) if raw else None
+            body: Any = parse_strict_json(raw) if raw else None
             parse_error = False
         except ValueError:
             body, parse_error = None, True
@@ -530,7 +531,9 @@ class Simulator:
             usage_or_none = usage
         message_id = _random_id("chatcmpl-", 29) if openai else _random_id("msg_01", 22)
         model = parsed.conversation.model
-        return Completion(message_id, model, reply.text, calls, stop, usage_or_none)
+        return Completion(
+            message_id, model, reply.text, calls, stop, usage_or_none, reply.empty_text_block
+        )
 
     def _render(
         self, record: RecordedRequest, parsed: ParsedRequest, completion: Completion
