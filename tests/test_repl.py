@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import pytest
 from prompt_toolkit.application.current import get_app_or_none
+from prompt_toolkit.layout.controls import BufferControl
 
 from mini_claude.conversation import validate
 from mini_claude.simulator import Fault, Reply, ScriptedPolicy, Simulator, ToolCall
@@ -124,12 +125,19 @@ def test_a_big_result_reports_the_tier_that_handled_it(
     simulator.policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("run_shell", {"command": "seq 1 20000"})]),
         Reply(text="Counted."),
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "seq 1 20000"})]),
+        Reply(text="Counted."),
     ])
 
     async def scenario(repl: ReplDriver) -> None:
         mark = await repl.submit("count")
         await repl.wait_for("Counted.", after=mark)
-        assert re.search(r"· persist: 1 result \w+, [\d.]+k? tokens freed", repl.text)
+        assert re.search(r"· context: persist saved 1 result; [\d.]+k? tokens freed", repl.text)
+        mark = await repl.submit("/verbose")
+        await repl.wait_for("verbose", after=mark)
+        mark = await repl.submit("count")
+        await repl.wait_for("Counted.", after=mark)
+        assert re.search(r"· persist: 1 result \w+, [\d.]+k? tokens freed", repl.text[mark:])
 
     drive(scenario, approver=allow_all)
 
@@ -213,20 +221,49 @@ def test_no_with_a_reason_tells_the_model_and_the_turn_goes_on(
     drive(scenario)
 
 
-def test_esc_at_the_question_means_no(simulator: Simulator, drive: Drive, project: Path) -> None:
+def test_esc_at_the_question_cancels_the_turn(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
     simulator.policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("run_shell", {"command": "touch made.txt"})]),
-        Reply(text="Stopped."),
+        Reply(text="Carried on regardless."),
+        Reply(text="Next answer."),
     ])
 
     async def scenario(repl: ReplDriver) -> None:
         mark = await repl.submit("touch it")
         await repl.wait_for("Do you want to proceed?", after=mark)
+        requests = len(simulator.requests)
         await repl.keys("\x1b")
-        await repl.keys("\r")  # no reason given
-        await repl.wait_for("Stopped.", after=mark)
+        await repl.wait_for("Interrupted", after=mark)
+        await repl.at_prompt()
+        assert len(simulator.requests) == requests  # the model was not asked to carry on
+        assert "What should the agent do instead?" not in repl.text[mark:]
         assert not (project / "made.txt").exists()
-        assert "Permission denied by the user" in last_tool_results(simulator)[0]
+        history_is_valid(repl)
+        mark = await repl.submit("carry on")
+        await repl.wait_for("Carried on regardless.", after=mark)
+
+    drive(scenario)
+
+
+def test_esc_while_giving_a_reason_cancels_the_turn_too(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "touch made.txt"})]),
+        Reply(text="Should not be asked."),
+    ])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("touch it")
+        await repl.wait_for("Do you want to proceed?", after=mark)
+        requests = len(simulator.requests)
+        await repl.keys("3")
+        await until(_typing_a_reason, "the reason prompt")
+        await repl.keys("half a reas\x1b")
+        await repl.wait_for("Interrupted", after=mark)
+        await repl.at_prompt()
+        assert len(simulator.requests) == requests
+        history_is_valid(repl)
 
     drive(scenario)
 
@@ -356,6 +393,12 @@ def test_tab_completes_slash_commands(simulator: Simulator, drive: Drive, projec
         await repl.wait_for("cache read")
 
     drive(scenario)
+
+
+def _typing_a_reason() -> bool:
+    app = get_app_or_none()
+    return (app is not None and app.is_running
+            and isinstance(app.layout.current_control, BufferControl))
 
 
 def _completing() -> bool:
@@ -498,7 +541,7 @@ def test_auto_compact_shows_before_and_after(
     drive(scenario, context_window=8_000)
 
 
-def test_edits_show_their_diff_in_the_question_and_after(
+def test_an_approved_edit_shows_its_diff_once(
         simulator: Simulator, drive: Drive, project: Path) -> None:
     simulator.policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("edit_file", {"path": "notes.txt", "old": "beta",
@@ -514,7 +557,8 @@ def test_edits_show_their_diff_in_the_question_and_after(
         await repl.keys("1")
         await repl.wait_for("Edited.", after=mark)
         after_answer = repl.text[repl.text.index("✓ allowed", mark):]
-        assert "⎿" in after_answer and "+BETA" in after_answer
+        assert "⎿  +1 −1 (the diff is shown above)" in after_answer
+        assert repl.text[mark:].count("+BETA") == 1
         assert (project / "notes.txt").read_text() == "alpha\nBETA\ngamma\n"
 
     drive(scenario)
@@ -534,3 +578,106 @@ def test_a_resumed_session_says_what_it_brought_back(
             await repl.exit()
 
     run(scenario())
+
+
+# ---- typing while a turn runs ---------------------------------------------------------
+
+
+def test_text_typed_during_a_turn_is_queued_and_sent_when_it_ends(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="First answer."), Reply(text="Second answer."),
+                                       Reply(text="Third answer.")])
+    simulator.inject(Fault("slow", delay_s=1.5))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("review the config")
+        await repl.turn_running()
+        await repl.keys("typed ahead\r")
+        await until(lambda: repl.repl.queued == ["typed ahead"], "the queued message")
+        await repl.keys("still typing")  # not sent: it waits at the next prompt
+        await repl.wait_for("Second answer.", after=mark)
+        await repl.at_prompt()
+        assert user_texts(simulator) == ["review the config", "typed ahead"]
+        app = get_app_or_none()
+        assert app is not None and app.current_buffer.text == "still typing"
+        await repl.keys("\r")
+        await repl.wait_for("Third answer.", after=mark)
+        assert user_texts(simulator)[-1] == "still typing"
+
+    drive(scenario)
+
+
+def test_esc_takes_a_queued_message_back_before_it_interrupts(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="First answer."), Reply(text="Other.")])
+    simulator.inject(Fault("slow", delay_s=1.5))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("slow one")
+        await repl.turn_running()
+        await repl.keys("never mind\r")
+        await until(lambda: repl.repl.queued == ["never mind"], "the queued message")
+        await repl.keys("\x1b")
+        await until(lambda: not repl.repl.queued, "the message taken back")
+        assert repl.repl.turn_running  # the first Esc did not interrupt
+        await repl.wait_for("First answer.", after=mark)
+        await repl.at_prompt()
+        assert user_texts(simulator) == ["slow one"]
+        app = get_app_or_none()
+        assert app is not None and app.current_buffer.text == "never mind"
+        await repl.keys("\x03")  # clear the line before the fixture types /exit
+        await until(lambda: not app.current_buffer.text, "an empty line")
+
+    drive(scenario)
+
+
+def test_a_command_typed_during_a_turn_runs_after_it(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="First answer.")])
+    simulator.inject(Fault("slow", delay_s=1.5))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("slow one")
+        await repl.turn_running()
+        await repl.keys("/cost\r")
+        await repl.wait_for("cache read", after=mark)
+        text = repl.text[mark:]
+        assert text.index("First answer.") < text.index("cache read")
+
+    drive(scenario)
+
+
+def test_exit_typed_during_a_turn_ends_the_turn_and_the_program(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="never shown")])
+    simulator.inject(Fault("slow", delay_s=60))
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.submit("take your time")
+        await repl.turn_running()
+        await repl.keys("/exit\r")
+        assert await asyncio.wait_for(repl.task, 20) == 0
+        assert "never shown" not in repl.text
+        assert "mini-claude --resume" in repl.text
+        history_is_valid(repl)
+
+    drive(scenario)
+
+
+def test_exit_typed_during_a_compaction_ends_the_program(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="A first answer."), Reply(text="Second.")])
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.submit("one")
+        await repl.submit("two")
+        await repl.at_prompt()
+        simulator.inject(Fault("slow", delay_s=60))
+        mark = await repl.submit("/compact")
+        await repl.turn_running()
+        await repl.keys("/exit\r")
+        assert await asyncio.wait_for(repl.task, 20) == 0
+        assert "compaction cancelled" in repl.text[mark:]
+        assert "tell the agent what to do instead" not in repl.text[mark:]
+
+    drive(scenario)

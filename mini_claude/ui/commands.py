@@ -226,3 +226,33 @@ COMMANDS: tuple[Command, ...] = (
             argument="[id]"),
     Command("exit", "leave mini-claude", exit_command, ("quit",)),
 )
+
+
+# ---- looking back, and how much the screen says ------------------------------------------
+
+
+async def verbose_command(repl: Repl, argument: str) -> Outcome:
+    repl.verbose = not repl.verbose
+    repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
+                            "verbose off: one line per model call for what the tiers did"))
+    return Outcome.CONTINUE
+
+
+async def expand_command(repl: Repl, argument: str) -> Outcome:
+    repl.console.print(repl.recall.full_result())
+    return Outcome.CONTINUE
+
+
+async def summary_command(repl: Repl, argument: str) -> Outcome:
+    repl.console.print(repl.recall.full_summary())
+    return Outcome.CONTINUE
+
+
+COMMANDS = (
+    *COMMANDS[:-1],
+    Command("verbose", "show every context tier report, or one line per call", verbose_command),
+    Command("expand", "show the latest collapsed tool result in full (also Ctrl-O)",
+            expand_command),
+    Command("summary", "show the latest compaction summary", summary_command),
+    COMMANDS[-1],
+)
