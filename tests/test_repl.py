@@ -20,6 +20,7 @@ from mini_claude.conversation import validate
 from mini_claude.simulator import Fault, Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.tools.base import Approver, allow_all
 from mini_claude.ui.repl import run_repl
+from mini_claude.ui.statusbar import format_money
 from tests.repl_support import ReplDriver, running_repl, sim_settings, until
 
 Scenario = Callable[[ReplDriver], Awaitable[None]]
@@ -679,5 +680,49 @@ def test_exit_typed_during_a_compaction_ends_the_program(
         assert await asyncio.wait_for(repl.task, 20) == 0
         assert "compaction cancelled" in repl.text[mark:]
         assert "tell the agent what to do instead" not in repl.text[mark:]
+
+    drive(scenario)
+
+
+# ---- what the meter and the cost say --------------------------------------------------
+
+
+def test_cost_counts_summary_calls_and_the_bar_shows_the_same_total(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="A first answer."), Reply(text="Second.")])
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.submit("one")
+        await repl.submit("two")
+        mark = await repl.submit("/cost")
+        await repl.wait_for("wall time", after=mark)
+        before = repl.repl.agent.costs.dollars
+        assert "of which summary calls 0 ·" in " ".join(repl.text[mark:].split())
+        mark = await repl.submit("/compact")
+        await repl.wait_for("✓ compacted", after=mark)
+        mark = await repl.submit("/cost")
+        await repl.wait_for("wall time", after=mark)
+        costs = repl.repl.agent.costs
+        shown = " ".join(repl.text[mark:].split())
+        assert costs.dollars > before
+        assert costs.summaries.requests == 1 and costs.requests == 3
+        assert f"cost {format_money(costs.dollars)}" in shown
+        assert re.search(r"of which summary calls 1 · [\d,]+ in, [\d,]+ out · \$", shown)
+        assert re.search(r"API time [\d.]+s wall time [\d.]+s", shown)
+        bar = "".join(text for _style, text, *_ in repl.repl._status_line())
+        assert format_money(costs.dollars) in bar
+
+    drive(scenario)
+
+
+def test_an_empty_reply_says_so_in_one_dim_line(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="")])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("hello?")
+        await repl.wait_for("empty reply", after=mark)
+        await repl.at_prompt()
+        assert repl.text[mark:].count("empty reply") == 1
 
     drive(scenario)

@@ -133,6 +133,12 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
     table.add_row("output", f"{usage.output_tokens:,} tokens")
     table.add_row("requests", f"{costs.requests:,}")
     table.add_row("cost", cost_label(costs))
+    summaries = costs.summaries
+    table.add_row("  of which summary calls",
+                  f"{summaries.requests:,} · {summaries.usage.prompt_tokens:,} in, "
+                  f"{summaries.usage.output_tokens:,} out · {format_money(summaries.dollars)}")
+    table.add_row("API time", _duration(costs.api_seconds))
+    table.add_row("wall time", _duration(time.monotonic() - repl.started))
     repl.console.print(table)
     price = price_for(repl.session.settings.model)
     if price is None:
@@ -144,6 +150,11 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
             f"cache write {format_money(price.cache_write)}, cache read "
             f"{format_money(price.cache_read)}, output {format_money(price.output)}"))
     return Outcome.CONTINUE
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m {rest:02d}s" if minutes else f"{seconds:.1f}s"
 
 
 async def clear_command(repl: Repl, argument: str) -> Outcome:

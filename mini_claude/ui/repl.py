@@ -13,6 +13,7 @@ import asyncio
 import signal
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -115,6 +116,7 @@ class Repl:
         self.console = console
         self.banner = banner
         self.activity = TurnActivity()
+        self.started = time.monotonic()  # for /cost's wall time
         self.queued: list[str] = []  # typed during a turn, sent when it ends
         self.exit_requested = False
         self.terminated = False
