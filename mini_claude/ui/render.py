@@ -234,9 +234,9 @@ def _indented(body: Text) -> RenderableType:
 
 def hanging(prefix: Text, body: RenderableType) -> RenderableType:
     """``prefix`` then ``body``, every wrapped line starting under the body, never at column 0."""
-    grid = Table.grid(padding=0)
+    grid = Table.grid(padding=0, expand=True)
     grid.add_column(width=prefix.cell_len, no_wrap=True)
-    grid.add_column(overflow="fold")
+    grid.add_column(overflow="fold", ratio=1)
     grid.add_row(prefix, body)
     return grid
 

@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -133,6 +133,7 @@ class Repl:
         self._queue: EventQueue | None = None
         self._prompt: PromptSession[str] | None = None
         self._warmed_up = False
+        self._sdk_imported = False
         if isinstance(session.approver, TerminalApprover):
             session.approver.attach(console, self.question, self.interrupt)
 
@@ -221,6 +222,18 @@ class Repl:
             finally:
                 self.at_prompt.clear()
 
+    async def _sdk_ready(self) -> None:
+        """Finish importing the SDK in a thread, so the live view and the keys stay alive.
+
+        Imported on the loop's own thread, the first request would hold the whole
+        REPL (no spinner, keys echoed raw by the terminal) for as long as it takes.
+        """
+        if not self._sdk_imported:
+            from mini_claude.providers import preload_sdk
+
+            await asyncio.to_thread(preload_sdk, self.session.settings.provider)
+            self._sdk_imported = True
+
     def _after_first_draw(self) -> None:
         """Runs before each prompt is drawn; the first time, schedules the SDK import after it."""
         if not self._warmed_up:
@@ -256,7 +269,7 @@ class Repl:
                                else INTERRUPTED_TURN))
         queue: EventQueue = asyncio.Queue()
         self._queue = queue
-        self._pump = asyncio.create_task(_pump(events, queue))
+        self._pump = asyncio.create_task(_pump(events, queue, self._sdk_ready))
         # Closes the queue however the pump ends, even cancelled before it ever ran.
         self._pump.add_done_callback(lambda _: queue.put_nowait(None))
         self.view.start()
@@ -372,7 +385,9 @@ class Repl:
         await self.session.provider.close()
 
 
-async def _pump(events: AsyncIterator[ev.Event], queue: EventQueue) -> None:
+async def _pump(events: AsyncIterator[ev.Event], queue: EventQueue,
+                before: Callable[[], Awaitable[None]]) -> None:
+    await before()
     async for event in events:
         queue.put_nowait(event)
 
