@@ -16,7 +16,7 @@ import pytest
 from prompt_toolkit.application.current import get_app_or_none
 from prompt_toolkit.layout.controls import BufferControl
 
-from mini_claude.conversation import validate
+from mini_claude.conversation import SummaryBlock, validate
 from mini_claude.simulator import Fault, Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.tools.base import Approver, allow_all
 from mini_claude.ui.repl import run_repl
@@ -500,6 +500,7 @@ def test_model_clear_and_resume(simulator: Simulator, drive: Drive, project: Pat
         await repl.wait_for("Resume which session?", after=mark)
         await repl.keys("1")
         await repl.wait_for(f"resumed session {first_id}", after=mark)
+        assert "> first session question" in repl.text[mark:]  # the conversation is redrawn
         await repl.at_prompt()
         texts = [m.text for m in repl.repl.agent.conversation.messages]
         assert "first session question" in texts
@@ -724,5 +725,35 @@ def test_an_empty_reply_says_so_in_one_dim_line(
         await repl.wait_for("empty reply", after=mark)
         await repl.at_prompt()
         assert repl.text[mark:].count("empty reply") == 1
+
+    drive(scenario)
+
+
+def test_expand_and_summary_show_what_was_collapsed_and_summarized(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    (project / "long.txt").write_text("".join(f"row {i} of the long file\n" for i in range(40)))
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("read_file", {"path": "long.txt"})]),
+        Reply(text="Read it."),
+        Reply(text="Another answer."),
+    ])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("/summary")
+        await repl.wait_for("has not been compacted yet", after=mark)
+        mark = await repl.submit("read long.txt")
+        await repl.wait_for("Read it.", after=mark)
+        assert "row 39 of the long file" not in repl.text[mark:]  # collapsed
+        mark = await repl.submit("/expand")
+        await repl.wait_for("end of result", after=mark)
+        assert "row 39 of the long file" in repl.text[mark:]
+        await repl.submit("more")
+        mark = await repl.submit("/compact")
+        await repl.wait_for("✓ compacted", after=mark)
+        mark = await repl.submit("/summary")
+        await repl.wait_for("end of summary", after=mark)
+        summary = repl.repl.agent.conversation.messages[0].blocks[0]
+        assert isinstance(summary, SummaryBlock)
+        assert summary.summary.splitlines()[0] in repl.text[mark:]
 
     drive(scenario)

@@ -161,6 +161,7 @@ async def clear_command(repl: Repl, argument: str) -> Outcome:
     previous = repl.session.session_id
     repl.agent.transcript.close()
     repl.session.start_new()
+    repl.show_resumed()
     repl.console.print(note(f"new conversation (session {repl.session.session_id}); the previous "
                             f"one can be resumed with: mini-claude --resume {previous}"))
     return Outcome.CONTINUE
@@ -207,6 +208,7 @@ def _resume(repl: Repl, session_id: str) -> Outcome:
         repl.console.print(note(str(exc), "error"))
         return Outcome.CONTINUE
     old.transcript.close()
+    repl.show_resumed()
     repl.console.print(note(f"resumed session {repl.session.session_id} "
                             f"({len(agent.conversation)} messages)"))
     for warning in repl.session.warnings:

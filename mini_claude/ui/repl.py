@@ -367,8 +367,7 @@ class Repl:
         self.console.print(header)
         messages = len(self.agent.conversation)
         if messages:
-            for line in recap(self.agent.conversation.messages):
-                self.console.print(line)
+            self.show_resumed()
             self.console.print(note(f"resumed: {messages} messages, "
                                     f"{percent(self.agent.status().utilization)} of the context"))
         for warning in self.session.warnings:
@@ -376,6 +375,13 @@ class Repl:
         self.session.warnings.clear()
         self.console.print(Text("/help for commands · esc interrupts a turn · ctrl-d exits",
                                 style="dim"))
+
+    def show_resumed(self) -> None:
+        """Redraw the recent conversation of a resumed session (and forget the old one's)."""
+        messages = self.agent.conversation.messages
+        self.recall = Recall(summary=latest_summary(messages))
+        for line in recap(messages):
+            self.console.print(line)
 
     async def _close(self) -> None:
         agent = self.agent
