@@ -757,3 +757,82 @@ def test_expand_and_summary_show_what_was_collapsed_and_summarized(
         assert summary.summary.splitlines()[0] in repl.text[mark:]
 
     drive(scenario)
+
+
+# ---- !command, @path, /model completion -------------------------------------------------
+
+
+def test_bang_runs_a_shell_command_with_the_usual_question_and_the_model_sees_it(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("!echo from-the-user > made.txt; cat made.txt")
+        await repl.wait_for("Do you want to proceed?", after=mark)
+        assert not simulator.requests
+        await repl.keys("1")
+        await repl.wait_for("goes to the model with your next message", after=mark)
+        assert "from-the-user" in repl.text[mark:]
+        assert (project / "made.txt").exists()
+        assert not simulator.requests  # nothing was sent yet
+        await repl.submit("what did I just run?")
+        await repl.at_prompt()
+        sent = user_texts(simulator)[0]
+        assert "`echo from-the-user > made.txt; cat made.txt`" in sent
+        assert "from-the-user" in sent and sent.endswith("what did I just run?")
+
+    drive(scenario)
+
+
+def test_at_path_attaches_the_file_and_unknown_paths_stay_text(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("explain @notes.txt and @nowhere.txt please")
+        await repl.wait_for("attached @notes.txt (3 lines)", after=mark)
+        await repl.at_prompt()
+        sent = user_texts(simulator)[0]
+        assert sent.startswith("explain @notes.txt and @nowhere.txt please")
+        assert "[Attached @notes.txt]" in sent and "beta" in sent
+        assert "Attached @nowhere.txt" not in sent
+
+    drive(scenario)
+
+
+def test_tab_completes_at_paths_and_model_names(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    (project / "docs").mkdir()
+    (project / "docs" / "guide.md").write_text("# Guide\n")
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.at_prompt()
+        await repl.keys("read @do")
+        await until(_completing, "the path completion menu")
+        await repl.keys("\t")
+        await until(lambda: _line() == "read @docs/", "the folder completed")
+        await repl.keys("g")
+        await until(lambda: _offered() == ["@docs/guide.md"], "the file completion")
+        await repl.keys("\t")
+        await until(lambda: _line() == "read @docs/guide.md", "the file completed")
+        await repl.keys("\x03")
+        await until(lambda: _line() == "", "an empty line")
+        await repl.keys("/model sim-o")
+        await until(lambda: _line() == "/model sim-o", "the typed command")
+        await repl.keys("\x03")
+        await until(lambda: _line() == "", "an empty line")
+        await repl.keys("/model claude-s")
+        await until(lambda: "claude-sonnet-4-5" in _offered(), "the model completion")
+        await repl.keys("\t")
+        await until(lambda: _line() == "/model claude-sonnet-4-5", "the model completed")
+        await repl.keys("\x03")
+        await until(lambda: _line() == "", "an empty line")
+
+    drive(scenario)
+
+
+def _offered() -> list[str]:
+    app = get_app_or_none()
+    state = app.current_buffer.complete_state if app is not None else None
+    return [c.text for c in state.completions] if state is not None else []
+
+
+def _line() -> str:
+    app = get_app_or_none()
+    return app.current_buffer.text if app is not None else ""

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.application.current import get_app_or_none
+from prompt_toolkit.completion import merge_completers
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
@@ -35,6 +36,14 @@ from mini_claude.session import Session, SessionError, startup_housekeeping
 from mini_claude.settings import Settings
 from mini_claude.tools.base import Approver, allow_all
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
+from mini_claude.ui.conveniences import (
+    ModelCompleter,
+    PathCompleter,
+    ShellContext,
+    attach_mentions,
+    is_shell_command,
+    run_user_shell,
+)
 from mini_claude.ui.live import LiveView, TurnActivity
 from mini_claude.ui.permissions import TerminalApprover
 from mini_claude.ui.presenter import INTERRUPTED_TURN, TurnPresenter
@@ -118,6 +127,7 @@ class Repl:
         self.activity = TurnActivity()
         self.started = time.monotonic()  # for /cost's wall time
         self.queued: list[str] = []  # typed during a turn, sent when it ends
+        self.shell_context = ShellContext()
         self.exit_requested = False
         self.terminated = False
         self._expanding: asyncio.Future[None] | None = None
@@ -154,10 +164,23 @@ class Repl:
                         if await dispatch(self, text) is Outcome.EXIT:
                             break
                         continue
-                    await self.run_events(self.agent.turn(text))
+                    if is_shell_command(text):
+                        await self.run_events(run_user_shell(self.agent, text[1:].strip(),
+                                                             self.shell_context),
+                                              label="running your command…")
+                        continue
+                    await self.run_events(self._turn(text))
         finally:
             await self._close()
         return EXIT_INTERRUPTED if self.terminated else EXIT_OK
+
+    async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
+        """A message: its `@path` files attached, earlier `!command` output put before it."""
+        text, attached = await attach_mentions(self.agent, text)
+        for event in attached:
+            yield event
+        async for event in self.agent.turn(self.shell_context.with_message(text)):
+            yield event
 
     async def _next_message(self) -> str | None:
         """A message queued during the last turn (echoed as if typed now), else the prompt."""
@@ -242,8 +265,13 @@ class Repl:
                                                  self.session.settings.provider)
 
     def _build_prompt(self) -> PromptSession[str]:
-        completer = SlashCommandCompleter(
-            [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)])
+        settings = self.session.settings
+        completer = merge_completers([
+            SlashCommandCompleter(
+                [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)]),
+            PathCompleter(self.session.cwd),
+            ModelCompleter(settings.provider, settings.model),
+        ])
         self._prompt = build_prompt(history_for(self.session.settings.home), completer,
                                     self._status_line, extra_keys=self._prompt_keys())
         return self._prompt
