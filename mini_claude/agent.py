@@ -33,6 +33,7 @@ from mini_claude.conversation import (
     target_of,
     user_text,
 )
+from mini_claude.metered import MeteredProvider
 from mini_claude.pricing import CostTracker
 from mini_claude.protocol import (
     AuthenticationFailed,
@@ -271,6 +272,7 @@ class Agent:
         request = self._request()
         partial: list[str] = []
         held = _SurrogateHold()
+        started = time.perf_counter()
         try:
             async for event in self.provider.stream(request):
                 if isinstance(event, ModelTextDelta):
@@ -298,6 +300,7 @@ class Agent:
             raise
         finally:
             self.last_call_at = self.clock()
+            self.costs.api_seconds += time.perf_counter() - started
 
     def _record_response(self, response: ResponseComplete) -> ResponseComplete:
         """Append the reply; returns it with the tool call ids it was recorded under."""
@@ -355,7 +358,8 @@ class Agent:
                     yield ev.TierFired(report)
                 originals.append(original)
                 admitted.append(block)
-                yield ev.ToolFinished(use.id, use.name, block, output.display, output.display_kind)
+                yield ev.ToolFinished(use.id, use.name, block, output.display, output.display_kind,
+                                      original=output.content)
         except (asyncio.CancelledError, GeneratorExit):
             self._close_results(uses, admitted, originals, interrupted=True)
             raise
@@ -402,7 +406,7 @@ class Agent:
 
     def summary_context(self) -> SummaryContext:
         return SummaryContext(
-            provider=self.provider,
+            provider=MeteredProvider(self.provider, self.costs, summary=True),
             model=self.settings.compact_model or self.settings.model,
             system=self.system_prompt,
             tools=self.tools,
