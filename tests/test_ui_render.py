@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console, RenderableType
 
-from mini_claude.context.base import TierReport
+from mini_claude.protocol import TierReport
 from mini_claude.conversation import ToolResultBlock
 from mini_claude.events import ToolFinished
 from mini_claude.ui.render import (
