@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console, RenderableType
 
-from mini_claude.protocol import TierReport
 from mini_claude.conversation import ToolResultBlock
 from mini_claude.events import ToolFinished
+from mini_claude.protocol import TierReport
 from mini_claude.ui.render import (
     MarkdownStream,
     diff_view,

@@ -29,7 +29,6 @@ from mini_claude.ui.render import (
 )
 
 AUTH_HINT = "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY) and the endpoint"
-EMPTY_REPLY = "the model sent an empty reply (no text, no tool call)"
 INTERRUPTED_TURN = "Interrupted · tell the agent what to do instead"
 
 
@@ -62,8 +61,6 @@ class TurnPresenter:
             case ev.TurnFinished(stop_reason="max_tokens"):
                 await self._print(note("the reply was cut off at the output token limit",
                                        "warning"))
-            case ev.TurnFinished() if not event.final_text.strip():
-                await self._print(note(EMPTY_REPLY))
             case ev.ToolStarted():
                 await self._flush_text()
                 self.activity.set(f"running {event.name}")
