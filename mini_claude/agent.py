@@ -22,6 +22,7 @@ from mini_claude.context.meter import TokenMeter
 from mini_claude.context.persist import admit_result
 from mini_claude.context.pipeline import ContextPipeline
 from mini_claude.context.placeholders import count_lines
+from mini_claude.context.tier import cache_is_cold
 from mini_claude.conversation import (
     INTERRUPTED_RESULT,
     Block,
@@ -153,10 +154,8 @@ class Agent:
             yield event
 
     def _cache_is_cold(self) -> bool:
-        """The provider's prompt cache has surely expired since the last call."""
-        if self.last_call_at is None:
-            return False
-        return self.clock() - self.last_call_at > self.settings.microcompact_idle_seconds
+        idle = self.settings.microcompact_idle_seconds
+        return cache_is_cold(self.clock(), self.last_call_at, idle)
 
     def _history_tokens(self) -> int:
         """Estimated tokens of the messages alone (what a summary would replace)."""

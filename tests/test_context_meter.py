@@ -158,9 +158,7 @@ def test_a_weighed_edit_lowers_the_estimate_by_exactly_what_it_freed(settings: S
     meter = TokenMeter(settings, FIXED_CHARS)
     meter.observe(30_000, session.conversation)
     cleared = replace(session.result(ref), content="[cleared]", state=ResultState.CLEARED)
-    chars, tokens = apply_edit(
-        session.conversation, ref, cleared, meter=meter, chars_per_token=meter.chars_per_token
-    )
+    chars, tokens = apply_edit(session.conversation, ref, cleared, meter)
     assert chars == len(dense) - len("[cleared]")
     assert tokens == pytest.approx(shape_tokens(dense) - shape_tokens("[cleared]"))
     assert meter.estimate(session.conversation) == round(30_000 - tokens)
@@ -174,7 +172,7 @@ def test_an_edit_to_a_message_newer_than_the_anchor_is_not_counted_twice(
     meter.observe(3_000, session.conversation)
     ref = session.read("a.py", "word " * 4_000)
     cleared = replace(session.result(ref), content="[cleared]", state=ResultState.CLEARED)
-    apply_edit(session.conversation, ref, cleared, meter=meter, chars_per_token=4.0)
+    apply_edit(session.conversation, ref, cleared, meter)
     appended = session.conversation.messages[-2:]
     shape = sum(shape_tokens(t) for t in _texts(appended))
     expected = 3_000 + shape + 2 * MESSAGE_OVERHEAD_TOKENS

@@ -17,9 +17,9 @@ from tests.context_builders import (
     numbered_lines,
     saved_files,
     store_for,
+    tier_pass,
 )
 
-RATIO = 4.0
 LAST_CALL = 10_000.0
 
 
@@ -38,9 +38,7 @@ def _session(count: int = 6, size: int = 3_000) -> tuple[Session, list[ResultRef
 def _run(tier: MicrocompactTier, session: Session, idle: float) -> TierReport | None:
     return tier.run(
         session.conversation,
-        now=LAST_CALL + idle,
-        last_call_at=LAST_CALL,
-        chars_per_token=RATIO,
+        tier_pass(tier.settings, now=LAST_CALL + idle, last_call_at=LAST_CALL),
     )
 
 
@@ -48,7 +46,7 @@ def test_nothing_happens_until_more_than_the_idle_limit_passed(settings: Setting
     session, refs, _ = _session()
     tier = MicrocompactTier(settings, store_for(settings))
     assert _run(tier, session, 300.0) is None
-    assert tier.run(session.conversation, now=1e9, last_call_at=None, chars_per_token=RATIO) is None
+    assert tier.run(session.conversation, tier_pass(settings, now=1e9)) is None
     assert all(session.result(r).state == ResultState.FULL for r in refs)
     report = _run(tier, session, 300.5)
     assert report is not None and report.tier == "microcompact"

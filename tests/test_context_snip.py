@@ -18,9 +18,9 @@ from tests.context_builders import (
     numbered_lines,
     saved_files,
     store_for,
+    tier_pass,
 )
 
-RATIO = 4.0
 BIG = 20_000  # one stale result of this size is worth a cache break (minimum 16,000 chars)
 
 
@@ -40,7 +40,7 @@ def _pad(session: Session, count: int = 3) -> None:
 
 
 def _snip(tier: SnipTier, session: Session, utilization: float = 0.65) -> TierReport | None:
-    return tier.run(session.conversation, utilization, chars_per_token=RATIO)
+    return tier.run(session.conversation, tier_pass(tier.settings, utilization))
 
 
 def _state(session: Session, ref: ResultRef) -> ResultState:

@@ -43,6 +43,7 @@ from mini_claude.context.meter import MESSAGE_OVERHEAD_TOKENS, TokenMeter
 from mini_claude.context.persist import admit_result
 from mini_claude.context.pipeline import ContextPipeline
 from mini_claude.context.rebuild import Limits, Planner, RebuildError
+from mini_claude.context.tier import PassContext, Tier
 from mini_claude.conversation import (
     Block,
     Conversation,
@@ -345,20 +346,16 @@ class Player:
 
     def run(self, action: Action) -> None:
         """One step before a model call."""
-        conversation, ratio = self.conversation, self.meter.chars_per_token
+        conversation = self.conversation
         self.store.refusing = action == "refuse"
         if action in ("microcompact", "idle"):
             self.now += self.settings.microcompact_idle_seconds + 1
-        if action == "budget":
+        tiers: dict[str, Tier] = {"budget": self.pipeline.budget, "snip": self.pipeline.snip,
+                                  "microcompact": self.pipeline.microcompact}
+        if action in tiers:
             utilization = self.meter.utilization(conversation)
-            self.pipeline.budget.run(conversation, utilization, chars_per_token=ratio)
-        elif action == "snip":
-            utilization = self.meter.utilization(conversation)
-            self.pipeline.snip.run(conversation, utilization, chars_per_token=ratio)
-        elif action == "microcompact":
-            self.pipeline.microcompact.run(
-                conversation, now=self.now, last_call_at=self.last_call_at, chars_per_token=ratio
-            )
+            context = PassContext(self.meter, utilization, self.now, self.last_call_at)
+            tiers[action].run(conversation, context)
         elif action == "rebuild":
             self.rebuild()
         else:
