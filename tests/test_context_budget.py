@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from mini_claude.context.budget import BudgetTier
 from mini_claude.context.meter import shape_tokens
 from mini_claude.conversation import ResultState, validate
@@ -13,17 +11,11 @@ from mini_claude.settings import Settings
 from tests.context_builders import (
     Session,
     blocked_settings,
-    isolated_settings,
     numbered_lines,
     saved_files,
     store_for,
     tier_pass,
 )
-
-
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    return isolated_settings(tmp_path, monkeypatch)
 
 
 def _session_with(*sizes: int) -> tuple[Session, list[str]]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from mini_claude.context.microcompact import MicrocompactTier
 from mini_claude.conversation import ResultRef, ResultState, validate
 from mini_claude.protocol import TierReport
@@ -13,7 +11,6 @@ from mini_claude.settings import Settings
 from tests.context_builders import (
     Session,
     blocked_settings,
-    isolated_settings,
     numbered_lines,
     saved_files,
     store_for,
@@ -21,11 +18,6 @@ from tests.context_builders import (
 )
 
 LAST_CALL = 10_000.0
-
-
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    return isolated_settings(tmp_path, monkeypatch)
 
 
 def _session(count: int = 6, size: int = 3_000) -> tuple[Session, list[ResultRef], list[str]]:

@@ -12,8 +12,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
+from mini_claude.text import shorten
 from mini_claude.tools.base import Tool, ToolContext
-from mini_claude.tools.common import error_output, shorten
+from mini_claude.tools.common import error_output
 from mini_claude.tools.compact import CompactTool
 from mini_claude.tools.edit_file import EditFileTool
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
@@ -69,7 +70,7 @@ class ToolRegistry:
                 f"Expected {signature(tool.spec)}"
             )
         if RAW_ARGUMENTS_KEY in args:
-            sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200)
+            sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200, marker="...")
             return error_output(
                 f"The arguments for {name} were not valid JSON: {sent!r}. "
                 "Call the tool again with a JSON object that matches its schema."
@@ -107,7 +108,7 @@ async def _ask_permission(
 
 def _one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
-    detail = shorten(lines[0], 300) if lines else ""
+    detail = shorten(lines[0], 300, marker="...") if lines else ""
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 

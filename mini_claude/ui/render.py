@@ -16,8 +16,9 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from mini_claude.context.placeholders import count_lines, human_size, short_target, utf8_size
+from mini_claude.context.placeholders import count_lines, utf8_size
 from mini_claude.events import ToolFinished
+from mini_claude.text import human_size, short_target
 
 CODE_THEME = "monokai"
 RESULT_PREVIEW_LINES = 4
