@@ -14,8 +14,9 @@ from typing import Any
 
 from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
 from mini_claude.sanitize import has_non_finite
+from mini_claude.text import shorten
 from mini_claude.tools.base import Tool, ToolContext
-from mini_claude.tools.common import error_output, shorten
+from mini_claude.tools.common import error_output
 from mini_claude.tools.compact import CompactTool
 from mini_claude.tools.edit_file import EditFileTool
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
@@ -71,7 +72,7 @@ class ToolRegistry:
                 f"Expected {signature(tool.spec)}"
             )
         if RAW_ARGUMENTS_KEY in args:
-            sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200)
+            sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200, marker="...")
             if has_invalid_number(str(args[RAW_ARGUMENTS_KEY])):
                 return error_output(
                     f"invalid number in arguments for {name}: {sent!r} (JSON has no NaN, "
@@ -123,7 +124,7 @@ async def _ask_permission(
 
 def _one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
-    detail = shorten(lines[0], 300) if lines else ""
+    detail = shorten(lines[0], 300, marker="...") if lines else ""
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
