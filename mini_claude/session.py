@@ -17,6 +17,7 @@ from mini_claude.providers.base import Provider
 from mini_claude.settings import Settings
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
 from mini_claude.tools.base import Approver, ToolContext
+from mini_claude.tools.permission_rules import PermissionRules
 from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment
 from mini_claude.transcript import (
@@ -44,6 +45,7 @@ class Session:
     session_id: str = field(init=False, default="")
     agent: Agent = field(init=False)
     warnings: list[str] = field(default_factory=list)
+    rules: PermissionRules | None = None  # allow/deny rules for every agent of this session
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -67,6 +69,7 @@ class Session:
             approve=self.approver,
             session_id=self.session_id,
             env=child_environment(os.environ, self.settings),
+            rules=self.rules,
         )
         return Agent(
             settings=self.settings,

@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol
 
 from mini_claude.providers.base import ToolSpec
 from mini_claude.settings import Settings
+from mini_claude.tools.permission_rules import PermissionDenied, PermissionRules
 
 # Key an adapter puts in a tool_use input when the model sent arguments that are not JSON.
 RAW_ARGUMENTS_KEY = "_raw_arguments"
@@ -64,6 +65,8 @@ class ToolContext:
     session_id: str = ""
     allowed_subjects: set[str] = field(default_factory=set)
     env: dict[str, str] | None = None  # environment for run_shell (keys removed)
+    rules: PermissionRules | None = None  # --allowed-tools / settings.json rules
+    denials: list[PermissionDenied] = field(default_factory=list)  # refused calls, in order
 
 
 class Tool(Protocol):
