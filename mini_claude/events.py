@@ -127,6 +127,13 @@ class TurnFinished:
     requests: int
 
 
+@dataclass(frozen=True, slots=True)
+class TurnLimitReached:
+    """The turn stopped after the most model calls it was allowed; the history is valid."""
+
+    requests: int
+
+
 Event = (
     TurnStarted
     | ModelCallStarted
@@ -143,4 +150,5 @@ Event = (
     | Notice
     | TurnError
     | TurnFinished
+    | TurnLimitReached
 )
