@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
 from pathlib import Path
@@ -32,7 +33,7 @@ def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Na
     run = PrintRun()
     try:
         return asyncio.run(_run(settings, cwd, prompt, args, sys.stdout, sys.stderr, run))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         print("mini-claude: interrupted", file=sys.stderr)
         if run.headless is not None:
             run.headless.finish(interrupted=True)  # the JSON formats still end with a result
@@ -60,6 +61,7 @@ async def _run(
     from mini_claude.providers import create_provider
     from mini_claude.session import Session, SessionError, startup_housekeeping
 
+    _cancel_on_sigterm()
     options = HeadlessOptions.from_args(args)
     startup_housekeeping(settings)
     try:
@@ -121,6 +123,16 @@ async def _run(
         return EXIT_OK if subtype == "success" else EXIT_FAILED
     reporter.finish(session.session_id, agent.stats())
     return EXIT_OK if reporter.error is None and not reporter.limited else EXIT_FAILED
+
+
+def _cancel_on_sigterm() -> None:
+    """Inside the loop `kill` cancels the turn at its next await, as Ctrl-C does, rather
+    than raising in the middle of whatever runs (a half-spawned shell command)."""
+    task = asyncio.current_task()
+    if task is None:
+        return
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
 
 def run_info(session: Session, agent: Agent, options: HeadlessOptions, *, yes: bool) -> RunInfo:
