@@ -21,6 +21,7 @@ from mini_claude.settings import Settings
 from mini_claude.system_prompt import build_system_prompt
 from mini_claude.tools.base import allow_all, deny_all
 from mini_claude.tools.permission_rules import RuleError
+from mini_claude.tools.registry import default_registry
 
 if TYPE_CHECKING:
     from mini_claude.agent import Agent
@@ -70,18 +71,17 @@ async def _run(
         print(f"mini-claude: cannot read --system-prompt-file: {exc}", file=err)
         return EXIT_USAGE
     try:
+        loaded = options.load_rules(cwd, settings.home, default_registry().names())
+    except RuleError as exc:
+        print(f"mini-claude: {exc}", file=err)
+        return EXIT_USAGE
+    try:
         provider = create_provider(settings)
     except ProviderError as exc:
         print(f"mini-claude: {exc.message}", file=err)
         return EXIT_USAGE
-    session = Session(settings, cwd, provider, allow_all if args.yes else deny_all)
-    try:
-        loaded = options.load_rules(cwd, settings.home, session.registry.names())
-    except RuleError as exc:
-        await session.provider.close()
-        print(f"mini-claude: {exc}", file=err)
-        return EXIT_USAGE
-    session.rules = loaded.rules or None
+    approver = allow_all if args.yes else deny_all
+    session = Session(settings, cwd, provider, approver, rules=loaded.rules)
     session.system_prompt = build_system_prompt(cwd, session.instructions, **extra_prompt)
     try:
         if args.continue_session or args.resume:

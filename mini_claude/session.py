@@ -17,7 +17,7 @@ from mini_claude.providers.base import Provider
 from mini_claude.settings import Settings
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
 from mini_claude.tools.base import Approver, ToolContext
-from mini_claude.tools.permission_rules import PermissionRules
+from mini_claude.tools.permission_rules import PermissionRules, load_rules
 from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment
 from mini_claude.transcript import (
@@ -45,13 +45,23 @@ class Session:
     session_id: str = field(init=False, default="")
     agent: Agent = field(init=False)
     warnings: list[str] = field(default_factory=list)
-    rules: PermissionRules | None = None  # allow/deny rules for every agent of this session
+    rules: PermissionRules | None = None  # None: the rules of the settings files
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
             ensure_private_dir(self.settings.home)
         self.instructions = find_instructions(self.cwd, self.settings.home)
         self.system_prompt = build_system_prompt(self.cwd, self.instructions)
+        if self.rules is None:
+            loaded = load_rules(
+                allowed=(),
+                disallowed=(),
+                cwd=self.cwd,
+                home=self.settings.home,
+                known_tools=self.registry.names(),
+            )
+            self.rules = loaded.rules
+            self.warnings.extend(loaded.warnings)
 
     @property
     def secrets(self) -> list[str]:

@@ -176,3 +176,22 @@ def test_broken_files_and_unknown_tools_are_warnings_not_failures(tmp_path: Path
     assert "read_file(x)" in text and "skipped" in text
     assert "run_shel" in text and "no known tool" in text
     assert not loaded.rules.allow
+
+
+def test_a_session_without_explicit_rules_reads_the_settings_files(tmp_path: Path) -> None:
+    """The REPL builds its session this way: the files' rules and warnings come with it."""
+    from mini_claude.providers import create_provider
+    from mini_claude.session import Session
+    from mini_claude.settings import Settings
+    from mini_claude.tools.base import deny_all
+
+    project, home = tmp_path / "repo", tmp_path / "home"
+    write_settings(project / ".mini-claude" / "settings.json", ["write_file"], ["run_shell"])
+    settings = Settings(provider="openai", model="sim-model", home=home, openai_api_key="k")
+    session = Session(settings, project, create_provider(settings), deny_all)
+    agent = session.start_new()
+    assert agent.tool_context.rules is session.rules
+    verdict = agent.tool_context.rules.check("run_shell", shell("ls")) if session.rules else None
+    assert verdict is not None and not verdict.allowed
+    assert any("ignoring 1 allow rule(s)" in w for w in session.warnings)
+    agent.transcript.close()
