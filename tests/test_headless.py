@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 
 from mini_claude.cli import main
 from mini_claude.headless import load_schema
-from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
+from mini_claude.simulator import Fault, Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
 from tests.test_e2e_print import PROVIDERS, point_at, project  # noqa: F401 - fixture
 
 SCHEMA = load_schema()
@@ -179,6 +179,22 @@ def test_a_long_session_with_compactions_and_tool_errors_validates_line_by_line(
     assert main(["-c", "-p", "and once more", *args]) == 0
     again = parse_lines(capsys.readouterr().out)
     assert again[0]["session_id"] == result["session_id"] == again[-1]["session_id"]
+
+
+def test_retries_are_lines_of_their_own_in_stream_json(
+    project: Path,  # noqa: F811
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="made it")])
+    simulator.inject(Fault("overloaded", on_request=1))
+    point_at(simulator, "openai", monkeypatch)
+    assert main(["-p", "hi", "--output-format", "stream-json"]) == 0
+    lines = parse_lines(capsys.readouterr().out)
+    (retry,) = [line for line in lines if line.get("subtype") == "retry"]
+    assert retry["attempt"] == 1 and retry["delay_ms"] >= 0
+    assert lines[-1]["result"] == "made it"
 
 
 # ---- --max-turns -----------------------------------------------------------------------

@@ -66,6 +66,19 @@ class Outcome:
     cost_known: bool = True
 
 
+# Internal events without a line of their own: what they say reaches scripts another way
+# (the answer and errors in the result, tool calls in the assistant message).
+UNPUBLISHED: tuple[type, ...] = (
+    ev.TurnStarted,
+    ev.ModelCallStarted,
+    ev.TextDelta,
+    ev.ToolStarted,
+    ev.TurnError,
+    ev.TurnFinished,
+    ev.TurnLimitReached,
+)
+
+
 def _uuid() -> str:
     return str(uuid.uuid4())
 
