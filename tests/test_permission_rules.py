@@ -195,3 +195,24 @@ def test_a_session_without_explicit_rules_reads_the_settings_files(tmp_path: Pat
     assert verdict is not None and not verdict.allowed
     assert any("ignoring 1 allow rule(s)" in w for w in session.warnings)
     agent.transcript.close()
+
+
+def test_project_allow_rules_count_once_the_user_approved_that_very_content(
+    tmp_path: Path,
+) -> None:
+    project, home = tmp_path / "repo", tmp_path / "home"
+    settings = project / ".mini-claude" / "settings.json"
+    write_settings(settings, ["run_shell(make:*)"], [])
+    approved_content = settings.read_bytes()
+
+    def approved(path: Path, content: bytes) -> bool:
+        return path == settings and content == approved_content
+
+    loaded = load_rules(allowed=[], disallowed=[], cwd=project, home=home, known_tools=TOOLS,
+                        project_file_approved=approved)
+    assert loaded.warnings == [] and loaded.rules.check("run_shell", shell("make")) is not None
+    write_settings(settings, ["run_shell"], [])  # the repository changed the file afterwards
+    loaded = load_rules(allowed=[], disallowed=[], cwd=project, home=home, known_tools=TOOLS,
+                        project_file_approved=approved)
+    assert loaded.rules.check("run_shell", shell("curl x")) is None
+    assert "ignoring 1 allow rule(s)" in loaded.warnings[0]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,12 +168,15 @@ def load_rules(
     cwd: Path,
     home: Path,
     known_tools: Iterable[str],
+    project_file_approved: Callable[[Path, bytes], bool] | None = None,
 ) -> LoadedRules:
     """Rules from the flags (a bad one raises RuleError) and the two settings files.
 
     The user file (``<home>/settings.json``) may allow and deny. The project file
     (``.mini-claude/settings.json`` in the working folder) may only deny: it comes
-    with the repository, and a repository must not grant itself the shell.
+    with the repository, and a repository must not grant itself the shell. Its allow
+    rules count only when ``project_file_approved(path, content)`` says the user
+    approved this very content (the project-trust record).
     """
     allow = [parse_rule(text, "--allowed-tools") for text in split_rule_list(allowed)]
     deny = [parse_rule(text, "--disallowed-tools") for text in split_rule_list(disallowed)]
@@ -186,7 +189,9 @@ def load_rules(
     if not _same_file(project_file, user_file):
         project_allow, project_deny = _read_settings(project_file, warnings)
         deny += project_deny
-        if project_allow:
+        if project_allow and _approved(project_file, project_file_approved):
+            allow += project_allow
+        elif project_allow:
             warnings.append(
                 f"ignoring {len(project_allow)} allow rule(s) in {project_file}: a project's "
                 "settings may only deny; allow them with --allowed-tools or in "
@@ -200,6 +205,15 @@ def load_rules(
             f"(tools: {', '.join(sorted(known))})"
         )
     return LoadedRules(PermissionRules(tuple(allow), tuple(deny)), warnings)
+
+
+def _approved(path: Path, approved: Callable[[Path, bytes], bool] | None) -> bool:
+    if approved is None:
+        return False
+    try:
+        return approved(path, path.read_bytes())
+    except OSError:
+        return False
 
 
 def _read_settings(path: Path, warnings: list[str]) -> tuple[list[Rule], list[Rule]]:
