@@ -137,6 +137,22 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+PRINT_ONLY_FLAGS = {
+    "max_turns": "--max-turns",
+    "allowed_tools": "--allowed-tools",
+    "disallowed_tools": "--disallowed-tools",
+    "append_system_prompt": "--append-system-prompt",
+    "system_prompt_file": "--system-prompt-file",
+}
+
+
+def _refuse_print_only_flags(args: argparse.Namespace) -> None:
+    """Say so rather than ignore them: the REPL reads rules from the settings files only."""
+    given = [flag for name, flag in PRINT_ONLY_FLAGS.items() if getattr(args, name, None)]
+    if given:
+        raise UsageError(f"{', '.join(given)} only apply to print mode (-p)")
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -191,6 +207,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_demo(args)
     prompt = _print_prompt(args)
+    if prompt is None:
+        _refuse_print_only_flags(args)
     settings = load_settings(args, cwd)
     if prompt is not None:
         from mini_claude.printmode import run_print_mode

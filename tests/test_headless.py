@@ -257,6 +257,15 @@ def test_a_bad_max_turns_is_a_usage_error(value: str, capsys: pytest.CaptureFixt
     assert "--max-turns" in capsys.readouterr().err
 
 
+def test_print_only_flags_without_p_are_refused_not_ignored(
+    project: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--max-turns", "3", "--allowed-tools", "write_file"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-turns, --allowed-tools only apply to print mode" in err
+
+
 # ---- --allowed-tools / --disallowed-tools / settings files -----------------------------
 
 
