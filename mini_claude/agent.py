@@ -127,8 +127,12 @@ class Agent:
 
     # ---- turns ------------------------------------------------------------------------
 
-    async def turn(self, text: str) -> AsyncIterator[ev.Event]:
-        """Run one user request to completion, yielding events as they happen."""
+    async def turn(self, text: str, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
+        """Run one user request to completion, yielding events as they happen.
+
+        With ``max_requests`` the turn stops, once the tools of that many model
+        calls have run, with :class:`TurnLimitReached` (print mode's ``--max-turns``).
+        """
         yield ev.TurnStarted(text)
         if not text.strip():
             yield ev.TurnError("nothing to send: the prompt is empty", "error")
@@ -145,7 +149,7 @@ class Agent:
                 yield event
         elif self.compactor.thrash_warning:
             yield ev.Notice(self.compactor.thrash_warning, "warning")
-        async for event in self._loop():
+        async for event in self._loop(max_requests):
             yield event
 
     def _cache_is_cold(self) -> bool:
@@ -161,7 +165,7 @@ class Agent:
         async for event in self._compact("manual", focus):
             yield event
 
-    async def _loop(self) -> AsyncIterator[ev.Event]:
+    async def _loop(self, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
         requests = 0
         retried_too_long = False
         while True:
@@ -203,6 +207,10 @@ class Agent:
                 return
             async for event in self._run_tools(uses):
                 yield event
+            if max_requests is not None and requests >= max_requests:
+                self.transcript.event("turn_limit", requests=requests)
+                yield ev.TurnLimitReached(requests)
+                return
 
     async def _prepare_context(self) -> AsyncIterator[ev.Event]:
         """Tiers 1-3, then the mid-turn safety net; all before the next request."""

@@ -111,6 +111,13 @@ class TurnFinished:
     requests: int
 
 
+@dataclass(frozen=True, slots=True)
+class TurnLimitReached:
+    """The turn stopped after the most model calls it was allowed; the history is valid."""
+
+    requests: int
+
+
 Event = (
     TurnStarted
     | ModelCallStarted
@@ -127,4 +134,5 @@ Event = (
     | Notice
     | TurnError
     | TurnFinished
+    | TurnLimitReached
 )

@@ -21,6 +21,7 @@ from mini_claude.tools.compact import CompactTool
 from mini_claude.tools.edit_file import EditFileTool
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
 from mini_claude.tools.list_files import ListFilesTool
+from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.read_file import ReadFileTool
 from mini_claude.tools.run_shell import RunShellTool
 from mini_claude.tools.write_file import WriteFileTool
@@ -110,12 +111,19 @@ async def _ask_permission(
     tool: Tool, args: dict[str, Any], ctx: ToolContext
 ) -> ToolOutput | None:
     """None to go ahead; an error result the model reads when the user said no."""
+    verdict = ctx.rules.check(tool.spec.name, args) if ctx.rules else None
+    if verdict is not None and not verdict.allowed:
+        ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), verdict.reason))
+        return error_output(f"Permission denied by {verdict.reason}")
     request = tool.permission(args, ctx)
     if request is None or request.subject in ctx.allowed_subjects:
         return None
+    if verdict is not None:
+        return None  # an allow rule answered for the user
     decision = await ctx.approve(request)
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
+        ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), decision.reason or ""))
         return error_output(f"Permission denied by the user{reason}")
     if decision.remember:
         ctx.allowed_subjects.add(request.subject)
