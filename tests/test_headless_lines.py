@@ -10,7 +10,6 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from mini_claude import events as ev
-from mini_claude.context.base import TierReport
 from mini_claude.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from mini_claude.headless import load_schema
 from mini_claude.headless.lines import (
@@ -23,7 +22,7 @@ from mini_claude.headless.lines import (
     result_line,
     tool_result_line,
 )
-from mini_claude.protocol import Usage
+from mini_claude.protocol import TierReport, Usage
 
 VALIDATOR = Draft202012Validator(load_schema())
 STATUS = ev.ContextStatus(tokens=900, effective_window=18_000, window=24_000,
