@@ -262,9 +262,10 @@ def test_case5_surrogates_in_model_text_print_in_every_format(
         printed = json.loads(outcome.out)["result"]
     elif output_format == "stream-json":
         lines = [json.loads(line) for line in outcome.out.splitlines()]
-        deltas = "".join(e["text"] for e in lines if e["type"] == "TextDelta")
-        assert deltas == "x" * 11 + "\U0001f600" + "y" * 20 + " lone \ufffd end"
-        printed = lines[-1]["final_text"]
+        said = "".join(block["text"] for e in lines if e["type"] == "assistant"
+                       for block in e["message"]["content"] if block["type"] == "text")
+        assert said == "x" * 11 + "\U0001f600" + "y" * 20 + " lone \ufffd end"
+        printed = lines[-1]["result"]
     assert "\U0001f600" in printed and "lone \ufffd end" in printed
     assert_resumable(cli)
 
