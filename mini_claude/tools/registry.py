@@ -99,7 +99,8 @@ async def _ask_permission(
     decision = await ctx.approve(request)
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
-        return error_output(f"Permission denied by the user{reason}")
+        who = " by the user" if decision.asked else ""
+        return error_output(f"Permission denied{who}{reason}")
     if decision.remember:
         ctx.allowed_subjects.add(request.subject)
     return None

@@ -91,7 +91,7 @@ class TerminalApprover:
 
     async def __call__(self, request: PermissionRequest) -> PermissionDecision:
         if self._console is None or self._pause is None:
-            return PermissionDecision(False, reason=NOT_ATTACHED)
+            return PermissionDecision(False, reason=NOT_ATTACHED, asked=False)
         async with self._pause():
             return await self._ask(self._console, request)
 
