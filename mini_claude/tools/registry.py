@@ -124,7 +124,8 @@ async def _ask_permission(
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
         ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), decision.reason or ""))
-        return error_output(f"Permission denied by the user{reason}")
+        who = " by the user" if decision.asked else ""
+        return error_output(f"Permission denied{who}{reason}")
     if decision.remember:
         ctx.allowed_subjects.add(request.subject)
     return None

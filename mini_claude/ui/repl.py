@@ -145,7 +145,7 @@ class Repl:
         self._warmed_up = False
         self._sdk_imported = False
         if isinstance(session.approver, TerminalApprover):
-            session.approver.attach(console, self.question, self.interrupt)
+            session.approver.attach(console, self.question, self.interrupt, self._status_line)
 
     @property
     def agent(self) -> Agent:
