@@ -9,7 +9,7 @@ import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mini_claude import events as ev
 from mini_claude.context.base import format_tokens
@@ -17,6 +17,9 @@ from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_
 from mini_claude.providers.base import ProviderError
 from mini_claude.settings import Settings
 from mini_claude.tools.base import allow_all, deny_all
+
+if TYPE_CHECKING:
+    from mini_claude.session import Session
 
 
 def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace) -> int:
@@ -56,9 +59,11 @@ async def _run(
         print(f"warning: {warning}", file=err)
     reporter = PrintReporter(args.output_format, out, err)
     try:
+        await start_mcp_servers(session, getattr(args, "trust_project_mcp", False), err)
         async for event in agent.turn(prompt):
             reporter.handle(event)
     finally:
+        await session.mcp.close()
         await session.provider.close()
         agent.transcript.close()
         if agent.transcript.write_failed:
@@ -69,6 +74,26 @@ async def _run(
             )
     reporter.finish(session.session_id, agent.stats())
     return EXIT_OK if reporter.error is None else EXIT_FAILED
+
+
+async def start_mcp_servers(session: Session, trust_project: bool, err: TextIO) -> None:
+    """Connect the allowed MCP servers before the turn; project ones only with the flag
+    or an earlier approval (``--yes`` is about tool calls, not about starting programs)."""
+    manager = session.mcp
+    if not manager.configured:
+        return
+    if trust_project:
+        manager.approve_project(remember=False)
+    notice = manager.unapproved_notice(
+        "approve them once in the REPL (mini-claude), or pass --trust-project-mcp"
+    )
+    if notice:
+        print(f"mini-claude: {notice}", file=err)
+    manager.start()
+    await manager.wait_settled(session.settings.mcp_connect_timeout_seconds)
+    for view in manager.views():
+        if view.state.startswith("failed"):
+            print(f"warning: MCP server {view.name!r} {view.state}", file=err)
 
 
 class PrintReporter:

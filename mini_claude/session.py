@@ -12,6 +12,7 @@ from pathlib import Path
 from mini_claude.agent import Agent
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
+from mini_claude.mcp.manager import McpManager
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.providers.base import Provider
 from mini_claude.settings import Settings
@@ -44,12 +45,24 @@ class Session:
     session_id: str = field(init=False, default="")
     agent: Agent = field(init=False)
     warnings: list[str] = field(default_factory=list)
+    mcp: McpManager = field(init=False)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
             ensure_private_dir(self.settings.home)
         self.instructions = find_instructions(self.cwd, self.settings.home)
         self.system_prompt = build_system_prompt(self.cwd, self.instructions)
+        # Reads the server lists only; servers start when the UI calls ``mcp.start()``.
+        self.mcp = McpManager(self.settings, self.cwd, self.registry)
+        self.mcp.on_tools_changed.append(self._tools_changed)
+        self.warnings.extend(self.mcp.notices)
+        self.mcp.notices.clear()
+
+    def _tools_changed(self) -> None:
+        """An MCP server's tools arrived: the running conversation sees them from now on."""
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None:
+            agent.refresh_tools()
 
     @property
     def secrets(self) -> list[str]:

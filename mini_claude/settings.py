@@ -123,6 +123,10 @@ class Settings:
     tool_output_cap_chars: int = 200_000
     result_retention_days: int = 30
 
+    # MCP servers
+    mcp_connect_timeout_seconds: float = 30.0
+    mcp_tool_timeout_seconds: float = 120.0
+
     @property
     def window(self) -> int:
         return self.context_window or window_for_model(self.model)
