@@ -111,11 +111,11 @@ class McpManager:
     # ---- running --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start connecting every allowed server in the background (once per session)."""
-        if self._started:
-            return
+        """Start connecting, in the background, every allowed server not started yet."""
         self._started = True
         for config in self.servers_to_start():
+            if config.name in self.connections:
+                continue
             connection = ServerConnection(
                 config,
                 root=self.project,

@@ -31,6 +31,7 @@ from mini_claude.settings import Settings
 from mini_claude.tools.base import Approver, allow_all
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
 from mini_claude.ui.live import LiveView, TurnActivity
+from mini_claude.ui.mcp_view import ask_project_trust
 from mini_claude.ui.permissions import TerminalApprover
 from mini_claude.ui.presenter import TurnPresenter
 from mini_claude.ui.prompt_input import (
@@ -68,6 +69,8 @@ async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, consol
     startup_housekeeping(settings)
     approver: Approver = allow_all if args.yes else TerminalApprover()
     session = Session(settings, cwd, create_provider(settings), approver)
+    if getattr(args, "trust_project_mcp", False):
+        session.mcp.approve_project(remember=False)
     try:
         if args.continue_session or args.resume:
             session.resume(args.resume)
@@ -126,6 +129,7 @@ class Repl:
 
     async def run(self) -> int:
         self._print_header()
+        await ask_project_trust(self)
         try:
             with _sigint_calls(self.interrupt):
                 while (text := await self._read()) is not None:
@@ -166,6 +170,7 @@ class Repl:
             self._warmed_up = True
             asyncio.get_running_loop().call_soon(preload_sdk_in_background,
                                                  self.session.settings.provider)
+            asyncio.get_running_loop().call_soon(self.session.mcp.start)  # after the prompt
 
     def _build_prompt(self) -> PromptSession[str]:
         completer = SlashCommandCompleter(
@@ -289,6 +294,7 @@ class Repl:
         self.console.print(note(f"transcript: {agent.transcript.path}"))
         self.console.print(note(f"resume with: mini-claude --resume {self.session.session_id}"))
         agent.transcript.close()
+        await self.session.mcp.close()
         await self.session.provider.close()
 
 
