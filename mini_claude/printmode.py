@@ -90,7 +90,7 @@ async def start_mcp_servers(session: Session, trust_project: bool, err: TextIO) 
     if notice:
         print(f"mini-claude: {notice}", file=err)
     manager.start()
-    await manager.wait_settled(session.settings.mcp_connect_timeout_seconds)
+    await manager.wait_settled()  # each server settles within its own connect timeout
     for view in manager.views():
         if view.state.startswith("failed"):
             print(f"warning: MCP server {view.name!r} {view.state}", file=err)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -288,3 +290,29 @@ def test_bad_project_config_is_one_warning_and_the_session_goes_on(
     assert code == 0, err
     assert "fine" in out
     assert ".mcp.json: not valid JSON" in err
+
+
+def test_a_server_that_never_answers_times_out_and_is_stopped(
+    project: Path,
+    isolated_home: Path,
+    tmp_path: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pid_file = tmp_path / "pid"
+    script = (
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    )
+    write_config(
+        isolated_home / "mcp.json", {"mute": {"command": sys.executable, "args": ["-c", script]}}
+    )
+    monkeypatch.setenv("MINI_CLAUDE_MCP_CONNECT_TIMEOUT_SECONDS", "2")
+    recorder = Recorder([Reply("went on")])
+    code, out, err = run(simulator, recorder, monkeypatch, capsys, "--yes")
+    assert code == 0, err
+    assert "went on" in out
+    assert "MCP server 'mute' failed: no answer within 2s" in err
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # the silent server was stopped with the session

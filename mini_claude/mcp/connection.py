@@ -120,7 +120,7 @@ class ServerConnection:
         except BaseException as exc:  # the SDK raises groups; a server must never end the session
             if not isinstance(exc, Exception | BaseExceptionGroup):
                 raise
-            self._fail(describe_error(exc))
+            self._fail(describe_error(exc) + self._log_hint())
         finally:
             self._client = None
             if self.state == "connected":
@@ -131,14 +131,21 @@ class ServerConnection:
             self.state = "failed"
             self.error = message
 
+    def _log_hint(self) -> str:
+        if self.config.transport != "stdio":
+            return ""
+        return f" (its stderr is in {self._log_path()})"
+
+    def _log_path(self) -> Path:
+        return self.log_dir / f"{_safe(self.config.name)}.log"
+
     def _open_log(self) -> contextlib.AbstractContextManager[TextIO | None]:
         """The server's stderr goes to a private log file, never over the REPL."""
         if self.config.transport != "stdio":
             return contextlib.nullcontext()
         try:
             make_private_dirs(self.log_dir)
-            path = self.log_dir / f"{_safe(self.config.name)}.log"
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_FILE_MODE)
+            fd = os.open(self._log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_FILE_MODE)
             return os.fdopen(fd, "a", encoding="utf-8")
         except OSError:
             return open(os.devnull, "w", encoding="utf-8")
