@@ -160,7 +160,8 @@ class McpManager:
         rows: list[ServerView] = []
         for config in self._all_servers():
             connection = self.connections.get(config.name)
-            if connection is not None and connection.config is config:
+            running = connection is not None and connection.config is config
+            if connection is not None and running:
                 state = connection.describe()
             elif config.scope == "project" and self.project_trust() != "approved":
                 state = "not approved" if self.project_trust() == "unknown" else "denied"
@@ -168,7 +169,7 @@ class McpManager:
                 state = "not started"
             else:
                 state = "overridden by the project's server of the same name"
-            tools = tuple(self._tools_by_server.get(config.name, ())) if connection else ()
+            tools = tuple(self._tools_by_server.get(config.name, ())) if running else ()
             rows.append(ServerView(config.name, config.scope, config.describe(), state, tools))
         return rows
 
