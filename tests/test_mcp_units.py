@@ -223,3 +223,42 @@ def test_the_sdk_is_imported_only_when_a_server_is_configured(
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout.split()
     assert out == (["configured", "True"] if configured else ["none", "False"])
+
+
+# ---- reconnecting -----------------------------------------------------------------------
+
+
+def test_a_crashed_server_can_be_reconnected_and_its_tools_work_again(tmp_path: Path) -> None:
+    from mini_claude.mcp.connection import McpCallError
+    from mini_claude.mcp.manager import McpManager
+    from tests.mcp_support import stdio_entry
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    write_config(home / "mcp.json", {"sample": stdio_entry()})
+    registry = default_registry()
+    ctx = ToolContext(root=project, settings=Settings(home=home))
+
+    async def scenario() -> None:
+        manager = McpManager(Settings(home=home), project, registry)
+        manager.start()
+        await manager.wait_settled(60)
+        connection = manager.connections["sample"]
+        assert connection.state == "connected"
+        echo = registry.get("mcp__sample__echo")
+        assert echo is not None
+        with pytest.raises(McpCallError, match="stopped during the call"):
+            await connection.call("crash", {})
+        assert connection.state == "failed"
+        assert await manager.reconnect() == ["sample"]
+        await manager.wait_settled(60)
+        assert connection.state == "connected"
+        assert registry.get("mcp__sample__echo") is echo
+        assert [n for n in registry.names() if n == "mcp__sample__echo"] == ["mcp__sample__echo"]
+        assert not manager.notices
+        output = await echo.run({"text": "back"}, ctx)
+        assert output.content == "echo: back"
+        await manager.close()
+        assert connection.state == "stopped"
+
+    asyncio.run(scenario())

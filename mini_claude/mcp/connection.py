@@ -80,6 +80,13 @@ class ServerConnection:
             self._run(), name=f"mcp-{self.config.name}"
         )
 
+    async def restart(self) -> None:
+        """Stop whatever is left of the connection and connect again (``/mcp reconnect``)."""
+        await self.stop()
+        self.state, self.error = "connecting", None
+        self._stopping = asyncio.Event()
+        self.start()
+
     async def wait_settled(self) -> None:
         """Until connected, failed or stopped."""
         while self.state == "connecting" and self._task is not None and not self._task.done():

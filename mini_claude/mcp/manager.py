@@ -136,6 +136,17 @@ class McpManager:
             async with asyncio.timeout(timeout):
                 await asyncio.gather(*waits)
 
+    async def reconnect(self, name: str | None = None) -> list[str]:
+        """Restart one server, or every one not connected; returns the names restarted."""
+        chosen = [
+            c
+            for c in self.connections.values()
+            if (c.name == name if name else c.state in ("failed", "stopped"))
+        ]
+        for connection in chosen:
+            await connection.restart()
+        return [c.name for c in chosen]
+
     async def close(self) -> None:
         await asyncio.gather(*(c.stop() for c in self.connections.values()))
 
@@ -143,7 +154,10 @@ class McpManager:
         added: list[str] = []
         for remote in tools:
             name = tool_name(connection.name, remote.name)
-            if self.registry.add(McpTool(name, connection, remote)):
+            existing = self.registry.get(name)
+            if isinstance(existing, McpTool) and existing.server is connection:
+                added.append(name)  # reconnected: the same tool object calls the new session
+            elif self.registry.add(McpTool(name, connection, remote)):
                 added.append(name)
             else:
                 self.notices.append(

@@ -232,6 +232,6 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "continue an earlier session of this folder", resume_command,
             argument="[id]"),
     Command("mcp", "MCP servers, their status and tools", mcp_servers_command,
-            argument="[approve]"),
+            argument="[approve|reconnect [name]]"),
     Command("exit", "leave mini-claude", exit_command, ("quit",)),
 )

@@ -70,7 +70,7 @@ async def ask_project_trust(repl: Repl) -> None:
 
 
 async def mcp_command(repl: Repl, argument: str) -> bool:
-    """``/mcp`` lists servers; ``/mcp approve`` approves the project's and starts them."""
+    """``/mcp`` lists servers; ``approve`` starts the project's; ``reconnect`` restarts."""
     manager = repl.session.mcp
     if argument.strip() == "approve":
         if not manager.project_servers:
@@ -80,8 +80,17 @@ async def mcp_command(repl: Repl, argument: str) -> bool:
         manager.start()
         repl.console.print(note("project MCP servers approved; they connect in the background"))
         return True
-    if argument.strip():
-        repl.console.print(note("usage: /mcp, or /mcp approve", "warning"))
+    words = argument.split()
+    if words and words[0] == "reconnect":
+        restarted = await manager.reconnect(words[1] if len(words) > 1 else None)
+        if restarted:
+            repl.console.print(note(f"reconnecting {', '.join(restarted)} in the background"))
+        else:
+            repl.console.print(note("no such server to reconnect (see /mcp)"))
+        return True
+    if words:
+        repl.console.print(note("usage: /mcp, /mcp approve, or /mcp reconnect [server]",
+                                "warning"))
         return True
     views = manager.views()
     if not views:
