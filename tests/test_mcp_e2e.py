@@ -316,3 +316,22 @@ def test_a_server_that_never_answers_times_out_and_is_stopped(
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # the silent server was stopped with the session
+
+
+def test_a_server_writing_garbage_is_logged_privately_and_still_used(
+    project: Path,
+    isolated_home: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    entry = stdio_entry()
+    entry["args"].append("--noisy")
+    write_config(isolated_home / "mcp.json", {"noisy": entry})
+    recorder = Recorder([call("mcp__noisy__echo", text="despite the noise"), Reply("ok")])
+    code, _, err = run(simulator, recorder, monkeypatch, capsys, "--yes")
+    assert code == 0, err
+    assert tool_results(recorder, 1) == [("echo: despite the noise", False)]
+    assert "JSON" not in err and "Traceback" not in err  # nothing from the SDK on the terminal
+    sdk_log = isolated_home / "mcp-logs" / "sdk.log"
+    assert "method" in sdk_log.read_text()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 ServerState = Literal["connecting", "connected", "failed", "stopped"]
 LOG_FILE_MODE = 0o600
+SDK_LOG_NAME = "sdk.log"
 STOP_TIMEOUT_SECONDS = 5.0
 MAX_LISTING_PAGES = 50
 CALL_GRACE_SECONDS = 5.0  # beyond the SDK's own per-request timeout, before we give up
@@ -246,6 +248,23 @@ def _http_client(headers: dict[str, str]) -> Any:
     import httpx2
 
     return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+
+
+def route_sdk_logs(log_dir: Path) -> None:
+    """The SDK logs what a misbehaving server sends; that goes to a private file, not over
+    the REPL (without a handler Python would print warnings to stderr)."""
+    logger = logging.getLogger("mcp")
+    if logger.handlers:
+        return
+    logger.propagate = False
+    try:
+        make_private_dirs(log_dir)
+        fd = os.open(log_dir / SDK_LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_FILE_MODE)
+        handler: logging.Handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    except OSError:
+        handler = logging.NullHandler()
+    logger.addHandler(handler)
 
 
 def _load_sdk() -> None:

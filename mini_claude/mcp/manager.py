@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mini_claude.mcp.config import ConfigFile, ServerConfig, load_configs
-from mini_claude.mcp.connection import RemoteTool, ServerConnection
+from mini_claude.mcp.connection import RemoteTool, ServerConnection, route_sdk_logs
 from mini_claude.mcp.tool import McpTool, tool_name
 from mini_claude.settings import Settings
 from mini_claude.tools.registry import ToolRegistry
@@ -113,7 +113,10 @@ class McpManager:
     def start(self) -> None:
         """Start connecting, in the background, every allowed server not started yet."""
         self._started = True
-        for config in self.servers_to_start():
+        servers = self.servers_to_start()
+        if servers:
+            route_sdk_logs(self.settings.home / LOG_FOLDER)
+        for config in servers:
             if config.name in self.connections:
                 continue
             connection = ServerConnection(

@@ -1,6 +1,7 @@
 """An MCP server for the test suite, written with the official SDK.
 
-``python sample_server.py`` serves over stdio; ``python sample_server.py http PORT``
+``python sample_server.py [--noisy]`` serves over stdio (``--noisy`` first writes
+lines that are not JSON-RPC); ``python sample_server.py http PORT``
 serves streamable HTTP on 127.0.0.1:PORT/mcp. It writes one line to the file named
 by SAMPLE_SERVER_STARTED (when set) as it starts, so a test can tell whether it ran.
 """
@@ -67,6 +68,9 @@ def main() -> None:
     if marker:
         with Path(marker).open("a", encoding="utf-8") as handle:
             handle.write(f"started {os.getpid()}\n")
+    if "--noisy" in sys.argv:  # a misbehaving server: lines that are not JSON-RPC first
+        print("this is not JSON-RPC", flush=True)
+        print('{"jsonrpc": "2.0", "method": 42}', flush=True)
     if len(sys.argv) >= 3 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
