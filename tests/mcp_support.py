@@ -46,8 +46,8 @@ class Recorder:
         return step(conv) if callable(step) else step
 
 
-def call(name: str, **args: Any) -> Reply:
-    return Reply(tool_calls=[ToolCall(name, args)])
+def call(tool: str, /, **args: Any) -> Reply:
+    return Reply(tool_calls=[ToolCall(tool, args)])
 
 
 def free_port() -> int:

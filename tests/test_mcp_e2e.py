@@ -65,13 +65,21 @@ def test_user_stdio_server_tool_result_reaches_the_next_request(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     write_config(isolated_home / "mcp.json", {"sample": stdio_entry()})
-    recorder = Recorder([call("mcp__sample__echo", text="hello there"), Reply("got it")])
+    key = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
+    recorder = Recorder(
+        [
+            call("mcp__sample__echo", text="hello there"),
+            call("mcp__sample__getenv", name=key),
+            Reply("got it"),
+        ]
+    )
     code, out, err = run(simulator, recorder, monkeypatch, capsys, "--yes", provider=provider)
     assert code == 0, err
     assert "got it" in out
     assert "mcp__sample__echo" in recorder.seen[0].tool_names
     assert "read_file" in recorder.seen[0].tool_names  # built-in tools keep their place
     assert tool_results(recorder, 1) == [("echo: hello there", False)]
+    assert tool_results(recorder, 2) == [("<unset>", False)]  # our key is not passed on
     log = isolated_home / "mcp-logs" / "sample.log"
     assert log.exists() and (log.stat().st_mode & 0o777) == 0o600
 

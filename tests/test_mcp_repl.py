@@ -59,7 +59,7 @@ def test_approved_project_server_tools_arrive_and_ask_before_running(
         assert marker.exists()
         mark = await repl.submit("/mcp")
         await repl.wait_for("connected", after=mark)
-        await repl.wait_for("echo, big, picture", after=mark)
+        await repl.wait_for("echo, getenv, big, picture", after=mark)
 
         mark = await repl.submit("call the server")
         await repl.wait_for("mcp__sample__echo", after=mark)  # the permission box

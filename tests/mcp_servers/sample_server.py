@@ -33,6 +33,12 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+def getenv(name: str) -> str:
+    """One variable of the server's environment."""
+    return os.environ.get(name, "<unset>")
+
+
+@server.tool()
 def big(lines: int) -> str:
     """Return a long numbered listing."""
     return "\n".join(f"line {n:05d} of a large result from the sample server" for n in range(lines))
