@@ -57,6 +57,7 @@ def test_approved_project_server_tools_arrive_and_ask_before_running(
                     CONNECT_SECONDS)
         assert _state(repl, "sample") == "connected"
         assert marker.exists()
+        await repl.wait_for("MCP server sample connected · 7 tools")
         mark = await repl.submit("/mcp")
         await repl.wait_for("connected", after=mark)
         await repl.wait_for("echo, getenv, big, picture", after=mark)
@@ -98,5 +99,24 @@ def test_denied_project_servers_stay_off_until_mcp_approve(
                     CONNECT_SECONDS)
         assert _state(repl, "sample") == "connected"
         assert "mcp__sample__echo" in [t.name for t in repl.repl.agent.tools]
+
+    _run(simulator, isolated_home, project, scenario)
+
+
+def test_a_user_server_that_fails_is_reported_once_and_listed(
+    simulator: Simulator, isolated_home: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    write_config(isolated_home / "mcp.json", {"ghost": {"command": str(tmp_path / "missing")}})
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.wait_for("MCP server ghost failed")
+        assert "Project MCP servers" not in repl.text  # user servers need no approval
+        mark = await repl.submit("/mcp")
+        await repl.wait_for("ghost", after=mark)
+        await repl.wait_for("user", after=mark)
+        await repl.wait_for("failed", after=mark)
+        assert repl.text.count("MCP server ghost failed") == 1
 
     _run(simulator, isolated_home, project, scenario)

@@ -59,6 +59,7 @@ class ServerConnection:
         connect_timeout: float,
         call_timeout: float,
         on_ready: ReadyCallback,
+        on_failed: Callable[[ServerConnection], None] | None = None,
     ) -> None:
         self.config = config
         self.root = root
@@ -66,6 +67,7 @@ class ServerConnection:
         self.connect_timeout = connect_timeout
         self.call_timeout = call_timeout
         self.on_ready = on_ready
+        self.on_failed = on_failed
         self.state: ServerState = "connecting"
         self.error: str | None = None
         self.tools: list[RemoteTool] = []
@@ -139,6 +141,8 @@ class ServerConnection:
         if self.state != "failed":
             self.state = "failed"
             self.error = message
+            if self.on_failed is not None:
+                self.on_failed(self)
 
     def _log_hint(self) -> str:
         if self.config.transport != "stdio":

@@ -51,6 +51,8 @@ class McpManager:
         self.user_file, self.project_file = load_configs(project, settings.home, environ)
         self.connections: dict[str, ServerConnection] = {}
         self.on_tools_changed: list[Callable[[], None]] = []
+        # Called when a server connects or fails, with one line for the user.
+        self.on_server_news: list[Callable[[str], None]] = []
         self.notices: list[str] = []  # one line each, for the UI to show once
         self._project_allowed = False
         self._started = False
@@ -126,6 +128,7 @@ class McpManager:
                 connect_timeout=self.settings.mcp_connect_timeout_seconds,
                 call_timeout=self.settings.mcp_tool_timeout_seconds,
                 on_ready=self._register,
+                on_failed=self._failed,
             )
             self.connections[config.name] = connection
             connection.start()
@@ -170,6 +173,14 @@ class McpManager:
         self._tools_by_server[connection.name] = added
         for callback in self.on_tools_changed:
             callback()
+        self._tell(f"MCP server {connection.name} connected · {len(added)} tools")
+
+    def _failed(self, connection: ServerConnection) -> None:
+        self._tell(f"MCP server {connection.name} {connection.describe()} (see /mcp)")
+
+    def _tell(self, line: str) -> None:
+        for callback in self.on_server_news:
+            callback(line)
 
     # ---- /mcp -----------------------------------------------------------------------
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
+from prompt_toolkit.application import in_terminal
+from prompt_toolkit.application.current import get_app_or_none
 from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
@@ -67,6 +70,33 @@ async def ask_project_trust(repl: Repl) -> None:
     else:
         manager.deny_project()
         repl.console.print(note("project MCP servers not started; /mcp approve starts them"))
+
+
+def watch_servers(repl: Repl) -> None:
+    """Say in the scrollback when a server connects or fails, without breaking the prompt."""
+
+    def tell(line: str) -> None:
+        task = asyncio.get_running_loop().create_task(_print_note(repl, line))
+        _pending.add(task)
+        task.add_done_callback(_pending.discard)
+
+    repl.session.mcp.on_server_news.append(tell)
+
+
+_pending: set[asyncio.Task[None]] = set()
+
+
+async def _print_note(repl: Repl, line: str) -> None:
+    def write() -> None:
+        repl.console.print(note(line))
+
+    if repl.turn_running:
+        await repl.view.print_above(write)
+    elif repl.at_prompt.is_set() and get_app_or_none() is not None:
+        async with in_terminal():
+            write()
+    else:
+        write()
 
 
 async def mcp_command(repl: Repl, argument: str) -> bool:

@@ -31,7 +31,7 @@ from mini_claude.settings import Settings
 from mini_claude.tools.base import Approver, allow_all
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
 from mini_claude.ui.live import LiveView, TurnActivity
-from mini_claude.ui.mcp_view import ask_project_trust
+from mini_claude.ui.mcp_view import ask_project_trust, watch_servers
 from mini_claude.ui.permissions import TerminalApprover
 from mini_claude.ui.presenter import TurnPresenter
 from mini_claude.ui.prompt_input import (
@@ -130,6 +130,7 @@ class Repl:
     async def run(self) -> int:
         self._print_header()
         await ask_project_trust(self)
+        watch_servers(self)
         try:
             with _sigint_calls(self.interrupt):
                 while (text := await self._read()) is not None:
