@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 ServerState = Literal["connecting", "connected", "failed", "stopped"]
 LOG_FILE_MODE = 0o600
 SDK_LOG_NAME = "sdk.log"
+SDK_LOG_MARK = "mini_claude_log_path"
 STOP_TIMEOUT_SECONDS = 5.0
 MAX_LISTING_PAGES = 50
 CALL_GRACE_SECONDS = 5.0  # beyond the SDK's own per-request timeout, before we give up
@@ -124,7 +125,8 @@ class ServerConnection:
                     await self._stopping.wait()
                     self._client = None
         except asyncio.CancelledError:
-            self._fail("stopped while connecting")
+            if self.state != "failed":
+                self.state = "stopped"  # the session is closing: nothing to report
             raise
         except TimeoutError:
             self._fail(f"no answer within {self.connect_timeout:g}s")
@@ -258,16 +260,22 @@ def route_sdk_logs(log_dir: Path) -> None:
     """The SDK logs what a misbehaving server sends; that goes to a private file, not over
     the REPL (without a handler Python would print warnings to stderr)."""
     logger = logging.getLogger("mcp")
-    if logger.handlers:
-        return
+    path = log_dir / SDK_LOG_NAME
+    for old in list(logger.handlers):
+        if getattr(old, SDK_LOG_MARK, None) == path:
+            return
+        if hasattr(old, SDK_LOG_MARK):  # another home in the same process (tests)
+            logger.removeHandler(old)
+            old.close()
     logger.propagate = False
     try:
         make_private_dirs(log_dir)
-        fd = os.open(log_dir / SDK_LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_FILE_MODE)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_FILE_MODE)
         handler: logging.Handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     except OSError:
         handler = logging.NullHandler()
+    setattr(handler, SDK_LOG_MARK, path)
     logger.addHandler(handler)
 
 
