@@ -241,6 +241,8 @@ def test_a_crashed_server_can_be_reconnected_and_its_tools_work_again(tmp_path: 
 
     async def scenario() -> None:
         manager = McpManager(Settings(home=home), project, registry)
+        news: list[str] = []
+        manager.on_server_news.append(news.append)
         manager.start()
         await manager.wait_settled(60)
         connection = manager.connections["sample"]
@@ -255,7 +257,11 @@ def test_a_crashed_server_can_be_reconnected_and_its_tools_work_again(tmp_path: 
         assert connection.state == "connected"
         assert registry.get("mcp__sample__echo") is echo
         assert [n for n in registry.names() if n == "mcp__sample__echo"] == ["mcp__sample__echo"]
-        assert not manager.notices
+        assert news == [
+            "MCP server sample connected · 7 tools",
+            "MCP server sample failed: the server closed the connection (see /mcp)",
+            "MCP server sample connected · 7 tools",  # no "name already taken" on reconnect
+        ]
         output = await echo.run({"text": "back"}, ctx)
         assert output.content == "echo: back"
         await manager.close()

@@ -53,7 +53,7 @@ class McpManager:
         self.on_tools_changed: list[Callable[[], None]] = []
         # Called when a server connects or fails, with one line for the user.
         self.on_server_news: list[Callable[[str], None]] = []
-        self.notices: list[str] = []  # one line each, for the UI to show once
+        self.notices: list[str] = []  # config problems, for the UI to show at start-up
         self._project_allowed = False
         self._started = False
         self._tools_by_server: dict[str, list[str]] = {}
@@ -166,8 +166,8 @@ class McpManager:
             elif self.registry.add(McpTool(name, connection, remote)):
                 added.append(name)
             else:
-                self.notices.append(
-                    f"MCP server {connection.name!r}: tool {remote.name!r} skipped, "
+                self._tell(
+                    f"MCP server {connection.name}: tool {remote.name!r} skipped, "
                     f"the name {name} is already taken"
                 )
         self._tools_by_server[connection.name] = added
