@@ -116,6 +116,14 @@ class Agent:
         self.compactor = Compactor(self.settings, self.meter, self.store)
         self.last_call_at = None
 
+    def refresh_tools(self) -> None:
+        """The registry gained tools (an MCP server connected): later requests carry them."""
+        tools = self.registry.specs()
+        if tools == self.tools:
+            return
+        self.tools = tools
+        self.meter.schemas_changed(self.fixed_chars)
+
     def reconfigure(self, settings: Settings) -> None:
         """New settings (e.g. another model) for the same conversation; totals carry over."""
         self.settings = settings

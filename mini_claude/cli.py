@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_headless_arguments(parser)
     parser.add_argument(
+        "--trust-project-mcp",
+        action="store_true",
+        help="start the MCP servers in this project's .mcp.json for this run without asking "
+        "(--yes alone never does)",
+    )
+    parser.add_argument(
         "--provider",
         choices=("anthropic", "openai"),
         help="model provider (default: from the environment)",

@@ -12,6 +12,7 @@ from pathlib import Path
 from mini_claude.agent import Agent
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
+from mini_claude.mcp.manager import McpManager
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.protocol import Provider
 from mini_claude.secrets import api_keys
@@ -49,6 +50,7 @@ class Session:
     warnings: list[str] = field(default_factory=list)
     lock: SessionLock | None = field(init=False, default=None)
     rules: PermissionRules | None = None  # None: the rules of the settings files
+    mcp: McpManager = field(init=False)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -65,6 +67,17 @@ class Session:
             )
             self.rules = loaded.rules
             self.warnings.extend(loaded.warnings)
+        # Reads the server lists only; servers start when the UI calls ``mcp.start()``.
+        self.mcp = McpManager(self.settings, self.cwd, self.registry)
+        self.mcp.on_tools_changed.append(self._tools_changed)
+        self.warnings.extend(self.mcp.notices)
+        self.mcp.notices.clear()
+
+    def _tools_changed(self) -> None:
+        """An MCP server's tools arrived: the running conversation sees them from now on."""
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None:
+            agent.refresh_tools()
 
     @property
     def secrets(self) -> tuple[str, ...]:

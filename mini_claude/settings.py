@@ -126,6 +126,10 @@ class Settings:
     # REPL: every tier report on its own line instead of one summary line per model call
     verbose: bool = False
 
+    # MCP servers
+    mcp_connect_timeout_seconds: float = 30.0
+    mcp_tool_timeout_seconds: float = 120.0
+
     @property
     def window(self) -> int:
         return self.context_window or window_for_model(self.model)

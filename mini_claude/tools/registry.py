@@ -61,6 +61,15 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def add(self, tool: Tool) -> bool:
+        """A tool that became available later (an MCP server connected); False if the
+        name is taken. The specs change once, so the prompt cache is rebuilt once."""
+        if tool.spec.name in self._tools:
+            return False
+        self._tools[tool.spec.name] = tool
+        self._specs = (*self._specs, tool.spec)
+        return True
+
     async def execute(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         tool = self._tools.get(name)
         if tool is None:

@@ -227,6 +227,13 @@ async def exit_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.EXIT
 
 
+async def mcp_servers_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.mcp_view import mcp_command
+
+    await mcp_command(repl, argument)
+    return Outcome.CONTINUE
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("help", "show commands and keys", help_command),
     Command("compact", "summarize the conversation now to free context", compact_command,
@@ -237,6 +244,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("model", "show the model, or switch to another", model_command, argument="[name]"),
     Command("resume", "continue an earlier session of this folder", resume_command,
             argument="[id]"),
+    Command("mcp", "MCP servers, their status and tools", mcp_servers_command,
+            argument="[approve|reconnect [name]]"),
     Command("exit", "leave mini-claude", exit_command, ("quit",)),
 )
 
