@@ -44,6 +44,8 @@ class Session:
     session_id: str = field(init=False, default="")
     agent: Agent = field(init=False)
     warnings: list[str] = field(default_factory=list)
+    # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
+    wall_clock: Callable[[], float] = time.time
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -60,7 +62,7 @@ class Session:
         return {"cwd": str(self.cwd), "provider": settings.provider, "model": settings.model}
 
     def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
-        store = DiskResultStore(self.settings, self.session_id)
+        store = DiskResultStore(self.settings, self.session_id, self.wall_clock)
         context = ToolContext(
             root=self.cwd,
             settings=self.settings,
@@ -80,9 +82,9 @@ class Session:
             conversation=conversation,
         )
 
-    def start_new(self) -> Agent:
+    def start_new(self, session_id: str | None = None) -> Agent:
         """A fresh conversation with its own transcript (also what /clear does)."""
-        self.session_id = new_session_id()
+        self.session_id = session_id or new_session_id()
         transcript = Transcript.create(
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )

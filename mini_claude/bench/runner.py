@@ -32,6 +32,8 @@ MODEL = "sim-sonnet"
 MODEL_SECONDS = 4.0  # simulated time a model reply takes
 TOOL_SECONDS = 1.0  # simulated time a tool call takes
 CLOCK_START = 1_000_000.0
+# Every run names its session alike, so two runs send the same bytes (the id is in saved paths).
+SESSION_ID = "20261125-090000-bench0"
 PROMPT_TOO_LONG = "prompt is too long"
 
 
@@ -186,7 +188,9 @@ async def run_strategy(
                            settings.effective_window, strategy.ablation)
         provider = create_provider(settings)
         try:
-            agent = Session(settings, project, provider, allow_all, clock=clock.now).start_new()
+            session = Session(settings, project, provider, allow_all, clock=clock.now,
+                              wall_clock=clock.now)
+            agent = session.start_new(SESSION_ID)
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:

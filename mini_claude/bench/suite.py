@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ FULL_STARTUP_RUNS = 5
 QUICK_STARTUP_RUNS = 1
 FULL_SCALING_REPEATS = 30
 QUICK_SCALING_REPEATS = 5
+SCRATCH_PARENT = "mini-claude-bench"
 
 
 @dataclass(frozen=True)
@@ -120,8 +123,7 @@ def run_suite(options: BenchOptions) -> int:
     started = time.perf_counter()
     plan = plan_project(options.seed)
     script = build_script(plan, turns=options.turns)
-    with tempfile.TemporaryDirectory(prefix="mini-claude-bench-") as folder:
-        scratch = Path(folder)
+    with scratch_folder() as scratch:
         write_project(plan, scratch / "template")
         runs = asyncio.run(_run_all(options, script, scratch / "template", scratch))
     rows = [make_row(run) for run in runs if not run.ablation]
@@ -152,6 +154,30 @@ def run_suite(options: BenchOptions) -> int:
     print("\n".join(verdict_lines(verdicts)))
     print(f"\nreport: {options.out / 'report.md'} · {plot_note}")
     return EXIT_OK
+
+
+@contextmanager
+def scratch_folder() -> Iterator[Path]:
+    """A fresh folder whose path is the same from run to run (it is in every prompt).
+
+    A random temporary name would change the token counts of two otherwise
+    identical runs; the first free ``run-N`` under one shared parent only
+    differs when benchmarks run side by side, and then by a digit.
+    """
+    parent = Path(tempfile.gettempdir()) / SCRATCH_PARENT
+    parent.mkdir(exist_ok=True)
+    for number in range(1_000):
+        folder = parent / f"run-{number}"
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
+    raise FileExistsError(f"no free folder under {parent}")
 
 
 def _extras(options: BenchOptions, script: Script, scaling: list[ScalingPoint],
