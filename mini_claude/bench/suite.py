@@ -131,7 +131,7 @@ def run_suite(options: BenchOptions) -> int:
     verdicts = [judge(rows, window) for window in options.windows]
     for verdict in verdicts:
         ours = [run for run in runs if run.ours and run.window == verdict.window]
-        if ours and not verdict.ours_retention_best:
+        if ours and any(not check.retained for check in ours[0].needs):
             verdict.notes.append(loss_note(ours[0]))
     scaling: list[ScalingPoint] = []
     if options.scaling_repeats:

@@ -8,6 +8,7 @@ model pages through what it needs before going on, as a real model would.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import string
@@ -15,8 +16,14 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from mini_claude.scenario.script import Call, Script, Step, Turn, read
-from mini_claude.simulator.types import Reply, SimConversation, ToolCall, ToolResultPart
+from mini_claude.scenario.script import Call, Script, Step, Turn, pointer_of, read
+from mini_claude.simulator.types import (
+    Reply,
+    SimConversation,
+    TextPart,
+    ToolCall,
+    ToolResultPart,
+)
 
 # How a persisted result announces itself: "... saved in full to PATH. ..." and its line count.
 SAVED_TO = re.compile(r"saved in full to (?P<path>\S+?)\.?(?:\s|$)")
@@ -78,9 +85,11 @@ class SavedOutputPager:
     def __init__(self) -> None:
         self._handled: set[str] = set()
         self.pages_read = 0
+        self.paged_for: set[str] = set()  # the tool ids whose saved output the last step pages
 
     def step(self, conv: SimConversation) -> Step | None:
         calls: list[Call] = []
+        self.paged_for = set()
         for result in conv.last_tool_results():
             if result.tool_use_id in self._handled:
                 continue
@@ -88,6 +97,7 @@ class SavedOutputPager:
             saved = saved_output(result, conv)
             if saved is not None:
                 calls.extend(paging_calls(saved))
+                self.paged_for.add(result.tool_use_id)
         if not calls:
             return None
         self.pages_read += len(calls)
@@ -108,11 +118,40 @@ class ReplyMaker:
         return "toolu_01" + "".join(self._rng.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
 
 
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """Facts a turn needed that were not in context, and the calls made to read them back."""
+
+    turn: int
+    fact_ids: tuple[str, ...]
+    request_index: int  # the request answered with the recovery calls
+
+
+def context_text(conv: SimConversation) -> str:
+    """Everything the model sees in a request: system prompt, messages, tool inputs."""
+    parts = [conv.system]
+    for message in conv.messages:
+        for block in message.blocks:
+            if isinstance(block, TextPart):
+                parts.append(block.text)
+            elif isinstance(block, ToolResultPart):
+                parts.append(block.content)
+            else:
+                parts.append(json.dumps(block.input))
+    return "\n".join(parts)
+
+
 class ScriptPolicy:
     """Answers each request with the next step of the current turn.
 
     :meth:`begin_turn` is called by whoever sends the user's message, so the
     turn counter never depends on what the conversation still shows.
+
+    At the first request of a turn that needs facts, a fact missing from the
+    context is read back with the one call that shows it, when a pointer to it
+    (its file's path, its command, its search) is still in the context
+    somewhere other than the question itself: that is what a real model can
+    do, and what it pays for in extra calls. Without a pointer the fact is lost.
     """
 
     def __init__(self, script: Script, *, seed: int = 0) -> None:
@@ -122,7 +161,10 @@ class ScriptPolicy:
         self._pager = SavedOutputPager()
         self._turn: Turn | None = None
         self._steps: deque[Step] = deque()
+        self._check_needs = False
         self.turn_index = -1
+        self.recoveries: list[Recovery] = []
+        self.recovery_ids: set[str] = set()  # tool ids of recovery calls and of their paging
 
     @property
     def pages_read(self) -> int:
@@ -133,14 +175,46 @@ class ScriptPolicy:
             self.turn_index = index
             self._turn = self.script.turns[index]
             self._steps = deque(self._turn.steps)
+            self._check_needs = bool(self._turn.needs)
 
     def respond(self, conv: SimConversation) -> Reply:
         with self._lock:
             if self._turn is None:
                 return Reply("There is no task yet.")
+            if self._check_needs:
+                self._check_needs = False
+                recovery = self._recovery_step(conv, self._turn)
+                if recovery is not None:
+                    reply = self._replies.reply(recovery)
+                    self.recovery_ids.update(c.id for c in reply.tool_calls if c.id)
+                    return reply
             paging = self._pager.step(conv)
             if paging is not None:
-                return self._replies.reply(paging)
+                reply = self._replies.reply(paging)
+                if self._pager.paged_for & self.recovery_ids:
+                    self.recovery_ids.update(c.id for c in reply.tool_calls if c.id)
+                return reply
             if self._steps:
                 return self._replies.reply(self._steps.popleft())
             return Reply(self._turn.answer)
+
+    def _recovery_step(self, conv: SimConversation, turn: Turn) -> Step | None:
+        text = context_text(conv)
+        question_free = text.replace(turn.user, "")
+        facts = self.script.facts
+        missing = [f for f in turn.needs if not facts[f].seen_in(text)]
+        calls: list[Call] = []
+        recovered: list[str] = []
+        for fact_id in missing:
+            call = self.script.recovery.get(fact_id)
+            if call is None or pointer_of(call) not in question_free:
+                continue
+            recovered.append(fact_id)
+            if call not in calls:
+                calls.append(call)
+        if not calls:
+            return None
+        self.recoveries.append(Recovery(self.turn_index, tuple(recovered), conv.request_index))
+        where = ", ".join(pointer_of(c) for c in calls)
+        return Step(f"I no longer have that in front of me; reading it back from {where}.",
+                    tuple(calls))
