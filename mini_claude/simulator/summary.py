@@ -29,6 +29,8 @@ from mini_claude.simulator.types import (
 )
 
 FACT_PATTERN = re.compile(r"FACT-[A-Za-z0-9_-]+[^\n]{0,80}")
+# A request that asks for every path and command in full ("Keep in full: ...").
+KEEP_IN_FULL = re.compile(r"^\s*keep in full\s*:", re.IGNORECASE | re.MULTILINE)
 FOCUS_LINE = re.compile(r"^\s*focus\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 SUMMARY_TAG = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 HEADING = re.compile(r"^##\s+(.+?)\s*$")
@@ -171,8 +173,15 @@ class _Sections:
     def by_title(self, title: str) -> Section | None:
         return next((s for s in self.ordered() if s.title.lower() == title.lower()), None)
 
-    def first_pass(self) -> list[Section]:
+    def pointers(self) -> list[Section]:
+        """Where things are: what a request that asks for them in full gets whole."""
+        return [self.changed, self.read, self.commands, self.searches]
+
+    def first_pass(self, pointers_in_full: bool) -> list[Section]:
         """What a model writes first, most important first: everything but raw tool output."""
+        if pointers_in_full:
+            return [self.focus, self.state, self.requests, *self.pointers(), self.errors,
+                    self.findings]
         return [self.focus, self.state, self.requests, self.errors, self.changed, self.findings,
                 self.read, self.commands, self.searches]
 
@@ -289,8 +298,14 @@ def _state(history: list[SimMessage], sections: _Sections) -> None:
     sections.state.items = items
 
 
-def _select(sections: _Sections, counter: TokenCounter, budget: int) -> None:
-    """Fill the budget: each part up to its share first, then raw details with what is left."""
+def _select(
+    sections: _Sections, counter: TokenCounter, budget: int, pointers_in_full: bool = False
+) -> None:
+    """Fill the budget: each part up to its share first, then raw details with what is left.
+
+    A request that asks for the paths, commands and searches in full gets them
+    whole (as far as the budget goes), right after the requests.
+    """
     used = HEADING_TOKENS
 
     def take(section: Section, limit: int) -> None:
@@ -309,8 +324,9 @@ def _select(sections: _Sections, counter: TokenCounter, budget: int) -> None:
 
     # The assistant's own statements of exact values come before its passing remarks.
     sections.findings.items.sort(key=lambda item: "FACT-" not in item)
-    for section in sections.first_pass():
-        take(section, int(budget * section.share))
+    full = sections.pointers() if pointers_in_full else []
+    for section in sections.first_pass(pointers_in_full):
+        take(section, budget if section in full else int(budget * section.share))
     for section in sections.leftover_pass():
         take(section, budget)
 
@@ -345,7 +361,9 @@ def build_summary(
         for section in sections.ordered():
             if section is not sections.requests:
                 section.items.clear()
-    _select(sections, counter, budget if budget is not None else style.budget(conv))
+    pointers_in_full = KEEP_IN_FULL.search(instruction) is not None
+    _select(sections, counter, budget if budget is not None else style.budget(conv),
+            pointers_in_full)
     uses = sum(len(m.tool_uses) for m in history)
     analysis = (
         f"The session has {len(history)} messages, {len(sections.requests.items)} user requests, "
