@@ -216,7 +216,9 @@ def test_script_policy_plays_steps_then_answers_and_reacts_to_saved_output() -> 
     assert first.tool_calls[0].id is not None and first.tool_calls[0].id.startswith("toolu_01")
     notice = persisted_notice("read_file", "/h/r.txt", 40_000, 500, "x\n", 1)
     paging = policy.respond(_conversation("a.py", notice))
-    assert [c.input.get("offset") for c in paging.tool_calls] == [1, 351]
+    assert [c.input.get("offset") for c in paging.tool_calls] == [1]  # one page per step
+    following = policy.respond(_conversation("a.py", notice))
+    assert [c.input.get("offset") for c in following.tool_calls] == [351]
     assert policy.pages_read == 2
     assert policy.respond(_conversation("a.py", notice)).text == "two"  # handled once only
     assert policy.respond(plain).text == "all done"

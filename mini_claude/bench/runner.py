@@ -27,6 +27,7 @@ from mini_claude.scenario.workload import Fact
 from mini_claude.session import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, SimClock, Simulator
+from mini_claude.simulator.summary import REALISTIC, SummaryStyle
 from mini_claude.tools.base import allow_all
 
 MODEL = "sim-sonnet"
@@ -188,6 +189,7 @@ def bench_settings(strategy: Strategy, *, window: int, base_url: str, home: Path
 
 async def run_strategy(
     strategy: Strategy, script: Script, *, window: int, template: Path, workdir: Path,
+    summary_style: SummaryStyle = REALISTIC,
 ) -> RunResult:
     """One row of the table: a fresh copy of the project, a fresh simulator, the whole script."""
     started = time.perf_counter()
@@ -197,7 +199,8 @@ async def run_strategy(
     shutil.copytree(template, project)
     clock = SimClock(start=CLOCK_START)
     policy = ScriptPolicy(script, seed=len(script.turns))
-    with Simulator(policy, context_window=window, clock=clock) as sim:
+    with Simulator(policy, context_window=window, clock=clock,
+                   summary_style=summary_style) as sim:
         settings = bench_settings(strategy, window=window, base_url=sim.anthropic_base_url,
                                   home=workdir / "home")
         result = RunResult(strategy.key, strategy.title, strategy.ours, window,

@@ -39,6 +39,7 @@ from mini_claude.bench.strategies import ABLATIONS, STRATEGIES, Strategy
 from mini_claude.pricing import SONNET
 from mini_claude.scenario.script import FULL_TURNS, QUICK_TURNS, Script, build_script
 from mini_claude.scenario.workload import plan_project, write_project
+from mini_claude.simulator.summary import SummaryMode, SummaryStyle
 from mini_claude.simulator.tokens import shared_counter
 
 FULL_STARTUP_RUNS = 5
@@ -59,6 +60,7 @@ class BenchOptions:
     scaling_repeats: int
     jobs: int = 1
     ablations: bool = False
+    summarizer: SummaryMode = "realistic"
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BenchOptions:
@@ -88,6 +90,7 @@ class BenchOptions:
                                                        FULL_SCALING_REPEATS),
             jobs=args.jobs,
             ablations=args.ablations,
+            summarizer=args.summarizer,
         )
 
 
@@ -111,7 +114,8 @@ async def _run_all(options: BenchOptions, script: Script, template: Path,
         async with gate:
             _progress(f"bench: {strategy.title} at a {window // 1000}K window ...")
             run = await run_strategy(strategy, script, window=window, template=template,
-                                     workdir=scratch / f"run{number:02d}")
+                                     workdir=scratch / f"run{number:02d}",
+                                     summary_style=SummaryStyle(mode=options.summarizer))
             _progress(f"bench:   {strategy.title} at {window // 1000}K: {len(run.requests)} "
                       f"requests, {run.tool_calls} tool calls, {run.wall_seconds:.1f} s")
             return run
@@ -209,6 +213,7 @@ def workload_facts(options: BenchOptions, script: Script) -> dict[str, Any]:
         "long_idle_turns": script.long_idle_turns,
         "tokenizer": shared_counter().name,
         "windows": list(options.windows),
+        "summarizer": options.summarizer,
     }
 
 

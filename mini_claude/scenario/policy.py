@@ -80,15 +80,20 @@ def paging_calls(saved: SavedOutput) -> list[Call]:
 
 
 class SavedOutputPager:
-    """Reacts once to each saved-output notice in the newest tool results."""
+    """Reacts once to each saved-output notice in the newest tool results.
+
+    Pages are read one per step, as a model reads a long file: page one, then,
+    having seen it, the next. Reading them all at once would put several pages
+    into one request, and on a small window that request could not hold them.
+    """
 
     def __init__(self) -> None:
         self._handled: set[str] = set()
+        self._pending: deque[tuple[Call, str]] = deque()  # page, the result it pages
         self.pages_read = 0
         self.paged_for: set[str] = set()  # the tool ids whose saved output the last step pages
 
     def step(self, conv: SimConversation) -> Step | None:
-        calls: list[Call] = []
         self.paged_for = set()
         for result in conv.last_tool_results():
             if result.tool_use_id in self._handled:
@@ -96,12 +101,17 @@ class SavedOutputPager:
             self._handled.add(result.tool_use_id)
             saved = saved_output(result, conv)
             if saved is not None:
-                calls.extend(paging_calls(saved))
-                self.paged_for.add(result.tool_use_id)
-        if not calls:
+                self._pending.extend((call, result.tool_use_id) for call in paging_calls(saved))
+        if not self._pending:
             return None
-        self.pages_read += len(calls)
-        return Step("That output was saved to a file; reading the part I need.", tuple(calls))
+        call, origin = self._pending.popleft()
+        self.paged_for = {origin}
+        self.pages_read += 1
+        return Step("That output was saved to a file; reading the part I need.", (call,))
+
+    def clear(self) -> None:
+        """A new turn: pages of the last one are no longer wanted."""
+        self._pending.clear()
 
 
 class ReplyMaker:
@@ -176,6 +186,7 @@ class ScriptPolicy:
             self._turn = self.script.turns[index]
             self._steps = deque(self._turn.steps)
             self._check_needs = bool(self._turn.needs)
+            self._pager.clear()
 
     def respond(self, conv: SimConversation) -> Reply:
         with self._lock:
