@@ -47,7 +47,7 @@ class SavedOutput:
 
 def saved_output(result: ToolResultPart, conv: SimConversation) -> SavedOutput | None:
     found = SAVED_TO.search(result.content)
-    if found is None or result.is_error:
+    if found is None:  # a failed command (a test run) is paged too: its end says why
         return None
     count = LINE_COUNT.search(result.content)
     lines = int(count.group("lines").replace(",", "")) if count else PAGE_LINES

@@ -47,6 +47,7 @@ ITEM_CHARS = 200
 # Kept for callers that still name the old fixed size: the middle of the realistic range.
 SUMMARY_TOKEN_BUDGET = 2_000
 HEADING_TOKENS = 10
+REPLY_MARGIN_TOKENS = 300  # the analysis scratchpad and the tags, inside the reply's limit
 ITEM_OVERHEAD_TOKENS = 2
 
 SummaryMode = Literal["realistic", "poor"]
@@ -175,7 +176,7 @@ class _Sections:
 
     def pointers(self) -> list[Section]:
         """Where things are: what a request that asks for them in full gets whole."""
-        return [self.changed, self.read, self.commands, self.searches]
+        return [self.commands, self.changed, self.read, self.searches]
 
     def first_pass(self, pointers_in_full: bool) -> list[Section]:
         """What a model writes first, most important first: everything but raw tool output."""
@@ -362,8 +363,16 @@ def build_summary(
             if section is not sections.requests:
                 section.items.clear()
     pointers_in_full = KEEP_IN_FULL.search(instruction) is not None
-    _select(sections, counter, budget if budget is not None else style.budget(conv),
-            pointers_in_full)
+    if budget is None:
+        budget = style.budget(conv)
+        if pointers_in_full:
+            # Asked for the list "however long", a model writes it on top of its usual length,
+            # as far as the reply's token limit lets it.
+            extra = sum(counter.count(item) + ITEM_OVERHEAD_TOKENS
+                        for section in sections.pointers() for item in section.items)
+            ceiling = conv.max_tokens - REPLY_MARGIN_TOKENS if conv.max_tokens else budget + extra
+            budget = max(budget, min(budget + extra, ceiling))
+    _select(sections, counter, budget, pointers_in_full)
     uses = sum(len(m.tool_uses) for m in history)
     analysis = (
         f"The session has {len(history)} messages, {len(sections.requests.items)} user requests, "
