@@ -105,3 +105,14 @@ def test_two_runs_give_the_same_row_cell_for_cell(plan: ProjectPlan, tmp_path: P
     second = run_once(plan, script, tmp_path / "template", tmp_path / "run")
     assert first == second
     assert first["requests"] and first["needed"]
+
+
+def test_the_summarizer_mode_is_a_bench_switch() -> None:
+    from mini_claude.bench import build_parser
+    from mini_claude.bench.suite import BenchOptions
+
+    assert BenchOptions.from_args(build_parser().parse_args([])).summarizer == "realistic"
+    poor = BenchOptions.from_args(build_parser().parse_args(["--summarizer", "poor"]))
+    assert poor.summarizer == "poor"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--summarizer", "perfect"])
