@@ -51,6 +51,8 @@ class Session:
     lock: SessionLock | None = field(init=False, default=None)
     rules: PermissionRules | None = None  # None: the rules of the settings files
     mcp: McpManager = field(init=False)
+    # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
+    wall_clock: Callable[[], float] = time.time
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -88,7 +90,7 @@ class Session:
         return {"cwd": str(self.cwd), "provider": settings.provider, "model": settings.model}
 
     def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
-        store = DiskResultStore(self.settings, self.session_id)
+        store = DiskResultStore(self.settings, self.session_id, self.wall_clock)
         context = ToolContext(
             root=self.cwd,
             settings=self.settings,
@@ -109,9 +111,9 @@ class Session:
             conversation=conversation,
         )
 
-    def start_new(self) -> Agent:
+    def start_new(self, session_id: str | None = None) -> Agent:
         """A fresh conversation with its own transcript (also what /clear does)."""
-        self.session_id = new_session_id()
+        self.session_id = session_id or new_session_id()
         transcript = Transcript.create(
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )

@@ -102,7 +102,7 @@ class Settings:
     # Tier 4: auto-compact
     auto_compact: bool = True
     autocompact_pct: float = 0.85
-    post_compact_target_pct: float = 0.50
+    post_compact_target_pct: float = 0.30
     summary_max_tokens: int = 4_096
     kept_user_tokens: int = 20_000
     reattach_max_files: int = 5
@@ -113,6 +113,11 @@ class Settings:
     # old results comes before another summary.
     summary_min_work: int = 20
     summary_retry_limit: int = 3
+    # Share of the effective window for the newest messages kept as they were beside a summary.
+    compact_tail_share: float = 0.05
+    # The summary request asks for every path, command and search in full: the pointers that
+    # let the model read back what the summary left out.
+    summary_keep_pointers: bool = True
 
     # Provider calls
     max_retries: int = 4
@@ -197,6 +202,7 @@ _PERCENT_FIELDS = {
     "budget_high_window_share",
     "snip_min_free_pct",
     "post_compact_target_pct",
+    "compact_tail_share",
 }
 
 
