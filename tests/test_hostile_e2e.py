@@ -24,6 +24,7 @@ from mini_claude.simulator import (
     ToolCall,
 )
 from tests.hostile_support import (
+    KEY,
     PROVIDERS,
     WAIT_SECONDS,
     Cli,
@@ -298,3 +299,36 @@ def test_case5_undecodable_file_and_tool_output_do_not_poison_the_session(cli: C
     assert outcome.code == 0, outcome.err
     assert "read them" in outcome.out
     assert_resumable(cli)
+
+
+# ---- case 10: spilled shell output is masked as it is written --------------------------
+
+LEAKY_JOB = (
+    "head -c 300000 /dev/zero | tr '\\0' 'a'; echo; cat key.txt; "
+    "printf 'MARKER%.0s' $(seq 20); echo; echo $$ > shell.pid; sleep 30"
+)
+
+
+def test_case10_a_key_in_spilled_output_is_masked_before_a_kill(cli: Cli) -> None:
+    (cli.project / "key.txt").write_text(f"the key is {KEY}\n")
+    cli.sim.policy = ScriptedPolicy([Reply("", [ToolCall("run_shell", {"command": LEAKY_JOB})])])
+    process = cli.start("-p", "print the key", "--yes")
+    results = cli.home / "tool-results"
+
+    def spilled_past_the_key() -> bool:
+        return any("MARKER" in p.read_text() for p in results.rglob("*-stdout.txt"))
+
+    try:
+        wait_for(spilled_past_the_key, "the output to spill past the key")
+        process.kill()  # SIGKILL: no cleanup code runs
+        process.wait(timeout=WAIT_SECONDS)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        kill_shell(cli.project)
+    (spill,) = results.rglob("*-stdout.txt")
+    text = spill.read_text()
+    assert KEY not in text and KEY[:-1] not in text
+    assert "the key is [redacted]" in text
+    assert oct(spill.stat().st_mode & 0o777) == "0o600"
