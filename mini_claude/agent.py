@@ -16,7 +16,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from mini_claude import events as ev
-from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.base import ResultStore, TierReport, format_tokens
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.persist import admit_result
@@ -142,6 +142,10 @@ class Agent:
         if not text.strip():
             yield ev.TurnError("nothing to send: the prompt is empty", "error")
             return
+        unsendable = self._prompt_cannot_fit(text)
+        if unsendable is not None:
+            yield ev.TurnError(unsendable, "prompt_too_long")
+            return
         self.compactor.note_turn_start()
         self._append(user_text(text))
         if self.compactor.should_auto_compact(self.conversation):
@@ -156,6 +160,19 @@ class Agent:
             yield ev.Notice(self.compactor.thrash_warning, "warning")
         async for event in self._loop():
             yield event
+
+    def _prompt_cannot_fit(self, text: str) -> str | None:
+        """Refuse up front a prompt that alone outgrows the window: no tier can shrink the
+        newest request, so sending it would only be refused (and retried)."""
+        tokens = self.meter.tokens_for(len(text)) + round(self.meter.fixed_tokens)
+        room = self.settings.effective_window
+        if tokens <= room:
+            return None
+        return (
+            f"the prompt is too long to send: about {format_tokens(tokens)} tokens with the "
+            f"system prompt and tools, and the window holds {format_tokens(room)} after room "
+            "for the answer; shorten it or send less"
+        )
 
     def _cache_is_cold(self) -> bool:
         """The provider's prompt cache has surely expired since the last call."""

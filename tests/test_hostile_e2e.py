@@ -332,3 +332,57 @@ def test_case10_a_key_in_spilled_output_is_masked_before_a_kill(cli: Cli) -> Non
     assert KEY not in text and KEY[:-1] not in text
     assert "the key is [redacted]" in text
     assert oct(spill.stat().st_mode & 0o777) == "0o600"
+
+
+# ---- case 11: a stalled server is given up after an idle limit, and it says how long ---
+
+
+def test_case11_a_stalled_stream_is_abandoned_after_the_idle_limit(cli: Cli) -> None:
+    from mini_claude.simulator import Fault
+
+    cli.sim.inject(Fault("hang", times=2))
+    cli.extra_env = {"MINI_CLAUDE_STREAM_IDLE_TIMEOUT": "0.4", "MINI_CLAUDE_MAX_RETRIES": "1"}
+    outcome = cli.run("-p", "hello?")
+    assert outcome.code == 1
+    errors = [line for line in outcome.err.splitlines() if line.startswith("mini-claude:")]
+    assert len(errors) == 1
+    assert "nothing arrived for 0.4 s" in errors[0] and "gave up after 2 attempts" in errors[0]
+    assert_resumable(cli)
+
+
+def test_case11_the_idle_limit_defaults_to_claude_codes_ninety_seconds() -> None:
+    from mini_claude.settings import Settings, from_environment
+
+    assert Settings().stream_idle_timeout_seconds == 90.0
+    env = {"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_STREAM_IDLE_TIMEOUT": "45"}
+    assert from_environment(env).stream_idle_timeout_seconds == 45.0
+
+
+# ---- case 12: an invalid base URL is a configuration error -----------------------------
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://x", "http://", "https://host:port/"])
+def test_case12_an_invalid_base_url_is_one_configuration_line(cli: Cli, url: str) -> None:
+    _, url_name = key_and_url(cli.provider)
+    cli.extra_env = {url_name: url}
+    outcome = cli.run("-p", "hello")
+    assert outcome.code == 2
+    lines = outcome.err.strip().splitlines()
+    assert len(lines) == 1 and url_name in lines[0] and "not a valid base URL" in lines[0]
+    assert not cli.sim.requests
+
+
+# ---- case 13: a prompt that cannot fit is refused before it is sent --------------------
+
+
+def test_case13_a_prompt_larger_than_the_window_is_refused_before_sending(cli: Cli) -> None:
+    cli.sim.policy = ScriptedPolicy([Reply("fine")])
+    assert cli.run("-p", "hello").code == 0
+    sent = len(cli.sim.requests)
+    huge = ("all work and no play " * 50_000).encode()  # ~1 MB: ~250k tokens
+    outcome = cli.run("--continue", "-p", "summarise", stdin=huge)
+    assert outcome.code == 1
+    errors = [line for line in outcome.err.splitlines() if line.startswith("mini-claude:")]
+    assert len(errors) == 1 and "too long to send" in errors[0]
+    assert len(cli.sim.requests) == sent  # nothing was sent
+    assert_resumable(cli)  # and the refused prompt did not stay in the session
