@@ -144,6 +144,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         from mini_claude.demo import run_demo
 
         return run_demo(args)
+    if args.resume is not None and not args.resume.strip():
+        raise UsageError(
+            "--resume needs a session id (or a prefix of one); --continue resumes the newest "
+            "session of this folder"
+        )
     prompt = _print_prompt(args)
     settings = load_settings(args, cwd)
     if prompt is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import time
 from collections.abc import Callable
@@ -132,10 +133,19 @@ class Session:
     def _find_transcript(self, session_id: str | None) -> Path:
         directory = self.settings.transcripts_dir
         if session_id:
+            if "/" in session_id or session_id.startswith("."):
+                raise SessionError(f"{session_id!r} is not a session id")
             path = directory / f"{session_id}.jsonl"
             if not path.is_file():
-                matches = sorted(directory.glob(f"{session_id}*.jsonl"))
-                if len(matches) != 1:
+                matches = sorted(directory.glob(f"{glob.escape(session_id)}*.jsonl"))
+                if len(matches) > 1:
+                    names = ", ".join(m.stem for m in matches[:5])
+                    more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+                    raise SessionError(
+                        f"{session_id!r} matches {len(matches)} sessions ({names}{more}); "
+                        "give more of the id"
+                    )
+                if not matches:
                     raise SessionError(f"no session {session_id!r} under {directory}")
                 path = matches[0]
             return path

@@ -386,3 +386,30 @@ def test_case13_a_prompt_larger_than_the_window_is_refused_before_sending(cli: C
     assert len(errors) == 1 and "too long to send" in errors[0]
     assert len(cli.sim.requests) == sent  # nothing was sent
     assert_resumable(cli)  # and the refused prompt did not stay in the session
+
+
+# ---- case 14: --resume mistakes are named ---------------------------------------------
+
+
+def test_case14_an_empty_resume_id_is_a_usage_error_not_a_new_session(cli: Cli) -> None:
+    outcome = cli.run("-r", "", "-p", "hello")
+    assert outcome.code == 2
+    assert "--resume needs a session id" in outcome.err
+    assert not cli.transcripts() and not cli.sim.requests
+
+
+def test_case14_an_ambiguous_resume_prefix_lists_the_matches(cli: Cli) -> None:
+    assert cli.run("-p", "one").code == 0
+    assert cli.run("-p", "two").code == 0
+    first, second = cli.transcripts()
+    common = next(
+        first.stem[:i] for i in range(len(first.stem), 0, -1)
+        if second.stem.startswith(first.stem[:i])
+    )
+    outcome = cli.run("-r", common, "-p", "which?")
+    assert outcome.code == 2
+    lines = outcome.err.strip().splitlines()
+    assert len(lines) == 1 and "matches 2 sessions" in lines[0]
+    assert first.stem in lines[0] and second.stem in lines[0]
+    resumed = cli.run("-r", second.stem[:-2], "-p", "this one")
+    assert resumed.code == 0, resumed.err

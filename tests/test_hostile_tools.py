@@ -305,3 +305,84 @@ def test_case9_other_sessions_and_the_home_env_ask_but_own_results_do_not(
     result = asyncio.run(registry.execute("read_file", {"path": saved[0]}, ctx))
     assert not result.is_error and "line of output" in result.content
     assert len(asked) == 3  # its own saved result was read without asking
+
+
+# ---- case 14: small things that lost or hid data ---------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_case14_writes_keep_hard_links_name_file_parents_and_count_large_changes(
+    provider: Provider, project: Path, simulator: Simulator, opened: list[Session],
+    isolated_home: Path,
+) -> None:
+    (project / "real.txt").write_text("a file\n")
+    linked = project / "linked.txt"
+    linked.write_text("old\n")
+    os.link(linked, project / "other-name.txt")
+    big_old = "".join(f"row {i}\n" for i in range(250_000))  # over the diff size limit
+    big_new = "row 7\nrow seven\n"  # a short new content over a huge old file
+    (project / "big.txt").write_text(big_old)
+    seen: list[str] = []
+    simulator.policy = ScriptedPolicy([
+        Reply("", [
+            ToolCall("write_file", {"path": "linked.txt", "content": "new\n"}),
+            ToolCall("write_file", {"path": "real.txt/x", "content": "nested\n"}),
+            ToolCall("write_file", {"path": "big.txt", "content": big_new}),
+        ]),
+        reads_result(seen),  # type: ignore[list-item]
+    ])
+    session = start(simulator, provider, project, isolated_home, opened)
+    assert finished_text(turn(session.agent, "write them")) == "noted"
+    linked_result, nested_result, big_result = seen
+    assert not linked_result.startswith("Permission") and "linked.txt" in linked_result
+    assert (project / "other-name.txt").read_text() == "new\n"  # the link still shares it
+    assert os.stat(linked).st_nlink == 2
+    assert "real.txt is a file, not a folder" in nested_result
+    assert "File exists" not in nested_result
+    assert "+1 -249999" in big_result
+    assert_history_valid(session.agent, simulator)
+
+
+KILLED_WRITER = """
+import sys
+from pathlib import Path
+from mini_claude.tools.common import atomic_write
+data = b"x" * (16 << 20)
+target = Path(sys.argv[1])
+Path(sys.argv[2]).write_text("writing")
+while True:
+    atomic_write(target, data)
+"""
+
+
+def test_case14_a_kill_mid_write_leaves_no_temporary_file(project: Path) -> None:
+    started = project / "started"
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(project / "big.bin"), str(started)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(started.exists, "the writer to start")
+        wait_for((project / "big.bin").exists, "the first write to land")
+        process.kill()
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert not list(project.glob(".big.bin.*.tmp"))
+
+
+def test_case14_a_temporary_left_by_an_older_crash_is_swept_on_the_next_write(
+    project: Path,
+) -> None:
+    stale = project / ".notes.txt.0123456789ab.tmp"
+    stale.write_text("half a write")
+    os.utime(stale, (1_000_000_000, 1_000_000_000))
+    fresh = project / ".notes.txt.ba9876543210.tmp"  # another writer's, in progress
+    fresh.write_text("in progress")
+    ctx = ToolContext(root=project, settings=Settings(home=project.parent / "home"),
+                      approve=allow_all)
+    result = asyncio.run(WriteFileTool().run({"path": "notes.txt", "content": "hi\n"}, ctx))
+    assert not result.is_error, result.content
+    assert not stale.exists() and fresh.exists()
