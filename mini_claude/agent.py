@@ -299,6 +299,9 @@ class Agent:
                 elif isinstance(event, ToolUseStarted):
                     continue
                 elif isinstance(event, ResponseComplete):
+                    rest = held.flush()
+                    if rest:
+                        yield ev.TextDelta(rest)
                     event = self._record_response(event)
                     if event.usage is not None:
                         yield ev.UsageReported(event.usage, self.status(), self.costs.dollars)
@@ -498,3 +501,8 @@ class _SurrogateHold:
         if text and "\ud800" <= text[-1] <= "\udbff":
             text, self._pending = text[:-1], text[-1]
         return clean_text(text)
+
+    def flush(self) -> str:
+        """The held half at the end of the stream: unpaired, so U+FFFD."""
+        rest, self._pending = self._pending, ""
+        return clean_text(rest)
