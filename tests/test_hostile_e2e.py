@@ -413,3 +413,35 @@ def test_case14_an_ambiguous_resume_prefix_lists_the_matches(cli: Cli) -> None:
     assert first.stem in lines[0] and second.stem in lines[0]
     resumed = cli.run("-r", second.stem[:-2], "-p", "this one")
     assert resumed.code == 0, resumed.err
+
+
+# ---- case 15: the key in the process environment (documented limit, and its remedy) ----
+
+PEEK_AT_PARENT = "tr '\\0' '\\n' < /proc/$PPID/environ | grep -c '_API_KEY=' || true"
+
+
+def test_case15_a_key_from_the_home_env_file_is_not_in_the_process_environment(
+    cli: Cli,
+) -> None:
+    """The README's remedy for the known limit: a key kept in ~/.mini-claude/.env never
+    enters mini-claude's environment, so a shell command cannot read it from there."""
+    key_name, _ = key_and_url(cli.provider)
+    cli.unset = {key_name}
+    cli.home.mkdir(parents=True, exist_ok=True)
+    (cli.home / ".env").write_text(f"{key_name}={KEY}\n")
+    seen: list[str] = []
+
+    def read_it(conv: SimConversation) -> Reply:
+        seen.append(conv.last_tool_results()[0].content)
+        return Reply("looked")
+
+    cli.sim.policy = ScriptedPolicy(
+        [Reply("", [ToolCall("run_shell", {"command": PEEK_AT_PARENT})]), read_it]
+    )
+    process = cli.start("-p", "peek", "--yes")
+    out, err = process.communicate(timeout=WAIT_SECONDS)
+    assert process.returncode == 0, err
+    assert "looked" in out
+    assert seen[0].strip().splitlines()[0] == "0"
+    headers = cli.sim.requests[0].headers
+    assert KEY in (headers.get("x-api-key") or headers.get("authorization", ""))
