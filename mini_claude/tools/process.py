@@ -16,6 +16,16 @@ TERMINATE_GRACE_SECONDS = 2.0
 EXIT_POLL_SECONDS = 0.02
 
 
+# Process groups of commands still running, so a forced exit can take them along.
+LIVE_GROUPS: set[int] = set()
+
+
+def kill_live_groups() -> None:
+    """SIGKILL every command group still running (the process is about to exit)."""
+    for pgid in list(LIVE_GROUPS):
+        signal_group(pgid, signal.SIGKILL)
+
+
 def signal_group(pgid: int, signum: int) -> None:
     """Signal a whole process group; a group that is already gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
