@@ -445,3 +445,36 @@ def test_case15_a_key_from_the_home_env_file_is_not_in_the_process_environment(
     assert seen[0].strip().splitlines()[0] == "0"
     headers = cli.sim.requests[0].headers
     assert KEY in (headers.get("x-api-key") or headers.get("authorization", ""))
+
+
+# ---- the simulator refuses what the real APIs refuse ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"model": "sim-sonnet", "max_tokens": 10, "messages": '
+        b'[{"role": "user", "content": "n"}], "temperature": NaN}',
+        b'{"model": "sim-sonnet", "max_tokens": 10, "messages": '
+        b'[{"role": "user", "content": "x \\ud800"}]}',
+        b'{"model": "sim-sonnet", "max_tokens": 10, "messages": '
+        b'[{"role": "user", "content": "\xff"}]}',
+        b'{"model": "sim-sonnet", "max_tokens": 10, "messages": '
+        b'[{"role": "user", "content": [{"type": "text", "text": ""}]}]}',
+    ],
+)
+def test_the_simulator_refuses_bodies_the_real_apis_refuse(
+    simulator: Simulator, body: bytes
+) -> None:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        simulator.anthropic_base_url.rstrip("/") + "/v1/messages",
+        data=body,
+        headers={"content-type": "application/json", "x-api-key": KEY,
+                 "anthropic-version": "2023-06-01"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused_request:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused_request.value.code == 400

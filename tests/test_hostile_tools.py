@@ -310,37 +310,59 @@ def test_case9_other_sessions_and_the_home_env_ask_but_own_results_do_not(
 # ---- case 14: small things that lost or hid data ---------------------------------------
 
 
+def write_once(
+    sim: Simulator, provider: Provider, project: Path, home: Path, opened: list[Session],
+    path: str, content: str,
+) -> str:
+    """One write_file call by the model; returns the result it read back."""
+    seen: list[str] = []
+    sim.policy = ScriptedPolicy([
+        Reply("", [ToolCall("write_file", {"path": path, "content": content})]),
+        reads_result(seen),  # type: ignore[list-item]
+    ])
+    session = start(sim, provider, project, home, opened)
+    assert finished_text(turn(session.agent, "write it")) == "noted"
+    assert_history_valid(session.agent, sim)
+    return seen[0]
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_case14_writes_keep_hard_links_name_file_parents_and_count_large_changes(
+def test_case14_writing_over_a_hard_link_keeps_the_link(
+    provider: Provider, project: Path, simulator: Simulator, opened: list[Session],
+    isolated_home: Path,
+) -> None:
+    linked = project / "linked.txt"
+    linked.write_text("old\n")
+    os.link(linked, project / "other-name.txt")
+    result = write_once(simulator, provider, project, isolated_home, opened,
+                        "linked.txt", "new\n")
+    assert "Wrote linked.txt" in result
+    assert (project / "other-name.txt").read_text() == "new\n"  # the link still shares it
+    assert os.stat(linked).st_nlink == 2
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_case14_a_parent_that_is_a_file_is_named(
     provider: Provider, project: Path, simulator: Simulator, opened: list[Session],
     isolated_home: Path,
 ) -> None:
     (project / "real.txt").write_text("a file\n")
-    linked = project / "linked.txt"
-    linked.write_text("old\n")
-    os.link(linked, project / "other-name.txt")
+    result = write_once(simulator, provider, project, isolated_home, opened,
+                        "real.txt/x", "nested\n")
+    assert "real.txt is a file, not a folder" in result
+    assert "File exists" not in result
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_case14_a_large_write_counts_the_lines_it_changed(
+    provider: Provider, project: Path, simulator: Simulator, opened: list[Session],
+    isolated_home: Path,
+) -> None:
     big_old = "".join(f"row {i}\n" for i in range(250_000))  # over the diff size limit
-    big_new = "row 7\nrow seven\n"  # a short new content over a huge old file
     (project / "big.txt").write_text(big_old)
-    seen: list[str] = []
-    simulator.policy = ScriptedPolicy([
-        Reply("", [
-            ToolCall("write_file", {"path": "linked.txt", "content": "new\n"}),
-            ToolCall("write_file", {"path": "real.txt/x", "content": "nested\n"}),
-            ToolCall("write_file", {"path": "big.txt", "content": big_new}),
-        ]),
-        reads_result(seen),  # type: ignore[list-item]
-    ])
-    session = start(simulator, provider, project, isolated_home, opened)
-    assert finished_text(turn(session.agent, "write them")) == "noted"
-    linked_result, nested_result, big_result = seen
-    assert not linked_result.startswith("Permission") and "linked.txt" in linked_result
-    assert (project / "other-name.txt").read_text() == "new\n"  # the link still shares it
-    assert os.stat(linked).st_nlink == 2
-    assert "real.txt is a file, not a folder" in nested_result
-    assert "File exists" not in nested_result
-    assert "+1 -249999" in big_result
-    assert_history_valid(session.agent, simulator)
+    result = write_once(simulator, provider, project, isolated_home, opened,
+                        "big.txt", "row 7\nrow seven\n")
+    assert "+1 -249999" in result and "+0 -0" not in result
 
 
 KILLED_WRITER = """
