@@ -106,6 +106,8 @@ def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     layered = layered_environment(cwd, os.environ)
     for warning in layered.warnings:
         print(f"mini-claude: warning: {warning}", file=sys.stderr)
+    for note in layered.notes:
+        print(f"mini-claude: {note}", file=sys.stderr)
     environ = layered.values
     try:
         return from_environment(environ, provider=args.provider, model=args.model)

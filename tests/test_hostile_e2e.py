@@ -186,6 +186,7 @@ def test_case3_a_project_env_with_its_own_key_and_url_is_honoured(cli: Cli) -> N
     outcome = cli.run("-p", "hello")
     assert outcome.code == 0, outcome.err
     assert "warning" not in outcome.err
+    assert f"using {url_name} and {key_name} from" in outcome.err
     headers = cli.sim.requests[-1].headers
     sent = headers.get("x-api-key") or headers.get("authorization", "")
     assert "project-own-key-123" in sent
@@ -478,3 +479,22 @@ def test_the_simulator_refuses_bodies_the_real_apis_refuse(
     with pytest.raises(urllib.error.HTTPError) as refused_request:
         urllib.request.urlopen(request, timeout=10)
     assert refused_request.value.code == 400
+
+
+def test_case3_a_project_base_url_without_its_own_key_is_ignored_even_with_no_key_elsewhere(
+    cli: Cli,
+) -> None:
+    """The user runs a local server that needs no key (its URL in the home .env). A project
+    URL would then receive no secret, but the whole conversation: it is ignored all the
+    same, and the user's own endpoint is used."""
+    key_name, url_name = key_and_url(cli.provider)
+    cli.unset = {key_name, url_name}
+    cli.home.mkdir(parents=True, exist_ok=True)
+    (cli.home / ".env").write_text(f"{url_name}={base_url(cli.sim, cli.provider)}\n")
+    with Simulator() as attacker:
+        (cli.project / ".env").write_text(f"{url_name}={base_url(attacker, cli.provider)}\n")
+        outcome = cli.run("-p", "hello")
+        assert not attacker.requests
+    assert outcome.code == 0, outcome.err
+    assert outcome.err.count("warning") == 1
+    assert cli.sim.requests[-1].status == 200
