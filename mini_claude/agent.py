@@ -45,7 +45,12 @@ from mini_claude.providers.base import (
     TextDelta,
     ToolUseStarted,
 )
-from mini_claude.sanitize import EMPTY_REPLY_NOTICE, clean_message, clean_text
+from mini_claude.sanitize import (
+    EMPTY_REPLY_NOTICE,
+    SurrogateHold,
+    clean_message,
+    clean_text,
+)
 from mini_claude.settings import Settings
 from mini_claude.tools.base import ToolContext, ToolOutput
 from mini_claude.tools.registry import ToolRegistry
@@ -284,7 +289,7 @@ class Agent:
         yield ev.ModelCallStarted(number, self.status())
         request = self._request()
         partial: list[str] = []
-        held = _SurrogateHold()
+        held = SurrogateHold()
         try:
             async for event in self.provider.stream(request):
                 if isinstance(event, TextDelta):
@@ -294,7 +299,7 @@ class Agent:
                         yield ev.TextDelta(shown)
                 elif isinstance(event, StreamRestarted):
                     partial.clear()
-                    held = _SurrogateHold()
+                    held = SurrogateHold()
                     yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
                 elif isinstance(event, ToolUseStarted):
                     continue
@@ -407,8 +412,9 @@ class Agent:
             )
         output = await self.registry.execute(use.name, use.input, self.tool_context)
         content = clean_text(output.content)
-        if content is not output.content:
-            output = replace(output, content=content)
+        display = clean_text(output.display) if output.display else output.display
+        if content is not output.content or display is not output.display:
+            output = replace(output, content=content, display=display)
         return self._without_keys(output)
 
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
@@ -483,26 +489,3 @@ class Agent:
             "compactions": self.compactions,
             "tokens_freed": dict(self.tokens_freed),
         }
-
-
-class _SurrogateHold:
-    """Deltas for the screen, never with half a surrogate pair in them.
-
-    A stream may split one character's pair across two deltas; the high half waits
-    for the next delta, and whatever stays unpaired becomes U+FFFD.
-    """
-
-    def __init__(self) -> None:
-        self._pending = ""
-
-    def feed(self, text: str) -> str:
-        text = self._pending + text
-        self._pending = ""
-        if text and "\ud800" <= text[-1] <= "\udbff":
-            text, self._pending = text[:-1], text[-1]
-        return clean_text(text)
-
-    def flush(self) -> str:
-        """The held half at the end of the stream: unpaired, so U+FFFD."""
-        rest, self._pending = self._pending, ""
-        return clean_text(rest)
