@@ -89,41 +89,49 @@ class Session:
         transcript = Transcript.create(
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )
-        self._hold(transcript.path, transcript)
+        self._adopt(self._lock_for(transcript.path), transcript)
         self.agent = self._build_agent(transcript, Conversation())
         return self.agent
 
     def resume(self, session_id: str | None) -> Agent:
         """Continue the newest session of this folder, or the one named."""
         path = self._find_transcript(session_id)
-        self._hold(path)  # before loading: the other process may still be writing
-        loaded = load_session(path)
+        lock = self._lock_for(path)  # before loading: the other process may still be writing
+        try:
+            loaded = load_session(path)
+        except BaseException:
+            if lock is not None and lock is not self.lock:
+                lock.release()  # the session in use (if any) stays as it was
+            raise
         self.warnings.extend(loaded.warnings)
         self.session_id = loaded.session_id
         transcript = Transcript(path, secrets=self.secrets)
-        if self.lock is not None:
-            transcript.on_close(self.lock.attach())
+        self._adopt(lock, transcript)
         if loaded.repair is not None:
             transcript.message(loaded.repair)
         transcript.event("resumed")
         self.agent = self._build_agent(transcript, loaded.conversation)
         return self.agent
 
-    def _hold(self, path: Path, transcript: Transcript | None = None) -> None:
-        """This process alone writes the session from now on (the last one is let go).
+    def _lock_for(self, path: Path) -> SessionLock | None:
+        """The lock of the session at ``path``: ours already, or taken now (or SessionError)."""
+        if self.lock is not None and self.lock.path == lock_path(path):
+            return self.lock  # resuming the session in use
+        try:
+            return SessionLock.acquire(path)
+        except SessionBusy as exc:
+            raise SessionError(str(exc)) from None
+
+    def _adopt(self, lock: SessionLock | None, transcript: Transcript) -> None:
+        """This process alone writes the session from now on; the previous one is let go.
 
         Closing the transcript lets the lock go too.
         """
-        if self.lock is not None and self.lock.path == lock_path(path):
-            return  # already ours (resuming the session in use)
-        try:
-            lock = SessionLock.acquire(path)
-        except SessionBusy as exc:
-            raise SessionError(str(exc)) from None
-        self._release()
-        self.lock = lock
-        if self.lock is not None and transcript is not None:
-            transcript.on_close(self.lock.attach())
+        if lock is not self.lock:
+            self._release()
+            self.lock = lock
+        if lock is not None:
+            transcript.on_close(lock.attach())
 
     def _release(self) -> None:
         if self.lock is not None:

@@ -19,7 +19,7 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.providers import create_provider
-from mini_claude.session import Session
+from mini_claude.session import Session, SessionError
 from mini_claude.settings import Settings
 from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
 from mini_claude.tools.base import (
@@ -408,3 +408,31 @@ def test_case14_a_temporary_left_by_an_older_crash_is_swept_on_the_next_write(
     result = asyncio.run(WriteFileTool().run({"path": "notes.txt", "content": "hi\n"}, ctx))
     assert not result.is_error, result.content
     assert not stale.exists() and fresh.exists()
+
+
+# ---- case 4, in one process: the lock follows the transcripts that use it --------------
+
+
+def test_case4_the_lock_is_let_go_when_the_last_transcript_using_it_closes(
+    project: Path, simulator: Simulator, isolated_home: Path,
+) -> None:
+    settings = session_settings(simulator, "anthropic", isolated_home)
+    holder = Session(settings, project, create_provider(settings), allow_all)
+    other = Session(settings, project, create_provider(settings), allow_all)
+    first = holder.start_new()
+    with pytest.raises(SessionError, match="in use by another mini-claude process"):
+        other.resume(holder.session_id)
+    again = holder.resume(holder.session_id)  # /resume of the session in use
+    first.transcript.close()  # the old transcript closes; the resumed one still holds it
+    with pytest.raises(SessionError, match="in use"):
+        other.resume(holder.session_id)
+    broken = isolated_home / "transcripts" / "20000101-000000-broken.jsonl"
+    broken.mkdir()  # cannot be loaded: the session in use must stay held
+    with pytest.raises(OSError):
+        holder.resume(broken.stem)
+    with pytest.raises(SessionError, match="in use"):
+        other.resume(holder.session_id)
+    again.transcript.close()
+    resumed = other.resume(holder.session_id)
+    assert resumed.conversation is not None
+    resumed.transcript.close()
