@@ -45,9 +45,10 @@ from mini_claude.protocol import (
     ToolOutput,
     ToolUseStarted,
 )
-from mini_claude.sanitize import EMPTY_REPLY_NOTICE, clean_text
+from mini_claude.sanitize import EMPTY_REPLY_NOTICE, SurrogateHold, clean_text
 from mini_claude.secrets import api_keys, mask
 from mini_claude.settings import Settings
+from mini_claude.text import format_tokens
 from mini_claude.tools.base import ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
@@ -145,6 +146,10 @@ class Agent:
         if not text.strip():
             yield ev.TurnError("nothing to send: the prompt is empty", "error")
             return
+        unsendable = self._prompt_cannot_fit(text)
+        if unsendable is not None:
+            yield ev.TurnError(unsendable, "prompt_too_long")
+            return
         self.compactor.note_turn_start()
         self.history.append(user_text(text))
         if self.compactor.should_auto_compact(self.conversation):
@@ -159,6 +164,19 @@ class Agent:
             yield ev.Notice(self.compactor.thrash_warning, "warning")
         async for event in self._loop(max_requests):
             yield event
+
+    def _prompt_cannot_fit(self, text: str) -> str | None:
+        """Refuse up front a prompt that alone outgrows the window: no tier can shrink the
+        newest request, so sending it would only be refused (and retried)."""
+        tokens = self.meter.tokens_for(len(text)) + round(self.meter.fixed_tokens)
+        room = self.settings.effective_window
+        if tokens <= room:
+            return None
+        return (
+            f"the prompt is too long to send: about {format_tokens(tokens)} tokens with the "
+            f"system prompt and tools, and the window holds {format_tokens(room)} after room "
+            "for the answer; shorten it or send less"
+        )
 
     def _cache_is_cold(self) -> bool:
         idle = self.settings.microcompact_idle_seconds
@@ -274,7 +292,7 @@ class Agent:
         yield ev.ModelCallStarted(number, self.status())
         request = self._request()
         partial: list[str] = []
-        held = _SurrogateHold()
+        held = SurrogateHold()
         started = time.perf_counter()
         try:
             async for event in self.provider.stream(request):
@@ -285,11 +303,14 @@ class Agent:
                         yield ev.TextDelta(shown)
                 elif isinstance(event, StreamRestarted):
                     partial.clear()
-                    held = _SurrogateHold()
+                    held = SurrogateHold()
                     yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
                 elif isinstance(event, ToolUseStarted):
                     continue
                 elif isinstance(event, ResponseComplete):
+                    rest = held.flush()
+                    if rest:
+                        yield ev.TextDelta(rest)
                     event = self._record_response(event)
                     if event.usage is not None:
                         yield ev.UsageReported(event.usage, self.status(), self.costs.dollars)
@@ -340,8 +361,9 @@ class Agent:
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
         output = await self.registry.execute(use.name, use.input, self.tool_context)
         content = clean_text(output.content)
-        if content is not output.content:
-            output = replace(output, content=content)
+        display = clean_text(output.display) if output.display else output.display
+        if content is not output.content or display is not output.display:
+            output = replace(output, content=content, display=display)
         return self._without_keys(output)
 
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
@@ -408,21 +430,3 @@ class Agent:
             "compactions": self.compactions,
             "tokens_freed": dict(self.tokens_freed),
         }
-
-
-class _SurrogateHold:
-    """Deltas for the screen, never with half a surrogate pair in them.
-
-    A stream may split one character's pair across two deltas; the high half waits
-    for the next delta, and whatever stays unpaired becomes U+FFFD.
-    """
-
-    def __init__(self) -> None:
-        self._pending = ""
-
-    def feed(self, text: str) -> str:
-        text = self._pending + text
-        self._pending = ""
-        if text and "\ud800" <= text[-1] <= "\udbff":
-            text, self._pending = text[:-1], text[-1]
-        return clean_text(text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import time
 from collections.abc import Callable
@@ -117,41 +118,49 @@ class Session:
         transcript = Transcript.create(
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )
-        self._hold(transcript.path, transcript)
+        self._adopt(self._lock_for(transcript.path), transcript)
         self.agent = self._build_agent(transcript, Conversation())
         return self.agent
 
     def resume(self, session_id: str | None) -> Agent:
         """Continue the newest session of this folder, or the one named."""
         path = self._find_transcript(session_id)
-        self._hold(path)  # before loading: the other process may still be writing
-        loaded = load_session(path)
+        lock = self._lock_for(path)  # before loading: the other process may still be writing
+        try:
+            loaded = load_session(path)
+        except BaseException:
+            if lock is not None and lock is not self.lock:
+                lock.release()  # the session in use (if any) stays as it was
+            raise
         self.warnings.extend(loaded.warnings)
         self.session_id = loaded.session_id
         transcript = Transcript(path, secrets=self.secrets)
-        if self.lock is not None:
-            transcript.on_close(self.lock.attach())
+        self._adopt(lock, transcript)
         if loaded.repair is not None:
             transcript.message(loaded.repair)
         transcript.event("resumed")
         self.agent = self._build_agent(transcript, loaded.conversation)
         return self.agent
 
-    def _hold(self, path: Path, transcript: Transcript | None = None) -> None:
-        """This process alone writes the session from now on (the last one is let go).
+    def _lock_for(self, path: Path) -> SessionLock | None:
+        """The lock of the session at ``path``: ours already, or taken now (or SessionError)."""
+        if self.lock is not None and self.lock.path == lock_path(path):
+            return self.lock  # resuming the session in use
+        try:
+            return SessionLock.acquire(path)
+        except SessionBusy as exc:
+            raise SessionError(str(exc)) from None
+
+    def _adopt(self, lock: SessionLock | None, transcript: Transcript) -> None:
+        """This process alone writes the session from now on; the previous one is let go.
 
         Closing the transcript lets the lock go too.
         """
-        if self.lock is not None and self.lock.path == lock_path(path):
-            return  # already ours (resuming the session in use)
-        try:
-            lock = SessionLock.acquire(path)
-        except SessionBusy as exc:
-            raise SessionError(str(exc)) from None
-        self._release()
-        self.lock = lock
-        if self.lock is not None and transcript is not None:
-            transcript.on_close(self.lock.attach())
+        if lock is not self.lock:
+            self._release()
+            self.lock = lock
+        if lock is not None:
+            transcript.on_close(lock.attach())
 
     def _release(self) -> None:
         if self.lock is not None:
@@ -161,10 +170,19 @@ class Session:
     def _find_transcript(self, session_id: str | None) -> Path:
         directory = self.settings.transcripts_dir
         if session_id:
+            if "/" in session_id or session_id.startswith("."):
+                raise SessionError(f"{session_id!r} is not a session id")
             path = directory / f"{session_id}.jsonl"
             if not path.is_file():
-                matches = sorted(directory.glob(f"{session_id}*.jsonl"))
-                if len(matches) != 1:
+                matches = sorted(directory.glob(f"{glob.escape(session_id)}*.jsonl"))
+                if len(matches) > 1:
+                    names = ", ".join(m.stem for m in matches[:5])
+                    more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+                    raise SessionError(
+                        f"{session_id!r} matches {len(matches)} sessions ({names}{more}); "
+                        "give more of the id"
+                    )
+                if not matches:
                     raise SessionError(f"no session {session_id!r} under {directory}")
                 path = matches[0]
             return path

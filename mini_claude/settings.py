@@ -122,6 +122,10 @@ class Settings:
     # Provider calls
     max_retries: int = 4
     request_timeout_seconds: float = 600.0
+    # A stream that sends nothing (not even a ping) for this long is given up and retried.
+    # 90 s is Claude Code's default (CLAUDE_STREAM_IDLE_TIMEOUT_MS, 90,000 ms); the SDKs
+    # alone would wait their whole 600 s request timeout on each attempt.
+    stream_idle_timeout_seconds: float = 90.0
 
     # Tools
     shell_timeout_seconds: float = 120.0
@@ -189,6 +193,7 @@ ENV_NAMES: dict[str, str] = {
     "openai_base_url": "OPENAI_BASE_URL",
     "auto_compact": "MINI_CLAUDE_AUTO_COMPACT",
     "autocompact_pct": "MINI_CLAUDE_AUTOCOMPACT_PCT",
+    "stream_idle_timeout_seconds": "MINI_CLAUDE_STREAM_IDLE_TIMEOUT",
 }
 for _f in fields(Settings):
     ENV_NAMES.setdefault(_f.name, "MINI_CLAUDE_" + _f.name.upper())
@@ -283,7 +288,30 @@ def from_environment(
         values["model"] = model
     elif "model" not in values:
         values["model"] = DEFAULT_MODELS[values["provider"]]
-    return replace(base, **values)
+    settings = replace(base, **values)
+    check_base_url(settings)
+    return settings
+
+
+def check_base_url(settings: Settings) -> None:
+    """The endpoint in use must be an http(s) URL with a host; anything else would only be
+    retried as a lost connection."""
+    from urllib.parse import urlsplit
+
+    url = settings.base_url
+    if url is None:
+        return
+    name = ENV_NAMES[f"{settings.provider}_base_url"]
+    try:
+        parts = urlsplit(url.strip())
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # a port that is not a number raises here
+    except ValueError:
+        valid = False
+    if not valid:
+        raise SettingsError(
+            f"{name}={url!r} is not a valid base URL: it needs http:// or https:// and a host"
+        )
 
 
 def _choose_provider(environ: Mapping[str, str]) -> ProviderName:

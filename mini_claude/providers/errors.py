@@ -169,8 +169,12 @@ def transport_failure(exc: BaseException, context: ErrorContext) -> ProviderErro
 
 
 def timed_out(context: ErrorContext) -> RequestTimeout:
-    limit = f" within {context.timeout_seconds:g} s" if context.timeout_seconds else ""
-    return RequestTimeout(f"the API did not answer{limit}")
+    if not context.timeout_seconds:
+        return RequestTimeout("the API did not answer")
+    return RequestTimeout(
+        f"the API did not answer: nothing arrived for {context.timeout_seconds:g} s "
+        "(MINI_CLAUDE_STREAM_IDLE_TIMEOUT)"
+    )
 
 
 def connection_lost(cause: BaseException, context: ErrorContext) -> ConnectionLost:
