@@ -126,6 +126,10 @@ class Settings:
     # REPL: every tier report on its own line instead of one summary line per model call
     verbose: bool = False
 
+    # Sub-agents (the task tool): off removes the tool; the model for children (None: the same)
+    task_tool: bool = True
+    task_model: str | None = None
+
     @property
     def window(self) -> int:
         return self.context_window or window_for_model(self.model)
