@@ -6,7 +6,6 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,8 +16,8 @@ from mini_claude.simulator import Fault, FunctionPolicy, Reply, ScriptedPolicy, 
 from mini_claude.simulator.policies import system_contains, user_contains
 from mini_claude.simulator.types import SimConversation
 from mini_claude.subagent import task_transcripts_dir
-from mini_claude.transcript import load_session
 from mini_claude.tools.base import PermissionDecision, PermissionRequest
+from mini_claude.transcript import load_session
 from tests.reliability_support import PROVIDERS, Provider, session_settings
 from tests.subagent_support import (
     EXPLORE_SYSTEM,
@@ -197,3 +196,121 @@ def test_cancelling_the_turn_cancels_every_task_and_leaves_valid_histories(
         assert states == {"interrupted"}
     finally:
         close(session, loop)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_general_task_asks_the_parent_approver_and_has_no_task_tool(
+    simulator: Simulator, provider: Provider, project: Path, isolated_home: Path,
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    asked: list[PermissionRequest] = []
+
+    async def approver(request: PermissionRequest) -> PermissionDecision:
+        asked.append(request)
+        return PermissionDecision(True)
+
+    child = ScriptedPolicy([
+        Reply("Nesting.", [task_call("NESTED: again")]),
+        Reply("Running.", [ToolCall("run_shell", {"command": "echo child-ran-this"})]),
+    ], final=Reply("The command printed child-ran-this."))
+    route(simulator, [Reply("Delegating.", [task_call("SHELL-JOB: run it", "run the echo",
+                                                      agent_type="general")])],
+          [(user_contains("SHELL-JOB"), child)])
+    session = start(session_settings(simulator, provider, isolated_home), project, approver)
+    try:
+        run_turn(loop, session, "Run the echo through a helper.")
+        [request] = asked
+        assert request.tool_name == "run_shell"
+        assert request.summary.startswith("[task: run the echo] ")
+        assert [r.content for r in results(session.agent)] == [
+            "The command printed child-ran-this."]
+        children = requests_of(simulator, GENERAL_SYSTEM)
+        assert "task" not in tool_names(children[0])
+        assert {"run_shell", "write_file", "edit_file", "read_file"} <= set(tool_names(children[0]))
+        assert "Unknown tool 'task'" in request_text(children[1])  # no task inside a task
+        assert "child-ran-this" in request_text(children[2])
+        assert len(child_transcripts(session)) == 1
+    finally:
+        close(session, loop)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_markdown_agent_file_defines_a_type_with_its_prompt_tools_and_model(
+    simulator: Simulator, provider: Provider, project: Path, isolated_home: Path,
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    folder = project / ".claude" / "agents"
+    folder.mkdir(parents=True)
+    (folder / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: Reviews code for bugs\ntools: Read, Grep\n"
+        "model: sim-reviewer\n---\nYou are REVIEWER-PROMPT. Report bugs only.\n")
+    route(simulator, [Reply("Reviewing.", [task_call("REVIEW-JOB: check", "review",
+                                                     agent_type="reviewer")]),
+                      Reply("Oops.", [task_call("x", agent_type="nonesuch")])],
+          [(system_contains("REVIEWER-PROMPT"), ScriptedPolicy([], final=Reply("No bugs.")))])
+    session = start(session_settings(simulator, provider, isolated_home), project)
+    try:
+        run_turn(loop, session, "Review the code.")
+        parents = requests_of(simulator, PARENT_SYSTEM)
+        assert "reviewer: Reviews code for bugs" in request_text(parents[0])
+        [child] = requests_of(simulator, "REVIEWER-PROMPT")
+        assert child.conversation is not None
+        assert child.conversation.model == "sim-reviewer"
+        assert tool_names(child) == ["read_file", "grep_search"]
+        review, unknown = results(session.agent)
+        assert review.content == "No bugs." and not review.is_error
+        assert unknown.is_error
+        assert "unknown agent_type 'nonesuch'" in unknown.content
+        assert "explore, plan, general, reviewer" in unknown.content
+    finally:
+        close(session, loop)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_child_compacts_on_its_own_small_window(
+    simulator: Simulator, provider: Provider, project: Path, isolated_home: Path,
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    for n in range(6):
+        lines = "".join(f"FILE{n} line {i}: value {i * 7 + n} recorded\n" for i in range(220))
+        (project / f"data{n}.txt").write_text(lines)
+    reads = [Reply(f"Reading {n}.", [ToolCall("read_file", {"path": f"data{n}.txt"})])
+             for n in range(6)]
+    route(simulator, [Reply("Delegating.", [task_call("BIG-READ: read all", "read data")])],
+          [(user_contains("BIG-READ"), ScriptedPolicy(reads, final=Reply("Read six files.")))])
+    settings = session_settings(simulator, provider, isolated_home, context_window=12_000)
+    session = start(settings, project)
+    try:
+        run_turn(loop, session, "Read the data through a helper.")
+        assert [r.content for r in results(session.agent)] == ["Read six files."]
+        [path] = child_transcripts(session)
+        kinds = [r["type"] for r in transcript_records(path)]
+        assert "compaction" in kinds  # the child summarized its own history
+        assert session.agent.compactions == 0
+        summaries = [r for r in simulator.requests if r.is_summary_request]
+        assert summaries and all(EXPLORE_SYSTEM in r.conversation.system  # type: ignore[union-attr]
+                                 for r in summaries)
+        assert session.agent.costs.summaries.requests == len(summaries)
+    finally:
+        close(session, loop)
+
+
+def test_a_child_transcript_resumes_by_its_id(
+    simulator: Simulator, project: Path, isolated_home: Path, loop: asyncio.AbstractEventLoop,
+) -> None:
+    route(simulator, [Reply("Delegating.", [task_call("NOTE-JOB: remember")])],
+          [(user_contains("NOTE-JOB"), ScriptedPolicy([], final=Reply("Noted.")))])
+    settings = session_settings(simulator, "anthropic", isolated_home)
+    session = start(settings, project)
+    try:
+        run_turn(loop, session, "Delegate a note.")
+        [started] = events_of(session.agent.transcript.path, "task_started")
+    finally:
+        close(session, loop)
+    again = Session(settings, project, session.provider, session.approver)
+    child = again.resume(started["task_id"])
+    try:
+        texts = [m.text for m in child.conversation.messages]
+        assert texts == ["NOTE-JOB: remember", "Noted."]
+    finally:
+        child.transcript.close()
