@@ -314,3 +314,40 @@ def test_a_child_transcript_resumes_by_its_id(
         assert texts == ["NOTE-JOB: remember", "Noted."]
     finally:
         child.transcript.close()
+
+
+def test_questions_from_parallel_tasks_come_one_at_a_time(
+    simulator: Simulator, project: Path, isolated_home: Path, loop: asyncio.AbstractEventLoop,
+) -> None:
+    asked: list[str] = []
+    on_screen = 0
+    overlapped = False
+
+    async def approver(request: PermissionRequest) -> PermissionDecision:
+        nonlocal on_screen, overlapped
+        asked.append(request.summary)
+        on_screen += 1
+        overlapped = overlapped or on_screen > 1
+        for _ in range(25):  # a user taking their time: the other task must wait its turn
+            await asyncio.sleep(0.02)
+            overlapped = overlapped or on_screen > 1
+        on_screen -= 1
+        return PermissionDecision(True)
+
+    def shell(tag: str) -> ScriptedPolicy:
+        return ScriptedPolicy([Reply("Running.", [ToolCall("run_shell",
+                                                           {"command": f"echo {tag}"})])],
+                              final=Reply(f"{tag} done."))
+
+    route(simulator, [Reply("Two.", [task_call("JOB-A", "first", agent_type="general"),
+                                     task_call("JOB-B", "second", agent_type="general")])],
+          [(user_contains("JOB-A"), shell("alpha")), (user_contains("JOB-B"), shell("beta"))])
+    settings = session_settings(simulator, "openai", isolated_home)
+    session = start(settings, project, approver)
+    try:
+        run_turn(loop, session, "Run both.")
+        assert sorted(asked) == ["[task: first] echo alpha", "[task: second] echo beta"]
+        assert not overlapped
+        assert [r.content for r in results(session.agent)] == ["alpha done.", "beta done."]
+    finally:
+        close(session, loop)
