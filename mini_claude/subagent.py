@@ -65,7 +65,11 @@ class RollupCosts(CostTracker):
         self.parent = parent
 
     def add(self, model: str, usage: Usage, *, summary: bool = False) -> float:
-        self.parent.add(model, usage, summary=summary)
+        cost = self.parent.add(model, usage, summary=summary)
+        share = self.parent.subagents
+        share.usage = share.usage + usage
+        share.dollars += cost
+        share.requests += 1
         return super().add(model, usage, summary=summary)
 
 

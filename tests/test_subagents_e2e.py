@@ -103,6 +103,8 @@ def test_child_works_in_its_own_context_and_only_its_answer_reaches_the_parent(
         total = agent.costs.usage.prompt_tokens + agent.costs.usage.output_tokens
         assert total > progress[-1].tokens > 0
         assert agent.costs.dollars > progress[-1].cost_usd > 0
+        assert agent.costs.subagents.requests == 3
+        assert agent.costs.subagents.dollars == pytest.approx(progress[-1].cost_usd)
 
         [path] = child_transcripts(session)
         [started] = events_of(agent.transcript.path, "task_started")
