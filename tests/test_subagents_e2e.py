@@ -86,6 +86,7 @@ def test_child_works_in_its_own_context_and_only_its_answer_reaches_the_parent(
         agent = session.agent
 
         assert [r.content for r in results(agent)] == [ANSWER]
+        assert results(agent)[0].target == "find the config loader"  # what a placeholder names
         parents = requests_of(simulator, PARENT_SYSTEM)
         children = requests_of(simulator, EXPLORE_SYSTEM)
         assert len(parents) == 2 and len(children) == 3
