@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mini_claude import events as ev
+from mini_claude.cli import main
 from mini_claude.conversation import INTERRUPTED_RESULT, validate
 from mini_claude.session import Session
 from mini_claude.simulator import Fault, FunctionPolicy, Reply, ScriptedPolicy, Simulator, ToolCall
@@ -34,6 +36,7 @@ from tests.subagent_support import (
     tool_names,
     transcript_records,
 )
+from tests.test_e2e_print import point_at
 
 SECRET_LINE = "CHILD-ONLY loader reads settings.toml through load_config()"
 ANSWER = "The config is loaded by load_config() in pkg/config.py, line 1."
@@ -354,3 +357,32 @@ def test_questions_from_parallel_tasks_come_one_at_a_time(
         assert [r.content for r in results(session.agent)] == ["alpha done.", "beta done."]
     finally:
         close(session, loop)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_print_mode_totals_include_the_sub_agents_and_a_rule_can_forbid_task(
+    simulator: Simulator, provider: Provider, project: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(project)
+    point_at(simulator, provider, monkeypatch)
+    child = ScriptedPolicy([Reply("Reading.", [ToolCall("read_file", {"path": "README.md"})])],
+                           final=Reply("The readme says demo."))
+    route(simulator, [Reply("Delegating.", [task_call("README-JOB: read it")])],
+          [(user_contains("README-JOB"), child)], parent_final="It says demo.")
+    assert main(["-p", "what does the readme say?", "--output-format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["result"] == "It says demo."
+    assert result["mini_claude"]["requests"] == 4  # two of the session's, two of the child's
+    children = requests_of(simulator, EXPLORE_SYSTEM)
+    assert len(children) == 2
+
+    simulator.requests.clear()
+    route(simulator, [Reply("Delegating.", [task_call("README-JOB: read it")])],
+          [(user_contains("README-JOB"), child)], parent_final="Not allowed, then.")
+    code = main(["-p", "what does the readme say?", "--disallowed-tools", "task"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "Not allowed, then." in out
+    assert "naming no known tool" not in err
+    assert not requests_of(simulator, EXPLORE_SYSTEM)
+    assert "Permission denied by the rule 'task'" in request_text(simulator.requests[-1])
