@@ -386,3 +386,28 @@ def test_print_mode_totals_include_the_sub_agents_and_a_rule_can_forbid_task(
     assert "naming no known tool" not in err
     assert not requests_of(simulator, EXPLORE_SYSTEM)
     assert "Permission denied by the rule 'task'" in request_text(simulator.requests[-1])
+
+
+@pytest.mark.parametrize(("agent_type", "marker", "tools"), [
+    ("explore", EXPLORE_SYSTEM, ["read_file", "grep_search", "list_files"]),
+    ("plan", "You are a planning sub-agent", ["read_file", "grep_search", "list_files"]),
+    ("general", GENERAL_SYSTEM, ["read_file", "grep_search", "list_files", "run_shell",
+                                 "write_file", "edit_file", "compact"]),
+])
+def test_each_builtin_type_has_its_own_prompt_and_tools(
+    simulator: Simulator, project: Path, isolated_home: Path, loop: asyncio.AbstractEventLoop,
+    agent_type: str, marker: str, tools: list[str],
+) -> None:
+    route(simulator, [Reply("Delegating.", [task_call("TYPED-JOB", agent_type=agent_type)])],
+          [(user_contains("TYPED-JOB"), ScriptedPolicy([], final=Reply("1. Do it.")))])
+    session = start(session_settings(simulator, "anthropic", isolated_home,
+                                     task_model="sim-haiku"), project)
+    try:
+        run_turn(loop, session, "Delegate.")
+        [child] = requests_of(simulator, marker)
+        assert tool_names(child) == tools
+        assert child.conversation is not None and child.conversation.model == "sim-haiku"
+        assert str(project) in child.conversation.system  # the environment follows the prompt
+        assert [r.content for r in results(session.agent)] == ["1. Do it."]
+    finally:
+        close(session, loop)
