@@ -8,9 +8,10 @@ compactor summarizes. Every message goes to the transcript as it happens.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -85,6 +86,7 @@ class Agent:
         self.compactions = 0
         self.pipeline_seconds: list[float] = []
         self.last_call_at: float | None = None
+        self._side_events: asyncio.Queue[ev.Event] | None = None
         self.attach(transcript, conversation or Conversation())
 
     # ---- session plumbing -------------------------------------------------------------
@@ -341,22 +343,89 @@ class Agent:
     async def _run_tools(self, uses: list[ToolUseBlock]) -> AsyncIterator[ev.Event]:
         results: list[AdmittedResult] = []
         try:
-            for use in uses:
-                yield ev.ToolStarted(use.id, use.name, use.input)
-                output = await self._execute(use)
-                result = self.history.admit(use, output)
-                if result.report is not None:
-                    self._count_freed(result.report)
-                    yield ev.TierFired(result.report)
-                results.append(result)
-                yield ev.ToolFinished(
-                    use.id, use.name, result.block, output.display, output.display_kind,
-                    original=output.content,
-                )
+            for batch in self._batches(uses):
+                outputs: list[ToolOutput] = []
+                for use in batch:
+                    yield ev.ToolStarted(use.id, use.name, use.input)
+                if len(batch) == 1 and not self._runs_concurrently(batch[0]):
+                    outputs.append(await self._execute(batch[0]))
+                else:
+                    async for side_event in self._execute_together(batch, outputs):
+                        yield side_event
+                for use, output in zip(batch, outputs, strict=True):
+                    result = self.history.admit(use, output)
+                    if result.report is not None:
+                        self._count_freed(result.report)
+                        yield ev.TierFired(result.report)
+                    results.append(result)
+                    yield ev.ToolFinished(
+                        use.id, use.name, result.block, output.display, output.display_kind,
+                        original=output.content,
+                    )
         except (asyncio.CancelledError, GeneratorExit):
             self.history.close_results(uses, results, interrupted=True)
             raise
         self.history.close_results(uses, results)
+
+    # ---- calls that run together (sub-agents) -----------------------------------------
+
+    def _runs_concurrently(self, use: ToolUseBlock) -> bool:
+        return bool(getattr(self.registry.get(use.name), "concurrent", False))
+
+    def _batches(self, uses: list[ToolUseBlock]) -> list[list[ToolUseBlock]]:
+        """Calls in order; neighbouring calls of a concurrent tool (task) form one batch."""
+        batches: list[list[ToolUseBlock]] = []
+        for use in uses:
+            together = self._runs_concurrently(use)
+            if together and batches and self._runs_concurrently(batches[-1][0]):
+                batches[-1].append(use)
+            else:
+                batches.append([use])
+        return batches
+
+    def publish(self, event: ev.Event) -> None:
+        """An event from work running beside the loop (a sub-agent's progress).
+
+        It reaches the UI while a batch of concurrent calls runs; at any other time
+        there is nobody to tell, and it is dropped.
+        """
+        if self._side_events is not None:
+            self._side_events.put_nowait(event)
+
+    async def _execute_together(
+        self, batch: list[ToolUseBlock], outputs: list[ToolOutput]
+    ) -> AsyncIterator[ev.Event]:
+        """Run the batch at once, yielding published events; outputs come in call order."""
+        queue: asyncio.Queue[ev.Event] = asyncio.Queue()
+        self._side_events = queue
+        calls = [asyncio.ensure_future(self._execute(use)) for use in batch]
+        waiting: asyncio.Future[ev.Event] | None = None
+        try:
+            pending: set[asyncio.Future[Any]] = set(calls)
+            while pending:
+                waiting = waiting or asyncio.ensure_future(queue.get())
+                done, pending = await asyncio.wait(
+                    {*pending, waiting}, return_when=asyncio.FIRST_COMPLETED
+                )
+                if waiting in done:
+                    yield waiting.result()
+                    done.discard(waiting)
+                    waiting = None
+                else:
+                    pending.discard(waiting)
+                if any(call.cancelled() for call in done):
+                    raise asyncio.CancelledError  # a question was answered with Esc
+            while not queue.empty():
+                yield queue.get_nowait()
+            outputs.extend(call.result() for call in calls)
+        except asyncio.CancelledError:
+            await _settle(calls)
+            raise
+        finally:
+            self._side_events = None
+            for future in [*calls, waiting]:
+                if future is not None:
+                    future.cancel()
 
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
         output = await self.registry.execute(use.name, use.input, self.tool_context)
@@ -430,3 +499,16 @@ class Agent:
             "compactions": self.compactions,
             "tokens_freed": dict(self.tokens_freed),
         }
+
+
+SETTLE_SECONDS = 5.0
+
+
+async def _settle(calls: Sequence[asyncio.Future[ToolOutput]]) -> None:
+    """Cancel the calls and give them a moment to clean up (a sub-agent closes its history
+    and notes the interruption in its transcript) before the turn ends."""
+    for call in calls:
+        call.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.wait(calls, timeout=SETTLE_SECONDS)
+

@@ -118,6 +118,25 @@ class TurnLimitReached:
     requests: int
 
 
+@dataclass(frozen=True, slots=True)
+class TaskProgress:
+    """A sub-agent (the task tool) started, made a call, or ended; for the status bar."""
+
+    task_id: str
+    description: str
+    agent_type: str
+    calls: int  # tool calls the sub-agent has made so far
+    tokens: int  # prompt and output tokens of its model calls so far
+    cost_usd: float
+    state: Literal["running", "done", "failed", "interrupted"] = "running"
+
+    @property
+    def label(self) -> str:
+        """``task: find the config loader · 7 calls``."""
+        noun = "call" if self.calls == 1 else "calls"
+        return f"task: {self.description} · {self.calls} {noun}"
+
+
 Event = (
     TurnStarted
     | ModelCallStarted
@@ -135,4 +154,5 @@ Event = (
     | TurnError
     | TurnFinished
     | TurnLimitReached
+    | TaskProgress
 )

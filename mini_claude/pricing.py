@@ -71,6 +71,7 @@ class CostTracker:
         self.priced = True
         self.requests = 0
         self.summaries = CallTally()  # the summary calls' share of the totals above
+        self.subagents = CallTally()  # the task tool's sub-agents' share (summaries included)
         self.api_seconds = 0.0  # time spent waiting on the model, all calls
 
     def add(self, model: str, usage: Usage, *, summary: bool = False) -> float:

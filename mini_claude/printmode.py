@@ -21,6 +21,7 @@ from mini_claude.text import format_tokens
 from mini_claude.tools.base import allow_all, deny_all
 from mini_claude.tools.permission_rules import RuleError
 from mini_claude.tools.registry import default_registry
+from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
 
 if TYPE_CHECKING:
     from mini_claude.agent import Agent
@@ -71,7 +72,8 @@ async def _run(
         print(f"mini-claude: cannot read --system-prompt-file: {exc}", file=err)
         return EXIT_USAGE
     try:
-        loaded = options.load_rules(cwd, settings.home, default_registry().names())
+        known = [*default_registry().names(), *([TASK_TOOL] if settings.task_tool else [])]
+        loaded = options.load_rules(cwd, settings.home, known)
     except RuleError as exc:
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE

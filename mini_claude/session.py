@@ -19,11 +19,13 @@ from mini_claude.protocol import Provider
 from mini_claude.secrets import api_keys
 from mini_claude.session_lock import SessionBusy, SessionLock, lock_path
 from mini_claude.settings import Settings
+from mini_claude.subagent import add_task_tool, task_transcripts_dir
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
 from mini_claude.tools.base import Approver, ToolContext
 from mini_claude.tools.permission_rules import PermissionRules, load_rules
 from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment
+from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
 from mini_claude.transcript import (
     Transcript,
     list_sessions,
@@ -60,6 +62,8 @@ class Session:
             ensure_private_dir(self.settings.home)
         self.instructions = find_instructions(self.cwd, self.settings.home)
         self.system_prompt = build_system_prompt(self.cwd, self.instructions)
+        if self.settings.task_tool and self.registry.get(TASK_TOOL) is None:
+            self.warnings.extend(add_task_tool(self))
         if self.rules is None:
             loaded = load_rules(
                 allowed=(),
@@ -175,6 +179,10 @@ class Session:
             path = directory / f"{session_id}.jsonl"
             if not path.is_file():
                 matches = sorted(directory.glob(f"{glob.escape(session_id)}*.jsonl"))
+                if not matches:  # a sub-agent's transcript, in its session's folder
+                    parent = session_id.split("-task-")[0]
+                    folder = task_transcripts_dir(self.settings, parent)
+                    matches = sorted(folder.glob(f"{glob.escape(session_id)}*.jsonl"))
                 if len(matches) > 1:
                     names = ", ".join(m.stem for m in matches[:5])
                     more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""

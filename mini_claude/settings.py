@@ -139,6 +139,10 @@ class Settings:
     mcp_connect_timeout_seconds: float = 30.0
     mcp_tool_timeout_seconds: float = 120.0
 
+    # Sub-agents (the task tool): off removes the tool; the model for children (None: the same)
+    task_tool: bool = True
+    task_model: str | None = None
+
     @property
     def window(self) -> int:
         return self.context_window or window_for_model(self.model)

@@ -76,6 +76,7 @@ UNPUBLISHED: tuple[type, ...] = (
     ev.TurnError,
     ev.TurnFinished,
     ev.TurnLimitReached,
+    ev.TaskProgress,  # the sub-agent's answer is the task tool's result
 )
 
 

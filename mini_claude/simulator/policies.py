@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_claude.simulator.types import (
+    Policy,
     Reply,
     SimConversation,
     SimMessage,
@@ -252,3 +253,42 @@ class ExplorePolicy:
         if failures:
             parts.append(f"These calls failed: {', '.join(failures)}.")
         return " ".join(parts)
+
+
+# ---- several agents on one server ---------------------------------------------------------
+
+Match = Callable[[SimConversation], bool]
+
+
+def system_contains(text: str) -> Match:
+    """Requests whose system prompt contains ``text`` (one kind of agent)."""
+    return lambda conv: text in conv.system
+
+
+def user_contains(text: str) -> Match:
+    """Requests with a message typed by the user that contains ``text`` (one agent's job).
+
+    A summary keeps the recent user messages, so the match survives a compaction.
+    """
+    return lambda conv: any(
+        text in m.text for m in conv.messages if m.is_plain_user_message
+    )
+
+
+class RoutedPolicy:
+    """Answers each request with the policy of the first route that matches it.
+
+    A session and its sub-agents share one server; routing by system prompt or by
+    the job's text keeps each agent's script independent of the order in which
+    concurrent agents happen to call.
+    """
+
+    def __init__(self, routes: Sequence[tuple[Match, Policy]], default: Policy) -> None:
+        self.routes = list(routes)
+        self.default = default
+
+    def respond(self, conv: SimConversation) -> Reply:
+        for matches, policy in self.routes:
+            if matches(conv):
+                return policy.respond(conv)
+        return self.default.respond(conv)

@@ -137,6 +137,11 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
     table.add_row("  of which summary calls",
                   f"{summaries.requests:,} · {summaries.usage.prompt_tokens:,} in, "
                   f"{summaries.usage.output_tokens:,} out · {format_money(summaries.dollars)}")
+    subagents = costs.subagents
+    if subagents.requests:
+        table.add_row("  of which sub-agents (task)",
+                      f"{subagents.requests:,} · {subagents.usage.prompt_tokens:,} in, "
+                      f"{subagents.usage.output_tokens:,} out · {format_money(subagents.dollars)}")
     table.add_row("API time", _duration(costs.api_seconds))
     table.add_row("wall time", _duration(time.monotonic() - repl.started))
     repl.console.print(table)

@@ -48,6 +48,7 @@ class TurnPresenter:
         self.shown_before = shown_before or (lambda _text: False)
         self.interrupted_label = interrupted_label
         self._tier_reports: list[TierReport] = []
+        self._tasks: dict[str, str] = {}  # running sub-agents' status labels
 
     async def handle(self, event: ev.Event) -> None:
         match event:
@@ -98,6 +99,11 @@ class TurnPresenter:
                 await self._flush_text()
                 await self._print(note(f"stopped after {event.requests} model calls "
                                        "(the turn limit)", "warning"))
+            case ev.TaskProgress():
+                self._tasks[event.task_id] = event.label
+                if event.state != "running":
+                    del self._tasks[event.task_id]
+                self.activity.set(" | ".join(self._tasks.values()) or "thinking…")
             case ev.TurnStarted() | ev.UsageReported() | ev.TurnFinished():
                 pass  # the status bar and the REPL read these
             case _:

@@ -27,7 +27,7 @@ CODE_THEME = "monokai"
 RESULT_PREVIEW_LINES = 4
 DIFF_PREVIEW_LINES = 40
 LINE_PREVIEW_CHARS = 160
-MAIN_ARGUMENT_KEYS = ("command", "pattern", "path", "focus")
+MAIN_ARGUMENT_KEYS = ("command", "pattern", "path", "focus", "description")
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^ {0,3}([-*+]|\d{1,9}[.)])\s")

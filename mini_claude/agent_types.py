@@ -1,0 +1,215 @@
+"""Sub-agent types: the three built in, and the user's own as Markdown files.
+
+A user-defined type is a Markdown file with front matter, the shape Claude Code's
+agents use, so existing files work unchanged::
+
+    ---
+    name: reviewer
+    description: Reviews a diff for bugs
+    tools: Read, Grep, Glob
+    model: inherit
+    ---
+    The sub-agent's system prompt.
+
+``tools`` is optional (absent: every tool of the session but ``task``); ``model``
+is optional (a model name, or ``inherit``).
+
+Files are read from ``.mini-claude/agents/`` and ``.claude/agents/`` in the project
+and ``agents/`` under the mini-claude home; a project file wins over a home file of
+the same name, and any file wins over a built-in type of that name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+TEMPLATE_PACKAGE = "mini_claude.templates"
+READ_ONLY_TOOLS = ("read_file", "grep_search", "list_files")
+DEFAULT_TYPE = "explore"
+MAX_AGENT_FILE_CHARS = 40_000
+# Claude Code's tool names, so its agent files keep their meaning here.
+CLAUDE_CODE_TOOLS = {
+    "read": "read_file",
+    "grep": "grep_search",
+    "glob": "list_files",
+    "ls": "list_files",
+    "bash": "run_shell",
+    "write": "write_file",
+    "edit": "edit_file",
+    "multiedit": "edit_file",
+}
+# Claude Code's model aliases name no model of ours: the sub-agent keeps the session's.
+INHERITED_MODELS = {"", "inherit", "sonnet", "opus", "haiku", "default"}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentType:
+    name: str
+    description: str
+    prompt: str  # the system prompt's instructions (the environment is added to it)
+    tools: tuple[str, ...] | None = None  # None: every tool of the session but task
+    model: str | None = None  # None: the task model (or the session's)
+    source: Path | None = None  # the file it came from; None for a built-in type
+
+
+@dataclass
+class AgentCatalog:
+    types: dict[str, AgentType]
+    warnings: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> AgentType | None:
+        return self.types.get(name)
+
+    def names(self) -> list[str]:
+        return list(self.types)
+
+    def describe(self) -> str:
+        """One line per type, for the task tool's description."""
+        return "\n".join(f"- {t.name}: {t.description}" for t in self.types.values())
+
+
+def _template(name: str) -> str:
+    return resources.files(TEMPLATE_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+
+
+def builtin_types() -> list[AgentType]:
+    return [
+        AgentType(
+            "explore",
+            "searches and reads the project to answer a question (read-only: read_file, "
+            "grep_search, list_files); the default",
+            _template("agent-explore.md"),
+            READ_ONLY_TOOLS,
+        ),
+        AgentType(
+            "plan",
+            "studies the code and returns a step-by-step plan for a change (read-only)",
+            _template("agent-plan.md"),
+            READ_ONLY_TOOLS,
+        ),
+        AgentType(
+            "general",
+            "does a self-contained job with the session's tools (commands and edits ask the "
+            "user as usual)",
+            _template("agent-general.md"),
+        ),
+    ]
+
+
+def agent_folders(cwd: Path, home: Path) -> list[Path]:
+    """Lowest precedence first: a later folder's file replaces an earlier one's."""
+    return [home / "agents", cwd / ".claude" / "agents", cwd / ".mini-claude" / "agents"]
+
+
+def load_catalog(cwd: Path, home: Path) -> AgentCatalog:
+    """Built-in types, then the files; a bad file is skipped with a warning."""
+    catalog = AgentCatalog({t.name: t for t in builtin_types()})
+    for folder in agent_folders(cwd, home):
+        try:
+            paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
+        except OSError:
+            continue
+        for path in paths:
+            try:
+                agent = parse_agent_file(path)
+            except AgentFileError as exc:
+                catalog.warnings.append(f"agent file {path}: {exc}; skipped")
+                continue
+            catalog.types[agent.name] = agent
+    return catalog
+
+
+class AgentFileError(ValueError):
+    """An agent file that cannot be used; the message says why, in a few words."""
+
+
+def parse_agent_file(path: Path) -> AgentType:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")[:MAX_AGENT_FILE_CHARS]
+    except OSError as exc:
+        raise AgentFileError(exc.strerror or str(exc)) from None
+    fields, body = split_front_matter(text)
+    name = fields.get("name", "")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise AgentFileError("the front matter needs a name (letters, digits, - _ .)")
+    description = fields.get("description", "")
+    if not isinstance(description, str) or not description.strip():
+        raise AgentFileError("the front matter needs a description")
+    if not body.strip():
+        raise AgentFileError("the file has no instructions after the front matter")
+    model = fields.get("model", "")
+    model_name = model.strip() if isinstance(model, str) else ""
+    return AgentType(
+        name=name,
+        description=" ".join(description.split()),
+        prompt=body.strip() + "\n",
+        tools=_tool_names(fields.get("tools")),
+        model=None if model_name.lower() in INHERITED_MODELS else model_name,
+        source=path,
+    )
+
+
+def _tool_names(value: str | list[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = value if isinstance(value, list) else value.split(",")
+    names = [item.strip() for item in items if item.strip()]
+    if not names or names == ["*"]:
+        return None
+    return tuple(dict.fromkeys(CLAUDE_CODE_TOOLS.get(n.lower(), n) for n in names))
+
+
+def split_front_matter(text: str) -> tuple[dict[str, str | list[str]], str]:
+    """``key: value`` lines between two ``---`` lines, then the body.
+
+    Enough of YAML for agent files: plain or quoted scalars, ``[a, b]`` and
+    ``- item`` lists, and ``|`` / ``>`` blocks for a long description.
+    """
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise AgentFileError("it does not start with front matter (a line with ---)")
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    except StopIteration:
+        raise AgentFileError("the front matter is not closed by a line with ---") from None
+    fields: dict[str, str | list[str]] = {}
+    key: str | None = None
+    block: list[str] | None = None
+    for line in lines[1:end]:
+        if key is not None and (line.startswith((" ", "\t")) or not line.strip()):
+            stripped = line.strip()
+            if block is not None:
+                block.append(stripped)
+            elif stripped.startswith("- "):
+                current = fields.get(key)
+                items = current if isinstance(current, list) else []
+                items.append(_unquote(stripped[2:]))
+                fields[key] = items
+            continue
+        if key is not None and block is not None:
+            fields[key] = " ".join(part for part in block if part)
+        key, block = None, None
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip() or line.startswith("#"):
+            continue
+        key, value = name.strip().lower(), value.strip()
+        if value in ("|", ">", "|-", ">-"):
+            block = []
+        elif value.startswith("[") and value.endswith("]"):
+            fields[key] = [_unquote(v) for v in value[1:-1].split(",") if v.strip()]
+        else:
+            fields[key] = _unquote(value)
+    if key is not None and block is not None:
+        fields[key] = " ".join(part for part in block if part)
+    return fields, "\n".join(lines[end + 1 :])
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
