@@ -18,6 +18,7 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.context.base import ResultStore, TierReport
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
+from mini_claude.context.ledger import Ledger
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.persist import admit_result
 from mini_claude.context.pipeline import ContextPipeline
@@ -112,7 +113,11 @@ class Agent:
             self.settings, self.store, self.meter, root=self.tool_context.root
         )
         self.compactor = Compactor(self.settings, self.meter, self.store)
+        self.compactor.add_reattach_source(Ledger(self.settings, self._chars_per_token))
         self.last_call_at = None
+
+    def _chars_per_token(self) -> float:
+        return self.meter.chars_per_token
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings (e.g. another model) for the same conversation; totals carry over."""

@@ -113,6 +113,10 @@ class Settings:
     # old results comes before another summary.
     summary_min_work: int = 20
     summary_retry_limit: int = 3
+    # The ledger re-attached after every summary: at most this many tokens, and at most
+    # this share of the effective window (see context/ledger.py). 0 turns it off.
+    ledger_tokens: int = 1_500
+    ledger_window_share: float = 0.03
 
     # Provider calls
     max_retries: int = 4
@@ -190,6 +194,7 @@ _PERCENT_FIELDS = {
     "budget_high_window_share",
     "snip_min_free_pct",
     "post_compact_target_pct",
+    "ledger_window_share",
 }
 
 
