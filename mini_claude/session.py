@@ -67,6 +67,8 @@ class Session:
             approve=self.approver,
             session_id=self.session_id,
             env=child_environment(os.environ, self.settings),
+            transcript_path=transcript.path,
+            results_folder=store.folder,
         )
         return Agent(
             settings=self.settings,

@@ -64,6 +64,9 @@ class ToolContext:
     session_id: str = ""
     allowed_subjects: set[str] = field(default_factory=set)
     env: dict[str, str] | None = None  # environment for run_shell (keys removed)
+    # This session's own records, for search_history (None: not known, e.g. a bare test).
+    transcript_path: Path | None = None
+    results_folder: Path | None = None
 
 
 class Tool(Protocol):
