@@ -74,6 +74,11 @@ class SummaryBlock:
         where = (
             f" The full transcript is at {self.transcript_path}." if self.transcript_path else ""
         )
+        if where:
+            where += (
+                " search_history searches it and the saved tool results for anything the"
+                " summary left out."
+            )
         return (
             "[This session was compacted: earlier messages were replaced by the summary below."
             f"{where}]\n\n{self.summary}"
