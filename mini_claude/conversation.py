@@ -253,7 +253,7 @@ class Conversation:
 
 def target_of(use: ToolUseBlock) -> str:
     """The argument that identifies what a tool call was about."""
-    for key in ("path", "command", "pattern", "focus"):
+    for key in ("path", "command", "pattern", "focus", "query"):
         value = use.input.get(key)
         if isinstance(value, str) and value:
             return value

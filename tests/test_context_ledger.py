@@ -65,7 +65,7 @@ def test_files_saved_results_and_failed_commands_are_indexed_newest_first() -> N
     history = [
         user("find the port"),
         *read("notes/a.md", "line\nFACT port 8443"),
-        *saved(shell("cat logs/big.log", "x\n" * 4999 + "x"),
+        *saved(shell("cat logs/big.log", "x\n" * 19999 + "x"),
                "/home/r/tool-results/s/1-run_shell.txt"),
         *failed(shell("pytest -x", "E   assert 1 == 2\n[exit code 1]")),
         *exchange(call("edit_file", path="notes/a.md", old_string="a", new_string="b")),
@@ -78,13 +78,18 @@ def test_files_saved_results_and_failed_commands_are_indexed_newest_first() -> N
     files = section(body, FILES_HEADING)
     assert files == ['- call 4 · "notes/a.md" · edit_file, read_file · 2 lines read']
     assert section(body, SAVED_HEADING) == [
-        '- call 2 · run_shell "cat logs/big.log" · 5,000 lines, 9.8 KB'
+        '- call 2 · run_shell "cat logs/big.log" · 20,000 lines, 39.1 KB'
         " · /home/r/tool-results/s/1-run_shell.txt"
     ]
     commands = section(body, COMMANDS_HEADING)
     assert commands[0] == '- call 3 · "pytest -x" · failed (exit code 1): "E assert 1 == 2"'
-    assert commands[1].startswith('- call 2 · "cat logs/big.log" · long output (5,000 lines) saved')
+    assert commands[1].startswith(
+        '- call 2 · "cat logs/big.log" · long output (20,000 lines) saved'
+    )
     assert "ls" not in "\n".join(commands)
+    quiet = [user("go"), *saved(shell("cat small.log", "short"), "/r/2-run_shell.txt")]
+    body = ledger_body(quiet, 10_000)
+    assert body is not None and COMMANDS_HEADING not in body  # saved later, but not long
 
 
 def test_a_failed_read_is_not_a_file_seen_and_a_later_success_forgets_a_failure() -> None:
@@ -168,13 +173,13 @@ def test_parse_round_trips_odd_paths_and_commands() -> None:
         *failed(shell('grep -c "x" a | sort · uniq', 'weird " output · here\n[exit code 1]')),
         *saved(shell("cat a | tee b", "q\n" * 3), "/tmp/x y/1-run_shell.txt"),
     ]
-    body = ledger_body(history, 10_000)
+    body = ledger_body(history, 10_000, long_chars=5)
     assert body is not None
     state = parse_ledger(f"{ledger_header()}\n{body}")
     assert set(state.files) == {'dir with · dots/"quoted" file.txt'}
     assert set(state.commands) == {'grep -c "x" a | sort · uniq', "cat a | tee b"}
-    assert set(state.saved) == {"/tmp/x y/1-run_shell.txt"}
-    again = ledger_body([*compacted([], body, []), user("x")], 10_000)
+    assert [e.path for e in state.saved.values()] == ["/tmp/x y/1-run_shell.txt"]
+    again = ledger_body([*compacted([], body, []), user("x")], 10_000, long_chars=5)
     assert again is not None
     assert again.splitlines()[1:] == body.splitlines()[1:]
 
@@ -191,3 +196,14 @@ def test_damaged_ledger_lines_are_skipped() -> None:
     state = parse_ledger(text)
     assert list(state.files) == ["good.py"]
     assert state.last_call == 7
+
+
+def test_repeated_runs_keep_only_their_newest_saved_copy() -> None:
+    history: list[Message] = [user("watch the log")]
+    for i in range(5):
+        history += saved(shell("cat logs/big.log", f"run {i}"), f"/r/{i}-run_shell.txt")
+    history += saved(shell("cat other.log", "o"), "/r/9-run_shell.txt")
+    body = ledger_body(history, 10_000)
+    assert body is not None
+    rows = section(body, SAVED_HEADING)
+    assert [row.rsplit(" · ", 1)[1] for row in rows] == ["/r/9-run_shell.txt", "/r/4-run_shell.txt"]

@@ -35,8 +35,11 @@ TITLE = "ledger of what this session has seen (newest first; kept by the client,
 READ_TOOLS = frozenset({"read_file"})
 CHANGE_TOOLS = frozenset({"write_file", "edit_file"})
 SHELL_TOOLS = frozenset({"run_shell"})
+# Tools whose output is itself drawn from the history: a saved copy points nowhere new.
+DERIVED_TOOLS = frozenset({"search_history", "compact"})
 OUTCOME_CHARS = 120  # of a failed command's last output line
 SEPARATOR = " · "
+LONG_OUTPUT_CHARS = 30 * 1024  # the default persist threshold
 
 FILES_HEADING = "Files read or changed:"
 SAVED_HEADING = (
@@ -95,7 +98,9 @@ class SavedResult:
 
     @property
     def key(self) -> str:
-        return self.path
+        """One entry per tool and target: repeated runs of ``cat big.log`` name their newest
+        copy (search_history still finds the older ones)."""
+        return f"{self.tool}\0{self.target}" if self.target else self.path
 
     def line(self) -> str:
         return SEPARATOR.join(
@@ -196,8 +201,14 @@ def _parse_entry(section: str, line: str) -> Entry | None:
 # ---- adding what happened since ----------------------------------------------------
 
 
-def update(state: LedgerState, messages: Sequence[Message]) -> LedgerState:
-    """``state`` merged with every tool call in ``messages`` (the history after the boundary)."""
+def update(
+    state: LedgerState, messages: Sequence[Message], long_chars: int = LONG_OUTPUT_CHARS
+) -> LedgerState:
+    """``state`` merged with every tool call in ``messages`` (the history after the boundary).
+
+    A command's output counts as long from ``long_chars`` (tier 0's persist
+    threshold): a short output a later tier cleared is a saved result, not news.
+    """
     uses = [u for m in messages for u in m.tool_uses]
     numbers = _call_numbers(uses, state)
     results = {r.tool_use_id: r for m in messages for r in m.tool_results}
@@ -205,8 +216,8 @@ def update(state: LedgerState, messages: Sequence[Message]) -> LedgerState:
         call = numbers[use.id]
         result = results.get(use.id)
         _note_file(state, use, result, call)
-        _note_command(state, use, result, call)
-        if result is not None and result.saved_path:
+        _note_command(state, use, result, call, long_chars)
+        if result is not None and result.saved_path and use.name not in DERIVED_TOOLS:
             _note_saved(state, result, call)
     if uses:
         state.last_call = numbers[uses[-1].id]
@@ -260,19 +271,22 @@ def _file_size(use: ToolUseBlock, result: ToolResultBlock | None) -> str:
 
 
 def _note_saved(state: LedgerState, result: ToolResultBlock, call: int) -> None:
-    path = result.saved_path or ""
-    old = state.saved.get(path)
-    if old is not None and old.call > call:
-        return
     chars = result.original_chars or len(result.content)
     lines = result.original_lines or count_lines(result.content)
     size = f"{_lines(lines)}, {human_size(chars)}"
     target = " ".join(result.target.split())[:200]
-    state.saved[path] = SavedResult(path, call, result.tool_name or "tool", target, size)
+    entry = SavedResult(result.saved_path or "", call, result.tool_name or "tool", target, size)
+    old = state.saved.get(entry.key)
+    if old is None or old.call <= call:
+        state.saved[entry.key] = entry
 
 
 def _note_command(
-    state: LedgerState, use: ToolUseBlock, result: ToolResultBlock | None, call: int
+    state: LedgerState,
+    use: ToolUseBlock,
+    result: ToolResultBlock | None,
+    call: int,
+    long_chars: int,
 ) -> None:
     """Failed runs and runs with output saved to disk; a later quiet success forgets them."""
     command = use.input.get("command")
@@ -282,14 +296,14 @@ def _note_command(
     old = state.commands.get(command)
     if old is not None and old.call > call:
         return
-    outcome = _outcome(result)
+    outcome = _outcome(result, long_chars)
     if outcome:
         state.commands[command] = CommandRun(command, call, outcome)
     else:
         state.commands.pop(command, None)
 
 
-def _outcome(result: ToolResultBlock) -> str:
+def _outcome(result: ToolResultBlock, long_chars: int) -> str:
     parts: list[str] = []
     if result.is_error:
         marker = ""
@@ -305,7 +319,7 @@ def _outcome(result: ToolResultBlock) -> str:
                 last_line = " ".join(stripped.split())
         head = f"failed ({marker})" if marker else "failed"
         parts.append(f"{head}: {_quote(last_line[:OUTCOME_CHARS])}" if last_line else head)
-    if result.saved_path:
+    if result.saved_path and (result.original_chars or len(result.content)) >= long_chars:
         lines = result.original_lines or count_lines(result.content)
         parts.append(f"long output ({_lines(lines)}) saved, see saved tool results")
     return "; ".join(parts)
@@ -339,10 +353,12 @@ def render(state: LedgerState, max_chars: int) -> tuple[str, int]:
     return "\n".join(lines), len(entries) - kept
 
 
-def ledger_body(messages: Sequence[Message], max_chars: int) -> str | None:
+def ledger_body(
+    messages: Sequence[Message], max_chars: int, long_chars: int = LONG_OUTPUT_CHARS
+) -> str | None:
     """The ledger for ``messages`` (the whole history about to be compacted), or None if empty."""
     boundary, state = previous_ledger(messages)
-    state = update(state, messages[boundary + 1 :])
+    state = update(state, messages[boundary + 1 :], long_chars)
     if not state.entries():
         return None
     body, _ = render(state, max_chars)
@@ -360,7 +376,8 @@ class Ledger:
         tokens = ledger_tokens(self.settings)
         if tokens <= 0:
             return []
-        body = ledger_body(history, int(tokens * self._chars_per_token()))
+        max_chars = int(tokens * self._chars_per_token())
+        body = ledger_body(history, max_chars, self.settings.persist_threshold_bytes)
         return [] if body is None else [Reattachment(SOURCE, TITLE, body)]
 
 
