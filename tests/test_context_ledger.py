@@ -49,12 +49,15 @@ def compacted(history: list[Message], body: str, tail: list[Message]) -> list[Me
 
 
 def section(body: str, heading: str) -> list[str]:
+    """The rows under a heading (the saved results' heading names their folder)."""
     lines = body.splitlines()
-    if heading not in lines:
+    prefix = heading.split("{")[0]
+    starts = [i for i, line in enumerate(lines) if line == heading or
+              ("{" in heading and line.startswith(prefix))]
+    if not starts:
         return []
-    start = lines.index(heading) + 1
     out: list[str] = []
-    for line in lines[start:]:
+    for line in lines[starts[0] + 1:]:
         if not line.startswith("- "):
             break
         out.append(line)
@@ -78,9 +81,9 @@ def test_files_saved_results_and_failed_commands_are_indexed_newest_first() -> N
     files = section(body, FILES_HEADING)
     assert files == ['- call 4 · "notes/a.md" · edit_file, read_file · 2 lines read']
     assert section(body, SAVED_HEADING) == [
-        '- call 2 · run_shell "cat logs/big.log" · 20,000 lines, 39.1 KB'
-        " · /home/r/tool-results/s/1-run_shell.txt"
+        '- call 2 · run_shell "cat logs/big.log" · 20,000 lines, 39.1 KB · 1-run_shell.txt'
     ]
+    assert "Saved tool results in /home/r/tool-results/s:" in body
     commands = section(body, COMMANDS_HEADING)
     assert commands[0] == '- call 3 · "pytest -x" · failed (exit code 1): "E assert 1 == 2"'
     assert commands[1].startswith(
@@ -154,14 +157,17 @@ def test_successive_compactions_merge_without_nesting_or_renumbering() -> None:
         '- call 3 · "c.py" · read_file · 1 line read',
         '- call 2 · "b.py" · read_file · 1 line read',
     ]
-    assert section(second, SAVED_HEADING)[0].endswith("/r/9-run_shell.txt")
+    assert section(second, SAVED_HEADING)[0].endswith(" · 9-run_shell.txt")
+    assert parse_ledger(f"{ledger_header()}\n{second}").saved
     assert second.startswith("Through tool call 5 ")
 
     # A third compaction that kept nothing: the saved result stays named, numbers go on.
     third_history = [*compacted([], second, [user("more")]), *read("d.py", "z")]
     third = ledger_body(third_history, 10_000)
     assert third is not None
-    assert "/r/9-run_shell.txt" in third
+    assert {e.path for e in parse_ledger(f"{ledger_header()}\n{third}").saved.values()} == {
+        "/r/9-run_shell.txt"
+    }
     assert section(third, FILES_HEADING)[0].startswith('- call 6 · "d.py"')
     assert parse_ledger(f"{ledger_header()}\n{third}").last_call == 6
 
@@ -206,4 +212,4 @@ def test_repeated_runs_keep_only_their_newest_saved_copy() -> None:
     body = ledger_body(history, 10_000)
     assert body is not None
     rows = section(body, SAVED_HEADING)
-    assert [row.rsplit(" · ", 1)[1] for row in rows] == ["/r/9-run_shell.txt", "/r/4-run_shell.txt"]
+    assert [row.rsplit(" · ", 1)[1] for row in rows] == ["9-run_shell.txt", "4-run_shell.txt"]

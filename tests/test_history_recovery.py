@@ -14,11 +14,13 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mini_claude import events as ev
-from mini_claude.context.ledger import FILES_HEADING, TITLE
+from mini_claude.context.ledger import FILES_HEADING, TITLE, ledger_header, ledger_tokens
+from mini_claude.conversation import TextBlock
 from mini_claude.simulator import Reply, SimClock, SimConversation, Simulator, ToolCall
 from mini_claude.simulator.types import TextPart, ToolResultPart, ToolUsePart
 from tests.long_session_support import RunRecord, build_agent, run_turn
@@ -175,3 +177,82 @@ def test_every_early_fact_is_recoverable_in_one_call_after_poor_summaries(
     ledger = next(b.text for b in boundary.blocks if TITLE in getattr(b, "text", ""))
     assert FILES_HEADING in ledger and '"notes/note-01.md"' in ledger
     assert not [r for r in simulator.requests if r.status != 200]
+
+
+@dataclass
+class ReaderPolicy:
+    """Reads the files it is given, one per request, with a paragraph of reasoning each."""
+
+    files: list[str]
+    handles_summary_requests: bool = True
+    _next: int = 0
+    _stop: int = 0
+
+    def respond(self, conv: SimConversation) -> Reply:
+        if conv.is_summary_request:
+            return Reply(poor_summary(conv))
+        if self._next < min(self._stop, len(self.files)):
+            self._next += 1
+            path = self.files[self._next - 1]
+            return Reply(f"Reading {path}. " + REASONING, [ToolCall("read_file", {"path": path})])
+        return Reply("Done reading.")
+
+    def read_up_to(self, count: int) -> None:
+        self._stop = count
+
+
+def ledger_of(agent_messages: list[Any]) -> list[str]:
+    return [b.text for b in agent_messages[0].blocks
+            if isinstance(b, TextBlock) and b.text.startswith(ledger_header())]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_the_ledger_is_bounded_merged_and_carried_through_a_resume(
+    provider: str, simulator: Simulator, tmp_path: Path, isolated_home: Path
+) -> None:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    files = [f"src/module_{i:02d}.py" for i in range(60)]
+    for path in files:
+        (root / path).write_text(f"# {path}\n" + "VALUE = 1\n" * 30)
+    policy = ReaderPolicy(files)
+    simulator.policy = policy
+    session, agent = build_agent(simulator, provider, root, isolated_home, WINDOW, SimClock())
+    bound = ledger_tokens(agent.settings)
+    record = RunRecord()
+
+    async def first_part() -> None:
+        for turn in range(5):
+            policy.read_up_to(10 * (turn + 1))
+            await run_turn(agent, f"Read the next ten modules ({turn}).", record)
+        async for event in agent.compact():
+            record.events.append(event)
+        await agent.provider.close()
+
+    asyncio.run(first_part())
+    assert len(record.of(ev.CompactionFinished)) >= 3
+    [ledger] = ledger_of(agent.conversation.messages)  # one, never nested
+    assert simulator.count_tokens(ledger) <= bound * 1.1
+    assert ledger.splitlines()[1].startswith("Through tool call 50 ")
+    rows = [line for line in ledger.splitlines() if line.startswith("- call ")]
+    numbers = [int(line.split(" · ")[0].removeprefix("- call ")) for line in rows]
+    assert numbers[0] == 50 and numbers == sorted(numbers, reverse=True)
+    assert 10 < len(rows) < 50  # the bound cut the oldest, and kept a useful number
+    assert '"src/module_49.py"' in ledger and '"src/module_00.py"' not in ledger
+
+    # Resume the session from its transcript: the ledger is read back from the boundary.
+    resumed = session.resume(session.session_id)
+    policy.read_up_to(53)
+
+    async def second_part() -> None:
+        await run_turn(resumed, "Read three more.", record)
+        async for event in resumed.compact():
+            record.events.append(event)
+        await resumed.provider.close()
+
+    asyncio.run(second_part())
+    [merged] = ledger_of(resumed.conversation.messages)
+    assert merged.splitlines()[1].startswith("Through tool call 53 ")
+    assert merged.count(FILES_HEADING) == 1
+    assert '"src/module_52.py"' in merged and '"src/module_40.py"' in merged
+    assert simulator.count_tokens(merged) <= bound * 1.1

@@ -20,8 +20,10 @@ already counted, keep their numbers.
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mini_claude.context.placeholders import count_lines, human_size
@@ -31,25 +33,28 @@ from mini_claude.conversation import Message, TextBlock, ToolResultBlock, ToolUs
 from mini_claude.settings import Settings
 
 SOURCE = "ledger"
-TITLE = "ledger of what this session has seen (newest first; kept by the client, not the summary)"
+TITLE = "ledger of what this session has seen, newest first"
 READ_TOOLS = frozenset({"read_file"})
 CHANGE_TOOLS = frozenset({"write_file", "edit_file"})
 SHELL_TOOLS = frozenset({"run_shell"})
 # Tools whose output is itself drawn from the history: a saved copy points nowhere new.
-DERIVED_TOOLS = frozenset({"search_history", "compact"})
+# and read_file, whose file the files section already names.
+DERIVED_TOOLS = frozenset({"search_history", "compact", "read_file"})
 OUTCOME_CHARS = 120  # of a failed command's last output line
 SEPARATOR = " · "
+# Paths, numbers and separators take more tokens per character than prose: the
+# session's measured ratio would let the ledger overshoot its bound by a quarter.
+DENSE_CHARS_PER_TOKEN = 3.0
 LONG_OUTPUT_CHARS = 30 * 1024  # the default persist threshold
 
 FILES_HEADING = "Files read or changed:"
-SAVED_HEADING = (
-    "Saved tool results (full text on disk: read_file with offset/limit, or search_history):"
-)
+SAVED_HEADING = "Saved tool results{where}:"
 COMMANDS_HEADING = "Commands that mattered:"
 _THROUGH = re.compile(r"^Through tool call (\d+) \(id (\S+)\)\.")
 _JSON_STRING = r'"(?:[^"\\]|\\.)*"'
 _TOOL_NAMES = r"[\w.:-]+(?:, [\w.:-]+)*"
 _FILE_LINE = re.compile(rf"^- call (\d+) · ({_JSON_STRING}) · ({_TOOL_NAMES})(?: · (.*))?$")
+_SAVED_HEADING = re.compile(r"^Saved tool results(?: in (.+))?:$")
 _SAVED_LINE = re.compile(rf"^- call (\d+) · ([\w.:-]+) ({_JSON_STRING}) · ([^·]*) · (.+)$")
 _COMMAND_LINE = re.compile(rf"^- call (\d+) · ({_JSON_STRING}) · (.+)$")
 _EXIT_MARKER = re.compile(r"^\[(exit code -?\d+|killed by signal \d+|timed out after [^;\]]+)")
@@ -81,7 +86,7 @@ class FileSeen:
     def key(self) -> str:
         return self.path
 
-    def line(self) -> str:
+    def line(self, folder: str = "") -> str:
         parts = [f"- call {self.call}", _quote(self.path), ", ".join(self.tools)]
         if self.size:
             parts.append(self.size)
@@ -102,9 +107,13 @@ class SavedResult:
         copy (search_history still finds the older ones)."""
         return f"{self.tool}\0{self.target}" if self.target else self.path
 
-    def line(self) -> str:
+    def line(self, folder: str = "") -> str:
+        """The file by its name alone when it is in ``folder`` (named once, in the heading)."""
+        shown = self.path
+        if folder and os.path.dirname(self.path) == folder:
+            shown = os.path.basename(self.path)
         return SEPARATOR.join(
-            [f"- call {self.call}", f"{self.tool} {_quote(self.target)}", self.size, self.path]
+            [f"- call {self.call}", f"{self.tool} {_quote(self.target)}", self.size, shown]
         )
 
 
@@ -118,7 +127,7 @@ class CommandRun:
     def key(self) -> str:
         return self.command
 
-    def line(self) -> str:
+    def line(self, folder: str = "") -> str:
         return SEPARATOR.join([f"- call {self.call}", _quote(self.command), self.outcome])
 
 
@@ -164,15 +173,20 @@ def parse_ledger(text: str) -> LedgerState:
     """The entries of a rendered ledger; lines that do not parse are skipped."""
     state = LedgerState()
     section = ""
+    folder = ""
     for line in text.splitlines()[1:]:
-        if line in (FILES_HEADING, SAVED_HEADING, COMMANDS_HEADING):
+        if line in (FILES_HEADING, COMMANDS_HEADING):
             section = line
+            continue
+        saved_heading = _SAVED_HEADING.match(line)
+        if saved_heading:
+            section, folder = SAVED_HEADING, saved_heading.group(1) or ""
             continue
         through = _THROUGH.match(line)
         if through:
             state.last_call, state.last_call_id = int(through.group(1)), through.group(2)
             continue
-        entry = _parse_entry(section, line)
+        entry = _parse_entry(section, line, folder)
         if isinstance(entry, FileSeen):
             state.files[entry.key] = entry
         elif isinstance(entry, SavedResult):
@@ -182,15 +196,16 @@ def parse_ledger(text: str) -> LedgerState:
     return state
 
 
-def _parse_entry(section: str, line: str) -> Entry | None:
+def _parse_entry(section: str, line: str, folder: str) -> Entry | None:
     try:
         if section == FILES_HEADING and (m := _FILE_LINE.match(line)):
             tools = tuple(m.group(3).split(", "))
             return FileSeen(_unquote(m.group(2)), int(m.group(1)), tools, m.group(4) or "")
         if section == SAVED_HEADING and (m := _SAVED_LINE.match(line)):
-            return SavedResult(
-                m.group(5), int(m.group(1)), m.group(2), _unquote(m.group(3)), m.group(4)
-            )
+            path = m.group(5)
+            if folder and not os.path.isabs(path):
+                path = os.path.join(folder, path)
+            return SavedResult(path, int(m.group(1)), m.group(2), _unquote(m.group(3)), m.group(4))
         if section == COMMANDS_HEADING and (m := _COMMAND_LINE.match(line)):
             return CommandRun(_unquote(m.group(2)), int(m.group(1)), m.group(3))
     except ValueError:
@@ -331,14 +346,20 @@ def _outcome(result: ToolResultBlock, long_chars: int) -> str:
 def render(state: LedgerState, max_chars: int) -> tuple[str, int]:
     """The ledger's body, newest entries first until ``max_chars``; and how many were left out."""
     head = f"Through tool call {state.last_call} (id {state.last_call_id})."
-    intro = ' "call N" is the Nth tool call of this session; search_history finds older ones.'
+    intro = ' "call N": the Nth tool call of this session.'
+    folder = _common_folder(state.saved.values())
+    where = f" in {folder}" if folder else ""
+    headings = {
+        FileSeen: FILES_HEADING,
+        SavedResult: SAVED_HEADING.format(where=where),
+        CommandRun: COMMANDS_HEADING,
+    }
     chosen: dict[type, list[str]] = {FileSeen: [], SavedResult: [], CommandRun: []}
-    headings = {FileSeen: FILES_HEADING, SavedResult: SAVED_HEADING, CommandRun: COMMANDS_HEADING}
     used = len(head) + len(intro) + len(ledger_header()) + 2
     entries = state.entries()
     kept = 0
     for entry in entries:
-        line = entry.line()
+        line = entry.line(folder)
         cost = len(line) + 1 + (0 if chosen[type(entry)] else len(headings[type(entry)]) + 1)
         if used + cost > max_chars:
             break
@@ -351,6 +372,14 @@ def render(state: LedgerState, max_chars: int) -> tuple[str, int]:
             lines.append(headings[kind])
             lines.extend(rendered)
     return "\n".join(lines), len(entries) - kept
+
+
+def _common_folder(saved: Iterable[SavedResult]) -> str:
+    """The folder most saved results are in (the session's), named once instead of per line."""
+    folders = Counter(os.path.dirname(e.path) for e in saved if os.path.isabs(e.path))
+    if not folders:
+        return ""
+    return min(folders, key=lambda f: (-folders[f], f))
 
 
 def ledger_body(
@@ -376,7 +405,7 @@ class Ledger:
         tokens = ledger_tokens(self.settings)
         if tokens <= 0:
             return []
-        max_chars = int(tokens * self._chars_per_token())
+        max_chars = int(tokens * min(self._chars_per_token(), DENSE_CHARS_PER_TOKEN))
         body = ledger_body(history, max_chars, self.settings.persist_threshold_bytes)
         return [] if body is None else [Reattachment(SOURCE, TITLE, body)]
 
