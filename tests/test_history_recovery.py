@@ -21,7 +21,7 @@ import pytest
 from mini_claude import events as ev
 from mini_claude.context.ledger import FILES_HEADING, TITLE, ledger_header, ledger_tokens
 from mini_claude.conversation import TextBlock
-from mini_claude.simulator import Reply, SimClock, SimConversation, Simulator, ToolCall
+from mini_claude.simulator import Fault, Reply, SimClock, SimConversation, Simulator, ToolCall
 from mini_claude.simulator.types import TextPart, ToolResultPart, ToolUsePart
 from tests.long_session_support import RunRecord, build_agent, run_turn
 
@@ -256,3 +256,55 @@ def test_the_ledger_is_bounded_merged_and_carried_through_a_resume(
     assert merged.count(FILES_HEADING) == 1
     assert '"src/module_52.py"' in merged and '"src/module_40.py"' in merged
     assert simulator.count_tokens(merged) <= bound * 1.1
+
+
+@dataclass
+class KindPolicy:
+    """Turn one reads three notes; turn two does whatever brings on the compaction wanted."""
+
+    kind: str
+    handles_summary_requests: bool = True
+    _step: int = 0
+
+    def respond(self, conv: SimConversation) -> Reply:
+        if conv.is_summary_request:
+            return Reply(poor_summary(conv))
+        self._step += 1
+        if self._step <= 3:
+            path = f"notes/note-{self._step:02d}.md"
+            return Reply(f"Reading {path}.", [ToolCall("read_file", {"path": path})])
+        if self._step == 4:  # the end of turn one: a history worth summarizing
+            return Reply("Read. " + (REASONING * 9 if self.kind in ("auto", "idle") else ""))
+        if self._step == 5 and self.kind == "tool":
+            return Reply("Compacting first.", [ToolCall("compact", {})])
+        return Reply("Done.")
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("kind", ["auto", "idle", "tool", "prompt-too-long"])
+def test_every_kind_of_compaction_carries_the_ledger(
+    kind: str, provider: str, simulator: Simulator, tmp_path: Path, isolated_home: Path
+) -> None:
+    root = tmp_path / "project"
+    make_sources(root)
+    simulator.policy = KindPolicy(kind)
+    clock = SimClock()
+    threshold = {"autocompact_pct": 0.5} if kind == "auto" else {}
+    _, agent = build_agent(simulator, provider, root, isolated_home, WINDOW, clock, **threshold)
+    record = RunRecord()
+
+    async def drive() -> None:
+        await run_turn(agent, "Read three notes.", record)
+        if kind == "idle":
+            clock.advance(agent.settings.microcompact_idle_seconds + 60)
+        if kind == "prompt-too-long":
+            simulator.inject(Fault("prompt_too_long"))
+        await run_turn(agent, "Go on.", record)
+        await agent.provider.close()
+
+    asyncio.run(drive())
+    assert [e.reason for e in record.of(ev.CompactionFinished)] == [kind]
+    [ledger] = ledger_of(agent.conversation.messages)
+    for i in (1, 2, 3):
+        assert f'"notes/note-{i:02d}.md" · read_file' in ledger
+    assert ledger.splitlines()[1].startswith(f"Through tool call {4 if kind == 'tool' else 3} ")
