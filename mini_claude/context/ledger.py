@@ -37,9 +37,9 @@ TITLE = "ledger of what this session has seen, newest first"
 READ_TOOLS = frozenset({"read_file"})
 CHANGE_TOOLS = frozenset({"write_file", "edit_file"})
 SHELL_TOOLS = frozenset({"run_shell"})
-# Tools whose output is itself drawn from the history: a saved copy points nowhere new.
-# and read_file, whose file the files section already names.
-DERIVED_TOOLS = frozenset({"search_history", "compact", "read_file"})
+# Saved copies not worth a line: output drawn from the history itself, and file reads,
+# whose file the files section already names.
+UNLISTED_SAVED_TOOLS = frozenset({"search_history", "compact", "read_file"})
 OUTCOME_CHARS = 120  # of a failed command's last output line
 SEPARATOR = " · "
 # Paths, numbers and separators take more tokens per character than prose: the
@@ -64,7 +64,7 @@ def ledger_tokens(settings: Settings) -> int:
     """The bound: a small share of the window, so the ledger never crowds out the work.
 
     3% of the effective window, at most ``ledger_tokens`` (1,500 by default):
-    about 450 tokens at a 20K window, 1,500 from a 50K window up. Zero turns it off.
+    about 450 tokens at a 20K window, 1,500 from about a 70K window up. Zero turns it off.
     """
     if settings.ledger_tokens <= 0:
         return 0
@@ -232,7 +232,7 @@ def update(
         result = results.get(use.id)
         _note_file(state, use, result, call)
         _note_command(state, use, result, call, long_chars)
-        if result is not None and result.saved_path and use.name not in DERIVED_TOOLS:
+        if result is not None and result.saved_path and use.name not in UNLISTED_SAVED_TOOLS:
             _note_saved(state, result, call)
     if uses:
         state.last_call = numbers[uses[-1].id]
