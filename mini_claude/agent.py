@@ -8,7 +8,6 @@ compactor summarizes. Every message goes to the transcript as it happens.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -16,44 +15,45 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from mini_claude import events as ev
-from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.base import ResultStore
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.ledger import Ledger
 from mini_claude.context.meter import TokenMeter
-from mini_claude.context.persist import admit_result
 from mini_claude.context.pipeline import ContextPipeline
-from mini_claude.context.placeholders import count_lines
+from mini_claude.context.tier import cache_is_cold
 from mini_claude.conversation import (
-    INTERRUPTED_RESULT,
-    Block,
     Conversation,
     Message,
     TextBlock,
-    ToolResultBlock,
     ToolUseBlock,
-    target_of,
     user_text,
 )
+from mini_claude.history import AdmittedResult, History
+from mini_claude.metered import MeteredProvider
 from mini_claude.pricing import CostTracker
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
     AuthenticationFailed,
+    CompactReason,
+    ContextStatus,
     ModelRequest,
+    ModelTextDelta,
     PromptTooLong,
     Provider,
     ProviderError,
     ResponseComplete,
     StreamRestarted,
-    TextDelta,
+    TierReport,
+    ToolOutput,
     ToolUseStarted,
 )
+from mini_claude.sanitize import EMPTY_REPLY_NOTICE, SurrogateHold, clean_text
+from mini_claude.secrets import api_keys, mask
 from mini_claude.settings import Settings
-from mini_claude.tools.base import ToolContext, ToolOutput
+from mini_claude.text import format_tokens
+from mini_claude.tools.base import ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
 
-COMPACT_TOOL = "compact"
-REDACTED = "[redacted]"
-MIN_SECRET_CHARS = 8  # shorter "keys" are placeholders; masking them would mangle output
 INTERRUPTED_TEXT = "[interrupted by the user]"
 
 
@@ -81,17 +81,11 @@ class Agent:
         self.tools = registry.specs()
         self.store = store
         self.clock = clock
-        self.meter = TokenMeter(settings, fixed_chars=self.fixed_chars)
-        self.pipeline = ContextPipeline(settings, store, self.meter, root=tool_context.root)
-        self.compactor = Compactor(settings, self.meter, store)
         self.costs = CostTracker()
         self.tokens_freed: dict[str, int] = {}
         self.compactions = 0
         self.pipeline_seconds: list[float] = []
         self.last_call_at: float | None = None
-        self._compact_requested: str | None = None
-        self.transcript = transcript
-        self.conversation = Conversation()
         self.attach(transcript, conversation or Conversation())
 
     # ---- session plumbing -------------------------------------------------------------
@@ -102,12 +96,21 @@ class Agent:
         schemas = json.dumps([asdict(t) for t in self.tools], ensure_ascii=False)
         return len(self.system_prompt) + len(schemas)
 
+    @property
+    def conversation(self) -> Conversation:
+        return self.history.conversation
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.history.transcript
+
     def attach(self, transcript: Transcript, conversation: Conversation) -> None:
-        """Start over on a new (or resumed) conversation and transcript."""
-        self.transcript = transcript
-        self.conversation = conversation
-        self.conversation.on_replace = self._record_edit
-        self._tool_ids = {u.id for m in conversation.messages for u in m.tool_uses}
+        """Start over on a new (or resumed) conversation and transcript.
+
+        The meter, the pipeline and the compactor are built here, once per history:
+        their anchors, indexes and breaker describe one history under one set of settings.
+        """
+        self.history = History(transcript, conversation, self.store, self.settings)
         self.meter = TokenMeter(self.settings, fixed_chars=self.fixed_chars)
         self.pipeline = ContextPipeline(
             self.settings, self.store, self.meter, root=self.tool_context.root
@@ -115,6 +118,14 @@ class Agent:
         self.compactor = Compactor(self.settings, self.meter, self.store)
         self.compactor.add_reattach_source(Ledger(self.settings, self._chars_per_token))
         self.last_call_at = None
+
+    def refresh_tools(self) -> None:
+        """The registry gained tools (an MCP server connected): later requests carry them."""
+        tools = self.registry.specs()
+        if tools == self.tools:
+            return
+        self.tools = tools
+        self.meter.schemas_changed(self.fixed_chars)
 
     def _chars_per_token(self) -> float:
         return self.meter.chars_per_token
@@ -125,24 +136,27 @@ class Agent:
         self.tool_context.settings = settings
         self.attach(self.transcript, self.conversation)
 
-    def status(self) -> ev.ContextStatus:
+    def status(self) -> ContextStatus:
         return self.meter.status(self.conversation)
-
-    def _record_edit(self, block: ToolResultBlock) -> None:
-        self.transcript.edit(block.state.name.lower(), block)
-
-    def _append(self, message: Message, original: Message | None = None) -> None:
-        """Add to the conversation and the transcript (the original, untouched text)."""
-        self.transcript.message(original or message)
-        self.conversation.append(message)
 
     # ---- turns ------------------------------------------------------------------------
 
-    async def turn(self, text: str) -> AsyncIterator[ev.Event]:
-        """Run one user request to completion, yielding events as they happen."""
+    async def turn(self, text: str, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
+        """Run one user request to completion, yielding events as they happen.
+
+        With ``max_requests`` the turn stops, once the tools of that many model
+        calls have run, with :class:`TurnLimitReached` (print mode's ``--max-turns``).
+        """
         yield ev.TurnStarted(text)
+        if not text.strip():
+            yield ev.TurnError("nothing to send: the prompt is empty", "error")
+            return
+        unsendable = self._prompt_cannot_fit(text)
+        if unsendable is not None:
+            yield ev.TurnError(unsendable, "prompt_too_long")
+            return
         self.compactor.note_turn_start()
-        self._append(user_text(text))
+        self.history.append(user_text(text))
         if self.compactor.should_auto_compact(self.conversation):
             async for event in self._compact("auto"):
                 yield event
@@ -153,14 +167,25 @@ class Agent:
                 yield event
         elif self.compactor.thrash_warning:
             yield ev.Notice(self.compactor.thrash_warning, "warning")
-        async for event in self._loop():
+        async for event in self._loop(max_requests):
             yield event
 
+    def _prompt_cannot_fit(self, text: str) -> str | None:
+        """Refuse up front a prompt that alone outgrows the window: no tier can shrink the
+        newest request, so sending it would only be refused (and retried)."""
+        tokens = self.meter.tokens_for(len(text)) + round(self.meter.fixed_tokens)
+        room = self.settings.effective_window
+        if tokens <= room:
+            return None
+        return (
+            f"the prompt is too long to send: about {format_tokens(tokens)} tokens with the "
+            f"system prompt and tools, and the window holds {format_tokens(room)} after room "
+            "for the answer; shorten it or send less"
+        )
+
     def _cache_is_cold(self) -> bool:
-        """The provider's prompt cache has surely expired since the last call."""
-        if self.last_call_at is None:
-            return False
-        return self.clock() - self.last_call_at > self.settings.microcompact_idle_seconds
+        idle = self.settings.microcompact_idle_seconds
+        return cache_is_cold(self.clock(), self.last_call_at, idle)
 
     def _history_tokens(self) -> int:
         """Estimated tokens of the messages alone (what a summary would replace)."""
@@ -171,7 +196,7 @@ class Agent:
         async for event in self._compact("manual", focus):
             yield event
 
-    async def _loop(self) -> AsyncIterator[ev.Event]:
+    async def _loop(self, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
         requests = 0
         retried_too_long = False
         while True:
@@ -197,7 +222,8 @@ class Agent:
                     yield event
                 continue
             except ProviderError as exc:
-                kind = "auth" if isinstance(exc, AuthenticationFailed) else "error"
+                auth = isinstance(exc, AuthenticationFailed)
+                kind: ev.TurnErrorKind = "auth" if auth else "error"
                 self.transcript.event("error", message=exc.message)
                 yield ev.TurnError(exc.message, kind)
                 return
@@ -205,11 +231,17 @@ class Agent:
             retried_too_long = False  # the reactive path gets one retry per request, not per turn
             yield ev.AssistantMessage(response.message)
             uses = response.message.tool_uses
+            if not response.message.blocks:
+                yield ev.Notice(EMPTY_REPLY_NOTICE)
             if not uses:
                 yield ev.TurnFinished(response.message.text, response.stop_reason, requests)
                 return
             async for event in self._run_tools(uses):
                 yield event
+            if max_requests is not None and requests >= max_requests:
+                self.transcript.event("turn_limit", requests=requests)
+                yield ev.TurnLimitReached(requests)
+                return
 
     async def _prepare_context(self) -> AsyncIterator[ev.Event]:
         """Tiers 1-3, then the mid-turn safety net; all before the next request."""
@@ -221,8 +253,9 @@ class Agent:
         for report in reports:
             self._count_freed(report)
             yield ev.TierFired(report)
-        if self._compact_requested is not None:
-            focus, self._compact_requested = self._compact_requested, None
+        focus = self.tool_context.compaction_focus
+        if focus is not None:
+            self.tool_context.compaction_focus = None
             async for event in self._compact("tool", focus or None):
                 yield event
         elif self.settings.auto_compact and self.compactor.needs_mid_turn_compaction(
@@ -264,135 +297,86 @@ class Agent:
         yield ev.ModelCallStarted(number, self.status())
         request = self._request()
         partial: list[str] = []
+        held = SurrogateHold()
+        started = time.perf_counter()
         try:
             async for event in self.provider.stream(request):
-                if isinstance(event, TextDelta):
+                if isinstance(event, ModelTextDelta):
                     partial.append(event.text)
-                    yield ev.TextDelta(event.text)
+                    shown = held.feed(event.text)
+                    if shown:
+                        yield ev.TextDelta(shown)
                 elif isinstance(event, StreamRestarted):
                     partial.clear()
+                    held = SurrogateHold()
                     yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
                 elif isinstance(event, ToolUseStarted):
                     continue
                 elif isinstance(event, ResponseComplete):
+                    rest = held.flush()
+                    if rest:
+                        yield ev.TextDelta(rest)
                     event = self._record_response(event)
                     if event.usage is not None:
                         yield ev.UsageReported(event.usage, self.status(), self.costs.dollars)
                     yield event
         except (asyncio.CancelledError, GeneratorExit):
             if "".join(partial).strip():
-                self._append(
+                self.history.append(
                     Message("assistant", [TextBlock("".join(partial) + "\n" + INTERRUPTED_TEXT)])
                 )
             self.transcript.event("interrupted", during="model call")
             raise
         finally:
             self.last_call_at = self.clock()
+            self.costs.api_seconds += time.perf_counter() - started
 
     def _record_response(self, response: ResponseComplete) -> ResponseComplete:
         """Append the reply; returns it with the tool call ids it was recorded under."""
         if response.usage is not None:
             self.meter.observe(response.usage.prompt_tokens, self.conversation)
             self.costs.add(self.settings.model, response.usage)
-        message = self._with_fresh_ids(response.message)
+        message = self.history.append_reply(response.message)
         if message is not response.message:
             response = ResponseComplete(message, response.stop_reason, response.usage)
-        empty = Message("assistant", [TextBlock("(no response)")])
-        self._append(message if message.blocks else empty)
         if response.usage is not None:
             self.transcript.event("usage", **asdict(response.usage))
         return response
 
-    def _with_fresh_ids(self, message: Message) -> Message:
-        """Rename tool call ids the server used before (some OpenAI-compatible servers
-        number calls per reply: ``call_0`` every time). An id must name one call, or an
-        edit of its result lands on another one when the transcript is replayed."""
-        blocks: list[Block] = []
-        for block in message.blocks:
-            if isinstance(block, ToolUseBlock):
-                if block.id in self._tool_ids:
-                    fresh = next(
-                        f"{block.id}_{n}"
-                        for n in itertools.count(2)
-                        if f"{block.id}_{n}" not in self._tool_ids
-                    )
-                    block = replace(block, id=fresh)
-                self._tool_ids.add(block.id)
-            blocks.append(block)
-        if blocks == message.blocks:
-            return message
-        return Message(message.role, blocks)
-
     async def _run_tools(self, uses: list[ToolUseBlock]) -> AsyncIterator[ev.Event]:
-        admitted: list[ToolResultBlock] = []
-        originals: list[ToolResultBlock] = []
+        results: list[AdmittedResult] = []
         try:
             for use in uses:
                 yield ev.ToolStarted(use.id, use.name, use.input)
                 output = await self._execute(use)
-                original = ToolResultBlock(
-                    use.id,
-                    output.content,
-                    output.is_error,
-                    use.name,
-                    target_of(use),
-                    len(output.content),
-                    count_lines(output.content),
+                result = self.history.admit(use, output)
+                if result.report is not None:
+                    self._count_freed(result.report)
+                    yield ev.TierFired(result.report)
+                results.append(result)
+                yield ev.ToolFinished(
+                    use.id, use.name, result.block, output.display, output.display_kind,
+                    original=output.content,
                 )
-                block, report = admit_result(output, use, self.store, self.settings)
-                if report is not None:
-                    self._count_freed(report)
-                    yield ev.TierFired(report)
-                originals.append(original)
-                admitted.append(block)
-                yield ev.ToolFinished(use.id, use.name, block, output.display, output.display_kind)
         except (asyncio.CancelledError, GeneratorExit):
-            self._close_results(uses, admitted, originals, interrupted=True)
+            self.history.close_results(uses, results, interrupted=True)
             raise
-        self._close_results(uses, admitted, originals)
-
-    def _close_results(
-        self,
-        uses: list[ToolUseBlock],
-        admitted: list[ToolResultBlock],
-        originals: list[ToolResultBlock],
-        *,
-        interrupted: bool = False,
-    ) -> None:
-        """Answer every tool_use, marking the unfinished ones as interrupted."""
-        for use in uses[len(admitted) :]:
-            block = ToolResultBlock(use.id, INTERRUPTED_RESULT, True, use.name, target_of(use))
-            admitted.append(block)
-            originals.append(block)
-        self._append(Message("user", list(admitted)), Message("user", list(originals)))
-        for original, block in zip(originals, admitted, strict=True):
-            if block is not original and block.content != original.content:
-                self.transcript.edit(block.state.name.lower(), block)
-        if interrupted:
-            self.transcript.event("interrupted", during="tools")
+        self.history.close_results(uses, results)
 
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
-        if use.name == COMPACT_TOOL and self.registry.get(COMPACT_TOOL) is not None:
-            focus = use.input.get("focus")
-            self._compact_requested = focus if isinstance(focus, str) else ""
-            return ToolOutput(
-                "Compaction requested; the conversation will be summarized before the next step."
-            )
         output = await self.registry.execute(use.name, use.input, self.tool_context)
+        content = clean_text(output.content)
+        display = clean_text(output.display) if output.display else output.display
+        if content is not output.content or display is not output.display:
+            output = replace(output, content=content, display=display)
         return self._without_keys(output)
 
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
         """A tool may print one of our API keys (``cat .env``); it must not reach the
         history, the saved results, the screen or the next request."""
-        keys = [
-            k
-            for k in (self.settings.anthropic_api_key, self.settings.openai_api_key)
-            if k and len(k) >= MIN_SECRET_CHARS
-        ]
-        content, display = output.content, output.display
-        for key in keys:
-            content = content.replace(key, REDACTED)
-            display = display.replace(key, REDACTED) if display else display
+        keys = api_keys(self.settings)
+        content = mask(output.content, keys)
+        display = mask(output.display, keys) if output.display else output.display
         if content == output.content and display == output.display:
             return output
         return replace(output, content=content, display=display)
@@ -401,7 +385,7 @@ class Agent:
 
     def summary_context(self) -> SummaryContext:
         return SummaryContext(
-            provider=self.provider,
+            provider=MeteredProvider(self.provider, self.costs, summary=True),
             model=self.settings.compact_model or self.settings.model,
             system=self.system_prompt,
             tools=self.tools,
@@ -409,7 +393,9 @@ class Agent:
             transcript_path=str(self.transcript.path),
         )
 
-    async def _compact(self, reason: str, focus: str | None = None) -> AsyncIterator[ev.Event]:
+    async def _compact(
+        self, reason: CompactReason, focus: str | None = None
+    ) -> AsyncIterator[ev.Event]:
         before = self.meter.estimate(self.conversation)
         yield ev.CompactionStarted(reason, before)
         try:
@@ -429,12 +415,8 @@ class Agent:
             return
         self.compactions += 1
         self.last_call_at = self.clock()  # the summary call was a model call too
-        self.transcript.compaction(
-            reason,
-            result.summary,
-            result.tokens_before,
-            result.tokens_after,
-            self.conversation.messages,
+        self.history.record_compaction(
+            reason, result.summary, result.tokens_before, result.tokens_after
         )
         yield ev.CompactionFinished(
             reason, result.tokens_before, result.tokens_after, result.summary

@@ -74,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow run_shell, write_file and edit_file without asking",
     )
+    add_headless_arguments(parser)
+    parser.add_argument(
+        "--trust-project-mcp",
+        action="store_true",
+        help="start the MCP servers in this project's .mcp.json for this run without asking "
+        "(--yes alone never does)",
+    )
     parser.add_argument(
         "--provider",
         choices=("anthropic", "openai"),
@@ -98,12 +105,81 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags for scripted runs (print mode), named as Claude Code names them."""
+    parser.add_argument(
+        "--max-turns",
+        type=_positive_int,
+        metavar="N",
+        help="print mode: stop after N model calls (exit 1, subtype error_max_turns)",
+    )
+    parser.add_argument(
+        "--allowed-tools",
+        "--allowedTools",
+        dest="allowed_tools",
+        action="extend",
+        nargs="+",
+        metavar="RULE",
+        help="print mode: tools allowed without asking, e.g. write_file 'run_shell(git diff:*)'",
+    )
+    parser.add_argument(
+        "--disallowed-tools",
+        "--disallowedTools",
+        dest="disallowed_tools",
+        action="extend",
+        nargs="+",
+        metavar="RULE",
+        help="print mode: tools (or run_shell commands) never allowed; deny wins over allow",
+    )
+    parser.add_argument(
+        "--append-system-prompt",
+        metavar="TEXT",
+        help="print mode: add these instructions at the end of the system prompt",
+    )
+    parser.add_argument(
+        "--system-prompt-file",
+        metavar="PATH",
+        help="print mode: use this file instead of the built-in instructions",
+    )
+
+
+PRINT_ONLY_FLAGS = {
+    "max_turns": "--max-turns",
+    "allowed_tools": "--allowed-tools",
+    "disallowed_tools": "--disallowed-tools",
+    "append_system_prompt": "--append-system-prompt",
+    "system_prompt_file": "--system-prompt-file",
+}
+
+
+def _refuse_print_only_flags(args: argparse.Namespace) -> None:
+    """Say so rather than ignore them: the REPL reads rules from the settings files only."""
+    given = [flag for name, flag in PRINT_ONLY_FLAGS.items() if getattr(args, name, None)]
+    if given:
+        raise UsageError(f"{', '.join(given)} only apply to print mode (-p)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
 def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     """Settings from flags > environment > .env files."""
-    from mini_claude.settings import SettingsError, from_environment, load_dotenv_files
+    from mini_claude.dotenv_policy import layered_environment
+    from mini_claude.settings import SettingsError, from_environment
 
-    environ = dict(load_dotenv_files(cwd))
-    environ.update(os.environ)
+    layered = layered_environment(cwd, os.environ)
+    for warning in layered.warnings:
+        print(f"mini-claude: warning: {warning}", file=sys.stderr)
+    for note in layered.notes:
+        print(f"mini-claude: {note}", file=sys.stderr)
+    environ = layered.values
     try:
         return from_environment(environ, provider=args.provider, model=args.model)
     except SettingsError as exc:
@@ -141,7 +217,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from mini_claude.demo import run_demo
 
         return run_demo(args)
+    if args.resume is not None and not args.resume.strip():
+        raise UsageError(
+            "--resume needs a session id (or a prefix of one); --continue resumes the newest "
+            "session of this folder"
+        )
     prompt = _print_prompt(args)
+    if prompt is None:
+        _refuse_print_only_flags(args)
     settings = load_settings(args, cwd)
     if prompt is not None:
         from mini_claude.printmode import run_print_mode
@@ -157,12 +240,21 @@ def _dispatch(args: argparse.Namespace) -> int:
     return run_repl(settings, cwd, args)
 
 
+def _read_stdin() -> str:
+    """Piped text; bytes that are not UTF-8 become U+FFFD instead of failing the run."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        return sys.stdin.read()
+    data: bytes = buffer.read()
+    return data.decode("utf-8", errors="replace")
+
+
 def _print_prompt(args: argparse.Namespace) -> str | None:
     """The print-mode prompt: -p text plus anything piped on stdin; None for the REPL."""
     piped = ""
     if sys.stdin is not None and not sys.stdin.isatty():
         try:
-            piped = sys.stdin.read()
+            piped = _read_stdin()
         except (OSError, ValueError):
             piped = ""
     if args.prompt is None and not piped.strip():

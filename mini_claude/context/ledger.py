@@ -26,11 +26,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from mini_claude.context.placeholders import count_lines, human_size
+from mini_claude.context.placeholders import count_lines
 from mini_claude.context.reattach import HEADER, Reattachment
 from mini_claude.context.summary_request import is_boundary
 from mini_claude.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from mini_claude.settings import Settings
+from mini_claude.text import human_size
 
 SOURCE = "ledger"
 TITLE = "ledger of what this session has seen, newest first"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-MASK = "[redacted]"
+from mini_claude.secrets import MASK, mask, secret_values
+from mini_claude.text import shorten
 
 # Shapes of well-known API keys; the partial echoes use '*' or '.' in the middle.
 _KEY_PATTERNS = (
@@ -25,10 +26,9 @@ _MAX_MESSAGE_CHARS = 400
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """Mask the given secrets (and their heads) and anything shaped like an API key."""
-    for secret in secrets:
-        if not secret:
-            continue
-        text = text.replace(secret, MASK)
+    known = secret_values(secrets)
+    text = mask(text, known)
+    for secret in known:
         if len(secret) >= _MIN_HEAD_KEY:
             text = text.replace(secret[:_HEAD_CHARS], MASK)
     for pattern in _KEY_PATTERNS:
@@ -41,11 +41,6 @@ def _mask_match(match: re.Match[str]) -> str:
     return f"{scheme} {MASK}" if scheme else MASK
 
 
-def one_line(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
-    """Collapse whitespace and cap the length: user-facing errors are one line."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
 def clean_message(text: str, secrets: Iterable[str | None] = ()) -> str:
-    return one_line(redact(text, secrets))
+    """Secrets masked, on one line, capped: user-facing errors are one line."""
+    return shorten(redact(text, secrets), _MAX_MESSAGE_CHARS)

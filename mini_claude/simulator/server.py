@@ -31,7 +31,7 @@ from mini_claude.simulator.faults import (
     FaultQueue,
 )
 from mini_claude.simulator.policies import ScriptedPolicy
-from mini_claude.simulator.summary import build_summary, useless_summary
+from mini_claude.simulator.summary import REALISTIC, SummaryStyle, build_summary, useless_summary
 from mini_claude.simulator.tokens import TokenCounter, shared_counter
 from mini_claude.simulator.types import (
     Policy,
@@ -47,6 +47,7 @@ from mini_claude.simulator.wire import (
     ParsedRequest,
     Usage,
     WireError,
+    parse_strict_json,
 )
 
 ANTHROPIC_PATHS = ("/v1/messages", "/v1/messages/count_tokens")
@@ -136,8 +137,10 @@ class Simulator:
         clock: SimClock | None = None,
         report_usage: bool = True,
         counter: TokenCounter | None = None,
+        summary_style: SummaryStyle = REALISTIC,
     ) -> None:
         self.policy: Policy = policy if policy is not None else ScriptedPolicy([])
+        self.summary_style = summary_style
         self.context_window = context_window
         self.clock = clock if clock is not None else SimClock()
         self.report_usage = report_usage
@@ -251,7 +254,7 @@ class Simulator:
         length = int(headers.get("content-length") or 0)
         raw = handler.rfile.read(length) if length > 0 else b""
         try:
-            body: Any = json.loads(raw) if raw else None
+            body: Any = parse_strict_json(raw) if raw else None
             parse_error = False
         except ValueError:
             body, parse_error = None, True
@@ -487,7 +490,7 @@ class Simulator:
                 return Reply("")
             if kind == "long_summary":
                 return Reply(useless_summary(conv, self.counter, parsed.prompt_tokens))
-            return Reply(build_summary(conv, self.counter))
+            return Reply(build_summary(conv, self.counter, self.summary_style))
         kept = self._take_kept(parsed.fingerprint)
         if kept is not None:
             return kept
@@ -530,7 +533,9 @@ class Simulator:
             usage_or_none = usage
         message_id = _random_id("chatcmpl-", 29) if openai else _random_id("msg_01", 22)
         model = parsed.conversation.model
-        return Completion(message_id, model, reply.text, calls, stop, usage_or_none)
+        return Completion(
+            message_id, model, reply.text, calls, stop, usage_or_none, reply.empty_text_block
+        )
 
     def _render(
         self, record: RecordedRequest, parsed: ParsedRequest, completion: Completion

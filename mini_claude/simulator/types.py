@@ -34,6 +34,9 @@ class Reply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     stop_reason: str | None = None
     raw_arguments: dict[int, str] | None = None
+    # Anthropic only: send the empty text as a block of its own (``{"type": "text", "text": ""}``),
+    # as the real API sometimes does for an empty reply.
+    empty_text_block: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,27 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from mini_claude.providers.base import ToolSpec
+from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
-
-# Key an adapter puts in a tool_use input when the model sent arguments that are not JSON.
-RAW_ARGUMENTS_KEY = "_raw_arguments"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolOutput:
-    """What a tool returns before tier 0 and the conversation see it.
-
-    ``display`` is an optional richer view for the UI (a diff for edits);
-    the model only ever sees ``content``.
-    """
-
-    content: str
-    is_error: bool = False
-    display: str | None = None
-    display_kind: Literal["text", "diff", "code", "ansi"] = "text"
+from mini_claude.tools.permission_rules import PermissionDenied, PermissionRules
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +25,19 @@ class PermissionDecision:
     allowed: bool
     remember: bool = False  # allow this subject for the rest of the session
     reason: str | None = None  # given to the model on a denial
+    asked: bool = True  # False: a rule said no, nobody was asked
 
 
 Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
 
 
 async def deny_all(request: PermissionRequest) -> PermissionDecision:
-    return PermissionDecision(False, reason="not allowed in this mode (pass --yes to allow)")
+    return PermissionDecision(
+        False,
+        reason="print mode does not ask; run mini-claude with --yes to allow "
+        "run_shell, write_file and edit_file",
+        asked=False,
+    )
 
 
 async def allow_all(request: PermissionRequest) -> PermissionDecision:
@@ -64,6 +54,13 @@ class ToolContext:
     session_id: str = ""
     allowed_subjects: set[str] = field(default_factory=set)
     env: dict[str, str] | None = None  # environment for run_shell (keys removed)
+    # Set by the compact tool ("" for no focus); the agent summarizes before its next request.
+    compaction_focus: str | None = None
+    # File -> (inode, size, mtime_ns) when the model last read or wrote it: a whole-file
+    # write over a file changed since then is refused.
+    read_stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    rules: PermissionRules | None = None  # --allowed-tools / settings.json rules
+    denials: list[PermissionDenied] = field(default_factory=list)  # refused calls, in order
     # This session's own records, for search_history (None: not known, e.g. a bare test).
     transcript_path: Path | None = None
     results_folder: Path | None = None

@@ -22,13 +22,15 @@ from typing import Any, Protocol
 
 from pathspec import GitIgnoreSpec
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
-from mini_claude.tools.common import ToolError, error_output, shorten
+from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.text import shorten
+from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.common import ToolError, error_output
 from mini_claude.tools.grep_worker import WorkerQuery
 from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS
 from mini_claude.tools.paths import project_root, read_permission, resolve
 from mini_claude.tools.process import HeadTailBuffer, pump, terminate_group
+from mini_claude.tools.special_files import refuse_special
 
 DEFAULT_TIME_LIMIT_SECONDS = 20.0
 DEFAULT_MAX_MATCHES = 200
@@ -123,7 +125,7 @@ class RipgrepBackend:
     def pattern_error(self, stderr: str) -> str | None:
         if "regex parse error" not in stderr and "error parsing" not in stderr:
             return None
-        return shorten(stderr, 400)
+        return shorten(stderr, 400, marker="...")
 
 
 class PythonBackend:
@@ -225,10 +227,11 @@ class GrepSearchTool:
         target = resolve(str(args.get("path") or "."), ctx)
         if not target.path.exists():
             raise ToolError(f"{target.shown} does not exist")
+        refuse_special(target.path, target.shown)
         glob = str(args.get("glob") or "") or None
         request = SearchRequest(pattern, project_root(ctx), target.path, glob)
         collected, returncode, stderr = await self._collect(request)
-        problems = shorten(stderr, 400) if returncode == 2 and stderr.strip() else ""
+        problems = shorten(stderr, 400, marker="...") if returncode == 2 and stderr.strip() else ""
         if problems and not collected.total:
             reason = self.backend.pattern_error(stderr)
             if reason:

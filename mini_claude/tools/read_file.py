@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from mini_claude.providers.base import ToolSpec
+from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
-from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import ToolError, error_output
+from mini_claude.tools.file_stamps import file_stamp
 from mini_claude.tools.ignore import BINARY_SNIFF_BYTES, looks_binary
 from mini_claude.tools.paths import read_permission, resolve
+from mini_claude.tools.special_files import open_regular, refuse_special
 
 DEFAULT_LINE_LIMIT = 2_000
 MAX_LINE_CHARS = 2_000
@@ -88,12 +90,16 @@ class ReadFileTool:
             raise ToolError(f"{target.shown} does not exist")
         if path.is_dir():
             raise ToolError(f"{target.shown} is a directory; use list_files to see what is in it")
+        refuse_special(path, target.shown)
+        stamp = file_stamp(path)
         paged = "offset" in args or "limit" in args
         max_bytes = page_bytes(ctx.settings) if paged else None
         try:
             page = _read_page(path, offset, limit, target.shown, max_bytes)
         except PermissionError:
             raise ToolError(f"{target.shown} cannot be read: permission denied") from None
+        if stamp is not None:
+            ctx.read_stamps[str(path)] = stamp  # write_file refuses if it changes after this
         return ToolOutput(_render(page, offset, target.shown))
 
 
@@ -114,7 +120,7 @@ def _read_page(
 ) -> _Page:
     page = _Page()
     used = 0
-    with path.open("rb") as handle:
+    with open_regular(path, shown) as handle:
         if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
             raise ToolError(f"{shown} is a binary file; read_file only shows text")
         handle.seek(0)

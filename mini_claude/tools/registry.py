@@ -8,16 +8,20 @@ correct. Only cancellation passes through, so a turn can be stopped.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import RAW_ARGUMENTS_KEY, Tool, ToolContext, ToolOutput
-from mini_claude.tools.common import error_output, shorten
+from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
+from mini_claude.sanitize import has_non_finite
+from mini_claude.text import shorten
+from mini_claude.tools.base import Tool, ToolContext
+from mini_claude.tools.common import error_output
 from mini_claude.tools.compact import CompactTool
 from mini_claude.tools.edit_file import EditFileTool
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
 from mini_claude.tools.list_files import ListFilesTool
+from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.read_file import ReadFileTool
 from mini_claude.tools.run_shell import RunShellTool
 from mini_claude.tools.search_history import SearchHistoryTool
@@ -58,6 +62,15 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def add(self, tool: Tool) -> bool:
+        """A tool that became available later (an MCP server connected); False if the
+        name is taken. The specs change once, so the prompt cache is rebuilt once."""
+        if tool.spec.name in self._tools:
+            return False
+        self._tools[tool.spec.name] = tool
+        self._specs = (*self._specs, tool.spec)
+        return True
+
     async def execute(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         tool = self._tools.get(name)
         if tool is None:
@@ -70,7 +83,13 @@ class ToolRegistry:
                 f"Expected {signature(tool.spec)}"
             )
         if RAW_ARGUMENTS_KEY in args:
-            sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200)
+            sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200, marker="...")
+            if has_invalid_number(str(args[RAW_ARGUMENTS_KEY])):
+                return error_output(
+                    f"invalid number in arguments for {name}: {sent!r} (JSON has no NaN, "
+                    "Infinity or numbers too large for a double). Call the tool again with "
+                    "finite numbers."
+                )
             return error_output(
                 f"The arguments for {name} were not valid JSON: {sent!r}. "
                 "Call the tool again with a JSON object that matches its schema."
@@ -90,17 +109,33 @@ class ToolRegistry:
             return error_output(f"{name} failed unexpectedly: {_one_line(exc)}")
 
 
+def has_invalid_number(raw: str) -> bool:
+    """The text is a JSON object apart from a non-finite number (``1e999``, ``NaN``)."""
+    try:
+        return has_non_finite(json.loads(raw))
+    except ValueError:
+        return False
+
+
 async def _ask_permission(
     tool: Tool, args: dict[str, Any], ctx: ToolContext
 ) -> ToolOutput | None:
     """None to go ahead; an error result the model reads when the user said no."""
+    verdict = ctx.rules.check(tool.spec.name, args) if ctx.rules else None
+    if verdict is not None and not verdict.allowed:
+        ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), verdict.reason))
+        return error_output(f"Permission denied by {verdict.reason}")
     request = tool.permission(args, ctx)
     if request is None or request.subject in ctx.allowed_subjects:
         return None
+    if verdict is not None:
+        return None  # an allow rule answered for the user
     decision = await ctx.approve(request)
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
-        return error_output(f"Permission denied by the user{reason}")
+        ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), decision.reason or ""))
+        who = " by the user" if decision.asked else ""
+        return error_output(f"Permission denied{who}{reason}")
     if decision.remember:
         ctx.allowed_subjects.add(request.subject)
     return None
@@ -108,7 +143,7 @@ async def _ask_permission(
 
 def _one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
-    detail = shorten(lines[0], 300) if lines else ""
+    detail = shorten(lines[0], 300, marker="...") if lines else ""
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 

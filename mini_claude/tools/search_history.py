@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
-from mini_claude.tools.common import ToolError, error_output, plural, shorten
+from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.secrets import api_keys, mask, secret_values
+from mini_claude.text import shorten
+from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.common import ToolError, error_output, plural
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool, SearchRequest
 
 DEFAULT_LIMIT = 50
@@ -37,8 +39,6 @@ MAX_CHARS = 20_000
 PIECE_CHARS = 400
 PIECE_OVERLAP = 100
 MAX_SAVED_FILE_BYTES = 20 * 1024 * 1024
-REDACTED = "[redacted]"
-MIN_SECRET_CHARS = 8
 LITERAL_SPECIALS = frozenset("\\.^$|?*+()[]{}")
 VIEW_NAME = "history.txt"
 
@@ -97,9 +97,7 @@ class HistoryView:
                 self.places.append((index, number))
 
     def masked(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+        return mask(text, self.secrets)
 
 
 def _pieces(line: str) -> Iterable[str]:
@@ -113,7 +111,7 @@ def _pieces(line: str) -> Iterable[str]:
 
 def build_view(transcript: Path | None, results: Path | None, secrets: list[str]) -> HistoryView:
     """The transcript decoded record by record, then the saved results it does not hold."""
-    view = HistoryView([s for s in secrets if s and len(s) >= MIN_SECRET_CHARS])
+    view = HistoryView(list(secret_values(secrets)))
     decoded: set[str] = set()  # tool_use ids whose whole result the transcript holds
     saved: dict[str, tuple[str, str, str]] = {}  # saved path -> (tool_use id, tool, target)
     if transcript is not None and transcript.is_file():
@@ -292,8 +290,7 @@ def history_paths(ctx: ToolContext) -> tuple[Path | None, Path | None]:
 
 
 def _secrets(ctx: ToolContext) -> list[str]:
-    settings = ctx.settings
-    return [k for k in (settings.anthropic_api_key, settings.openai_api_key) if k]
+    return list(api_keys(ctx.settings))
 
 
 def _escape(text: str) -> str:
