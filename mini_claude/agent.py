@@ -18,6 +18,7 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.context.base import ResultStore
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
+from mini_claude.context.ledger import Ledger
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.pipeline import ContextPipeline
 from mini_claude.context.tier import cache_is_cold
@@ -117,6 +118,7 @@ class Agent:
             self.settings, self.store, self.meter, root=self.tool_context.root
         )
         self.compactor = Compactor(self.settings, self.meter, self.store)
+        self.compactor.add_reattach_source(Ledger(self.settings, self._chars_per_token))
         self.last_call_at = None
 
     def refresh_tools(self) -> None:
@@ -126,6 +128,9 @@ class Agent:
             return
         self.tools = tools
         self.meter.schemas_changed(self.fixed_chars)
+
+    def _chars_per_token(self) -> float:
+        return self.meter.chars_per_token
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings (e.g. another model) for the same conversation; totals carry over."""

@@ -74,6 +74,11 @@ class SummaryBlock:
         where = (
             f" The full transcript is at {self.transcript_path}." if self.transcript_path else ""
         )
+        if where:
+            where += (
+                " search_history searches it and the saved tool results for anything the"
+                " summary left out."
+            )
         return (
             "[This session was compacted: earlier messages were replaced by the summary below."
             f"{where}]\n\n{self.summary}"
@@ -248,7 +253,7 @@ class Conversation:
 
 def target_of(use: ToolUseBlock) -> str:
     """The argument that identifies what a tool call was about."""
-    for key in ("path", "command", "pattern", "focus", "description"):
+    for key in ("path", "command", "pattern", "focus", "query", "description"):
         value = use.input.get(key)
         if isinstance(value, str) and value:
             return value

@@ -102,6 +102,8 @@ class Session:
             approve=self.approver,
             session_id=self.session_id,
             env=child_environment(os.environ, self.settings),
+            transcript_path=transcript.path,
+            results_folder=store.folder,
             rules=self.rules,
         )
         return Agent(

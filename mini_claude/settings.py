@@ -118,6 +118,10 @@ class Settings:
     # The summary request asks for every path, command and search in full: the pointers that
     # let the model read back what the summary left out.
     summary_keep_pointers: bool = True
+    # The ledger re-attached after every summary: at most this many tokens, and at most
+    # this share of the effective window (see context/ledger.py). 0 turns it off.
+    ledger_tokens: int = 1_500
+    ledger_window_share: float = 0.03
 
     # Provider calls
     max_retries: int = 4
@@ -212,6 +216,7 @@ _PERCENT_FIELDS = {
     "snip_min_free_pct",
     "post_compact_target_pct",
     "compact_tail_share",
+    "ledger_window_share",
 }
 
 

@@ -120,3 +120,17 @@ def test_startup_reaches_the_real_repl_prompt() -> None:
     assert times.note == ""
     assert len(times.version_ms) == 1 and times.version_ms[0] > 0
     assert len(times.prompt_ms) == 1 and times.prompt_ms[0] > 0
+
+
+def test_quick_run_adds_ours_with_poor_summaries(quick_report: tuple[int, Path, str]) -> None:
+    _, out, stdout = quick_report
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Poor summaries" in report and "## Poor summaries" in stdout
+    rows = [line for line in report.split("## Poor summaries", 1)[1].splitlines()
+            if line.startswith(("| realistic | 32K", "| poor | 32K"))]
+    assert [row.split(" | ")[0] for row in rows] == ["| realistic", "| poor"]
+    assert rows[1].rstrip(" |").endswith("%")  # the cost beside the realistic run's
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    [poor] = results["poor_summary"]
+    assert poor["window"] == 32_000 and poor["needed"] > 0
+    assert poor["retained"] + poor["recovered"] <= poor["needed"]

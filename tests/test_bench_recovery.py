@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from mini_claude.bench.report import make_row
-from mini_claude.bench.runner import run_strategy
+from mini_claude.bench.runner import registry_for, run_strategy
 from mini_claude.bench.strategies import strategy_named
 from mini_claude.scenario.policy import ScriptPolicy
 from mini_claude.scenario.script import Script, Step, Turn, build_script, read, recovery_calls
 from mini_claude.scenario.workload import ProjectPlan, plan_project, write_project
+from mini_claude.settings import Settings
 from mini_claude.simulator import SimConversation, SimMessage, TextPart
 
 TIMING_FIELDS = {"pipeline_ms_median", "pipeline_ms_worst"}
@@ -116,3 +117,26 @@ def test_the_summarizer_mode_is_a_bench_switch() -> None:
     assert poor.summarizer == "poor"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--summarizer", "perfect"])
+
+
+def test_with_no_pointer_left_the_model_searches_its_history_when_it_can(
+    plan: ProjectPlan,
+) -> None:
+    fact_id, _ = module_fact(plan)
+    script = needing_script(plan, fact_id)
+    conv = request(script, "[compacted]\n## User requests\n- hi")
+    conv.tool_names = ["read_file", "search_history"]
+    policy, calls = first_reply(script, conv)
+    assert calls == [f"search_history {[('literal', True), ('query', f'FACT-{fact_id}')]}"]
+    assert [r.fact_ids for r in policy.recoveries] == [(fact_id,)]
+    conv.tool_names = ["read_file"]  # a peer row: no such tool, the fact is lost
+    policy, calls = first_reply(script, conv)
+    assert calls == ["read_file [('path', 'README.md')]"] and policy.recoveries == []
+
+
+def test_peer_rows_go_without_the_ledger_and_search_history() -> None:
+    assert "search_history" in registry_for(strategy_named("mini")).names()
+    for key in ("claude-code", "codex", "server", "summary", "learn", "none"):
+        strategy = strategy_named(key)
+        assert "search_history" not in registry_for(strategy).names()
+        assert strategy.configure(Settings(context_window=32_000)).ledger_tokens == 0

@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how the simulated model writes summaries: a realistic 1-3K token "
                              "summary (default), or a poor one that keeps only the user's "
                              "requests")
+    parser.add_argument("--no-poor-run", action="store_true",
+                        help="skip the extra run of mini-claude with poor summaries")
     parser.add_argument("--turns", type=int, default=None, help="override the number of turns")
     parser.add_argument("--seed", type=int, default=7, help="workload seed (default 7)")
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS,

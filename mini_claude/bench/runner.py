@@ -21,7 +21,7 @@ from mini_claude.bench.strategies import Strategy
 from mini_claude.pricing import SONNET
 from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
-from mini_claude.scenario.policy import ScriptPolicy
+from mini_claude.scenario.policy import HISTORY_TOOL, ScriptPolicy
 from mini_claude.scenario.script import Script
 from mini_claude.scenario.workload import Fact
 from mini_claude.session import Session
@@ -29,6 +29,7 @@ from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, SimClock, Simulator
 from mini_claude.simulator.summary import REALISTIC, SummaryStyle
 from mini_claude.tools.base import allow_all
+from mini_claude.tools.registry import ToolRegistry, default_registry
 
 MODEL = "sim-sonnet"
 MODEL_SECONDS = 4.0  # simulated time a model reply takes
@@ -175,6 +176,14 @@ class _Recorder:
             self.result.turn_errors.append((turn, event.kind, event.message))
 
 
+def registry_for(strategy: Strategy) -> ToolRegistry:
+    """Our tools; the peer rows go without search_history, which their products lack."""
+    tools = default_registry()
+    if strategy.ours or strategy.ablation:
+        return tools
+    return ToolRegistry([t for n in tools.names() if n != HISTORY_TOOL and (t := tools.get(n))])
+
+
 def bench_settings(strategy: Strategy, *, window: int, base_url: str, home: Path) -> Settings:
     base = Settings(
         provider="anthropic",
@@ -208,7 +217,7 @@ async def run_strategy(
         provider = create_provider(settings)
         try:
             session = Session(settings, project, provider, allow_all, clock=clock.now,
-                              wall_clock=clock.now)
+                              wall_clock=clock.now, registry=registry_for(strategy))
             agent = session.start_new(SESSION_ID)
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))

@@ -38,7 +38,8 @@ class Strategy:
 def _tiers_off(settings: Settings) -> Settings:
     """Only a summary is left: no cheap tier, and none of our own departures from the plain
     tiers (summarizing after an idle gap, clearing before a second summary in one turn,
-    asking the summary for every path and command)."""
+    asking the summary for every path and command, the ledger; the runner also leaves out
+    search_history)."""
     return settings.with_overrides(
         budget_low_pct=UNREACHABLE_PCT,
         budget_high_pct=UNREACHABLE_PCT,
@@ -48,6 +49,7 @@ def _tiers_off(settings: Settings) -> Settings:
         idle_compact_min_tokens=HUGE_TOKENS,
         summary_min_work=0,
         summary_keep_pointers=False,
+        ledger_tokens=0,
     )
 
 

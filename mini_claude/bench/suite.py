@@ -11,7 +11,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ class BenchOptions:
     jobs: int = 1
     ablations: bool = False
     summarizer: SummaryMode = "realistic"
+    poor_run: bool = False  # also run ours with poor summaries, beside the realistic run
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BenchOptions:
@@ -91,6 +92,7 @@ class BenchOptions:
             jobs=args.jobs,
             ablations=args.ablations,
             summarizer=args.summarizer,
+            poor_run=args.summarizer == "realistic" and not args.no_poor_run,
         )
 
 
@@ -130,6 +132,7 @@ def run_suite(options: BenchOptions) -> int:
     with scratch_folder() as scratch:
         write_project(plan, scratch / "template")
         runs = asyncio.run(_run_all(options, script, scratch / "template", scratch))
+        poor = asyncio.run(_run_poor(options, script, scratch / "template", scratch))
     rows = [make_row(run) for run in runs if not run.ablation]
     ablation_rows = [make_row(run) for run in runs if run.ablation]
     verdicts = [judge(rows, window) for window in options.windows]
@@ -149,15 +152,73 @@ def run_suite(options: BenchOptions) -> int:
     plot_path, plot_note = plot_runs([run for run in runs if not run.ablation], options.out)
     report = render_report(options, script, runs, rows, verdicts, scaling, startup, plot_path,
                            plot_note, time.perf_counter() - started, ablation_rows)
-    (options.out / "report.md").write_text(report, encoding="utf-8")
+    poor_section = poor_summary_section(runs, poor)
+    (options.out / "report.md").write_text(report + poor_section, encoding="utf-8")
     extra = _extras(options, script, scaling, startup)
+    extra["poor_summary"] = [asdict(make_row(run)) for run in poor]
     results = to_json(runs, [*rows, *ablation_rows], verdicts, extra)
     (options.out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(markdown_table(rows))
     print()
     print("\n".join(verdict_lines(verdicts)))
+    if poor_section:
+        print(poor_section.rstrip())
     print(f"\nreport: {options.out / 'report.md'} · {plot_note}")
     return EXIT_OK
+
+
+async def _run_poor(options: BenchOptions, script: Script, template: Path,
+                    scratch: Path) -> list[RunResult]:
+    """Ours again at every window, the simulated model writing poor summaries."""
+    if not options.poor_run:
+        return []
+    ours = [s for s in options.strategies if s.ours]
+    gate = asyncio.Semaphore(options.jobs)
+
+    async def one(number: int, window: int, strategy: Strategy) -> RunResult:
+        async with gate:
+            _progress(f"bench: {strategy.title} with poor summaries at {window // 1000}K ...")
+            return await run_strategy(strategy, script, window=window, template=template,
+                                      workdir=scratch / f"poor{number:02d}",
+                                      summary_style=SummaryStyle(mode="poor"))
+
+    plans = [(window, strategy) for window in options.windows for strategy in ours]
+    return list(await asyncio.gather(*(one(n, w, s) for n, (w, s) in enumerate(plans))))
+
+
+def poor_summary_section(runs: Sequence[RunResult], poor: Sequence[RunResult]) -> str:
+    """Ours with poor summaries beside ours with realistic ones: what the ledger and
+    search_history get back when the summary keeps only the user's requests."""
+    if not poor:
+        return ""
+    lines = [
+        "",
+        "## Poor summaries",
+        "",
+        "The same session for mini-claude with the simulated model's poor summarizer, which "
+        "keeps only the user's requests, beside the realistic run. What a poor summary drops "
+        "is read back through the ledger the client re-attaches after every summary (paths, "
+        "saved results, commands) or with `search_history`, one call per fact.",
+        "",
+        "| summarizer | window | summaries | facts in context | recovered (calls, $) | lost "
+        "| cost | cost vs realistic |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    real = {(r.window, r.strategy): make_row(r) for r in runs if r.ours}
+    for run in poor:
+        row = make_row(run)
+        base = real.get((run.window, run.strategy))
+        for label, shown in (("realistic", base), ("poor", row)):
+            if shown is None:
+                continue
+            delta = "" if base is None or label == "realistic" else (
+                f"{(shown.cost_usd / base.cost_usd - 1) * 100:+.1f}%")
+            lines.append(
+                f"| {label} | {run.window // 1000}K | {shown.summary_requests} | "
+                f"{shown.retained}/{shown.needed} | {shown.recovered} ({shown.recovery_calls}, "
+                f"${shown.recovery_cost_usd:.2f}) | {shown.lost} ({shown.lost_share:.0%}) | "
+                f"${shown.cost_usd:.2f} | {delta} |")
+    return "\n".join(lines) + "\n"
 
 
 @contextmanager

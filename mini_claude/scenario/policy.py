@@ -25,6 +25,7 @@ from mini_claude.simulator.types import (
     ToolResultPart,
 )
 
+HISTORY_TOOL = "search_history"
 # How a persisted result announces itself: "... saved in full to PATH. ..." and its line count.
 SAVED_TO = re.compile(r"saved in full to (?P<path>\S+?)\.?(?:\s|$)")
 LINE_COUNT = re.compile(r"\((?:[\d.]+ [KMG]?B), (?P<lines>[\d,]+) lines?\)")
@@ -219,13 +220,19 @@ class ScriptPolicy:
         for fact_id in missing:
             call = self.script.recovery.get(fact_id)
             if call is None or pointer_of(call) not in question_free:
-                continue
+                # No pointer left: the question names the fact, and the session's own
+                # history can be searched for it, when the tool is offered.
+                if HISTORY_TOOL not in conv.tool_names:
+                    continue
+                call = Call(HISTORY_TOOL, {"query": f"FACT-{fact_id}", "literal": True})
             recovered.append(fact_id)
             if call not in calls:
                 calls.append(call)
         if not calls:
             return None
         self.recoveries.append(Recovery(self.turn_index, tuple(recovered), conv.request_index))
-        where = ", ".join(pointer_of(c) for c in calls)
+        where = ", ".join(pointer_of(c) for c in calls if c.name != HISTORY_TOOL)
+        if any(c.name == HISTORY_TOOL for c in calls):
+            where = ", ".join(filter(None, [where, "my history"]))
         return Step(f"I no longer have that in front of me; reading it back from {where}.",
                     tuple(calls))

@@ -61,6 +61,9 @@ class ToolContext:
     read_stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     rules: PermissionRules | None = None  # --allowed-tools / settings.json rules
     denials: list[PermissionDenied] = field(default_factory=list)  # refused calls, in order
+    # This session's own records, for search_history (None: not known, e.g. a bare test).
+    transcript_path: Path | None = None
+    results_folder: Path | None = None
 
 
 class Tool(Protocol):

@@ -239,6 +239,15 @@ class GrepSearchTool:
             raise ToolError(f"search failed: {problems}")
         return self._render(collected, pattern, target.shown, problems)
 
+    async def matching_lines(
+        self, request: SearchRequest
+    ) -> tuple[list[str], int, bool, int | None, str]:
+        """Raw ``path:line:text`` matches within the caps, how many matched in all, whether
+        the deadline stopped the search, the exit code and stderr: for tools that search
+        files they wrote themselves (search_history)."""
+        collected, returncode, stderr = await self._collect(request)
+        return collected.lines, collected.total, collected.timed_out, returncode, stderr
+
     async def _collect(self, request: SearchRequest) -> tuple[_Collected, int | None, str]:
         collected = _Collected(self.max_matches, self.max_chars)
         errors = HeadTailBuffer(2_000)

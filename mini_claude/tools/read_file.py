@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.settings import Settings
 from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import ToolError, error_output
 from mini_claude.tools.file_stamps import file_stamp
@@ -22,13 +23,17 @@ MAX_LINE_CHARS = 2_000
 _CHUNK_BYTES = 1 << 20
 # Enough bytes for MAX_LINE_CHARS characters of any UTF-8 text, plus a line ending.
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4 + 2
+LINE_PREFIX_BYTES = 8  # the line number, the tab and the newline
+NOTES_BYTES = 512  # room for the notes after a page
+MIN_PAGE_BYTES = 1_024
 
 SPEC = ToolSpec(
     name="read_file",
     description=(
         "Read a text file. Returns its lines numbered like `cat -n` (number, tab, text). "
         f"Shows at most {DEFAULT_LINE_LIMIT:,} lines per call starting at `offset` (1-based); "
-        "the output ends with how to ask for the next page when there is more. Lines longer "
+        "the output ends with how to ask for the next page when there is more (a page asked for "
+        "with offset/limit also ends early rather than grow too large). Lines longer "
         f"than {MAX_LINE_CHARS:,} characters are cut. Paths are relative to the project folder. "
         "Use this to look at a file before editing it; use grep_search to find where something "
         "is first when you do not know the file."
@@ -87,8 +92,10 @@ class ReadFileTool:
             raise ToolError(f"{target.shown} is a directory; use list_files to see what is in it")
         refuse_special(path, target.shown)
         stamp = file_stamp(path)
+        paged = "offset" in args or "limit" in args
+        max_bytes = page_bytes(ctx.settings) if paged else None
         try:
-            page = _read_page(path, offset, limit, target.shown)
+            page = _read_page(path, offset, limit, target.shown, max_bytes)
         except PermissionError:
             raise ToolError(f"{target.shown} cannot be read: permission denied") from None
         if stamp is not None:
@@ -96,8 +103,23 @@ class ReadFileTool:
         return ToolOutput(_render(page, offset, target.shown))
 
 
-def _read_page(path: Path, offset: int, limit: int, shown: str) -> _Page:
+def page_bytes(settings: Settings) -> int:
+    """The most an asked-for page (offset/limit given) may hold.
+
+    Below tier 0's persist threshold, so the page is not itself swapped for a
+    preview of a saved copy (paging a 4 MB transcript must return the page), and
+    within a fifth of a small window; the page then ends early and says where to go on.
+    """
+    window_chars = settings.effective_window * settings.budget_low_window_share
+    window_bytes = int(window_chars * settings.chars_per_token)
+    return max(MIN_PAGE_BYTES, min(settings.persist_threshold_bytes - NOTES_BYTES, window_bytes))
+
+
+def _read_page(
+    path: Path, offset: int, limit: int, shown: str, max_bytes: int | None = None
+) -> _Page:
     page = _Page()
+    used = 0
     with open_regular(path, shown) as handle:
         if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
             raise ToolError(f"{shown} is a binary file; read_file only shows text")
@@ -110,10 +132,16 @@ def _read_page(path: Path, offset: int, limit: int, shown: str) -> _Page:
                 return page
             if number >= offset:
                 text, invalid = _decode(raw, complete)
-                page.invalid_utf8 |= invalid
-                if not complete or len(text) > MAX_LINE_CHARS:
+                was_cut = not complete or len(text) > MAX_LINE_CHARS
+                if was_cut:
                     text = text[:MAX_LINE_CHARS] + f" [line cut at {MAX_LINE_CHARS:,} chars]"
-                    page.cut_lines += 1
+                size = len(text.encode("utf-8", errors="replace")) + LINE_PREFIX_BYTES
+                if max_bytes is not None and page.lines and used + size > max_bytes:
+                    page.total_lines = number + _count_remaining_lines(handle)
+                    return page  # a full page: the notes say where the next one starts
+                used += size
+                page.cut_lines += was_cut
+                page.invalid_utf8 |= invalid
                 page.lines.append(text)
         page.total_lines = number
     return page

@@ -24,6 +24,7 @@ from mini_claude.tools.list_files import ListFilesTool
 from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.read_file import ReadFileTool
 from mini_claude.tools.run_shell import RunShellTool
+from mini_claude.tools.search_history import SearchHistoryTool
 from mini_claude.tools.write_file import WriteFileTool
 
 _JSON_TYPE_NAMES = {
@@ -241,5 +242,6 @@ def default_registry(grep_backend: GrepBackend | None = None) -> ToolRegistry:
             WriteFileTool(),
             EditFileTool(),
             CompactTool(),
+            SearchHistoryTool(grep_backend),
         ]
     )
