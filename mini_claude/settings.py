@@ -8,25 +8,53 @@ without touching code.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 ProviderName = Literal["anthropic", "openai"]
+_T = TypeVar("_T")
 
-# Known models and their context windows (tokens). Prefix match, longest first.
+# Known models and the prompt size they accept (tokens): the SDKs' current model lists
+# (anthropic ``types/model_param.py``, openai ``types/shared/chat_model.py``) with the
+# windows their providers publish. A model missing here is asked of the provider's Models
+# API (``model_info``). Names match exactly, after a date suffix, a ``[1m]`` tag or an
+# Ollama ``:tag`` is dropped; a key ending in "-" matches every name it starts.
+# OpenAI's 1.05M-context models accept at most 922K prompt tokens, GPT-5 272K.
 MODEL_WINDOWS: dict[str, int] = {
+    "claude-fable-5-1": 1_000_000,
+    "claude-opus-5-5": 1_000_000,
+    "claude-sonnet-5-5": 1_000_000,
+    "claude-haiku-5-5": 1_000_000,
+    "claude-opus-5": 1_000_000,
+    "claude-sonnet-5": 1_000_000,
+    "claude-opus-4-8": 1_000_000,
+    "claude-opus-4-6": 1_000_000,
+    "claude-sonnet-4-6": 1_000_000,
+    "claude-opus-4-5": 200_000,
+    "claude-sonnet-4-5": 200_000,
+    "claude-haiku-4-5": 200_000,
+    "claude-opus-4-1": 200_000,
     "claude-opus-4": 200_000,
     "claude-sonnet-4": 200_000,
-    "claude-haiku-4": 200_000,
     "claude-3-7-sonnet": 200_000,
     "claude-3-5-sonnet": 200_000,
     "claude-3-5-haiku": 200_000,
-    "gpt-5": 400_000,
+    "gpt-6.1-terra": 922_000,
+    "gpt-5.6-terra": 922_000,
+    "gpt-5.6-luna": 922_000,
+    "gpt-5": 272_000,
+    "gpt-5-mini": 272_000,
+    "gpt-5-nano": 272_000,
     "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
     "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
     "o3": 200_000,
+    "o3-mini": 200_000,
     "o4-mini": 200_000,
     "deepseek-chat": 128_000,
     "qwen2.5-coder": 32_768,
@@ -35,10 +63,36 @@ MODEL_WINDOWS: dict[str, int] = {
 }
 DEFAULT_WINDOW = 128_000
 
+# A current mid-tier model of each provider. GPT-6.1 Terra calls tools only through the
+# Responses API, so the Chat Completions default is GPT-5.6 Terra.
 DEFAULT_MODELS: dict[str, str] = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai": "gpt-4.1",
+    "anthropic": "claude-sonnet-5-5",
+    "openai": "gpt-5.6-terra",
 }
+
+_DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
+
+
+def model_key(model: str) -> str:
+    """The name a table knows a model by: no date suffix, no ``[1m]`` or ``:tag``."""
+    name = model.strip().split(":", 1)[0]
+    if name.endswith("]") and "[" in name:
+        name = name[: name.rindex("[")]
+    return _DATE_SUFFIX.sub("", name)
+
+
+def table_lookup(table: Mapping[str, _T], model: str) -> _T | None:
+    """A model's row: an exact name, else the longest prefix key (one that ends in "-")."""
+    key = model_key(model)
+    if key in table:
+        return table[key]
+    prefixes = [k for k in table if k.endswith("-") and key.startswith(k)]
+    return table[max(prefixes, key=len)] if prefixes else None
+
+
+def known_window(model: str) -> int | None:
+    """The table's window for a model, None when the table does not know it."""
+    return table_lookup(MODEL_WINDOWS, model)
 
 
 class SettingsError(ValueError):
@@ -47,10 +101,7 @@ class SettingsError(ValueError):
 
 def window_for_model(model: str) -> int:
     """Known window for a model name, or a safe default."""
-    for prefix in sorted(MODEL_WINDOWS, key=len, reverse=True):
-        if model.startswith(prefix):
-            return MODEL_WINDOWS[prefix]
-    return DEFAULT_WINDOW
+    return known_window(model) or DEFAULT_WINDOW
 
 
 @dataclass(frozen=True)
