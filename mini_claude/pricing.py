@@ -62,6 +62,7 @@ def _openai(input_: float, cached: float, output: float, *, writes: bool = True)
 
 
 SONNET_4 = Price(3.00, 3.75, 0.30, 15.00)
+SONNET = SONNET_4  # the simulated models are priced like a Sonnet 4
 OPUS_4_5 = Price(5.00, 6.25, 0.50, 25.00)
 OPUS_4 = Price(15.00, 18.75, 1.50, 75.00)
 FABLE_5 = Price(10.00, 12.50, 1.00, 50.00)
