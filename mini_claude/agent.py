@@ -89,6 +89,8 @@ class Agent:
         self.pipeline_seconds: list[float] = []
         self.last_call_at: float | None = None
         self._compact_requested: str | None = None
+        # Called at each turn start; new settings (a window the Models API reported) or None.
+        self.settings_update: Callable[[], Settings | None] | None = None
         self.transcript = transcript
         self.conversation = Conversation()
         self.attach(transcript, conversation or Conversation())
@@ -136,6 +138,9 @@ class Agent:
     async def turn(self, text: str) -> AsyncIterator[ev.Event]:
         """Run one user request to completion, yielding events as they happen."""
         yield ev.TurnStarted(text)
+        updated = self.settings_update() if self.settings_update is not None else None
+        if updated is not None:
+            self.reconfigure(updated)
         self.compactor.note_turn_start()
         self._append(user_text(text))
         if self.compactor.should_auto_compact(self.conversation):

@@ -13,7 +13,9 @@ from mini_claude.agent import Agent
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
 from mini_claude.private_dirs import ensure_private_dir
+from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.base import Provider
+from mini_claude.providers.models_api import ModelLookup
 from mini_claude.settings import Settings
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
 from mini_claude.tools.base import Approver, ToolContext
@@ -44,6 +46,7 @@ class Session:
     session_id: str = field(init=False, default="")
     agent: Agent = field(init=False)
     warnings: list[str] = field(default_factory=list)
+    model_lookup: ModelLookup | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -60,6 +63,7 @@ class Session:
         return {"cwd": str(self.cwd), "provider": settings.provider, "model": settings.model}
 
     def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
+        self._look_up_model()
         store = DiskResultStore(self.settings, self.session_id)
         context = ToolContext(
             root=self.cwd,
@@ -68,7 +72,7 @@ class Session:
             session_id=self.session_id,
             env=child_environment(os.environ, self.settings),
         )
-        return Agent(
+        agent = Agent(
             settings=self.settings,
             provider=self.provider,
             registry=self.registry,
@@ -79,6 +83,8 @@ class Session:
             clock=self.clock,
             conversation=conversation,
         )
+        agent.settings_update = self._reported_settings
+        return agent
 
     def start_new(self) -> Agent:
         """A fresh conversation with its own transcript (also what /clear does)."""
@@ -119,8 +125,34 @@ class Session:
 
     def switch_model(self, model: str) -> None:
         """`/model NAME`: later requests use the new model; the window follows it."""
-        self.settings = self.settings.with_overrides(model=model)
+        self.settings = self.settings.with_overrides(
+            model=model, reported_window=None, window_reported_by=None
+        )
+        self._look_up_model()
         self.agent.reconfigure(self.settings)
+
+    def _look_up_model(self) -> None:
+        """Ask the provider about a model the table does not know; never waits for it."""
+        settings = self.settings
+        key = settings.api_key or (PLACEHOLDER_KEY if settings.base_url else None)
+        if key is None or not ModelLookup.wanted(settings):
+            self.model_lookup = None
+            return
+        if self.model_lookup is None or self.model_lookup.model != settings.model:
+            self.model_lookup = ModelLookup(settings, key).start()
+        self.settings = self._reported_settings() or self.settings
+
+    def _reported_settings(self) -> Settings | None:
+        """New settings once the lookup has a window the session does not use yet."""
+        facts = self.model_lookup.facts if self.model_lookup is not None else None
+        if facts is None or facts.window is None or facts.model != self.settings.model:
+            return None
+        if self.settings.reported_window == facts.window:
+            return None
+        self.settings = self.settings.with_overrides(
+            reported_window=facts.window, window_reported_by=facts.source
+        )
+        return self.settings
 
 
 def startup_housekeeping(settings: Settings) -> int:

@@ -112,6 +112,10 @@ class Settings:
     model: str = DEFAULT_MODELS["anthropic"]
     compact_model: str | None = None
     context_window: int | None = None  # None: from the model table
+    # What the provider's Models API said about a model the table does not know
+    # (filled in by the session, never from the environment).
+    reported_window: int | None = None
+    window_reported_by: str | None = None
     home: Path = field(default_factory=lambda: Path.home() / ".mini-claude")
     anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_base_url: str | None = None
@@ -176,7 +180,18 @@ class Settings:
 
     @property
     def window(self) -> int:
-        return self.context_window or window_for_model(self.model)
+        return self.context_window or self.reported_window or window_for_model(self.model)
+
+    @property
+    def window_source(self) -> str:
+        """Where :attr:`window` came from, for ``/context``."""
+        if self.context_window:
+            return "MINI_CLAUDE_CONTEXT_WINDOW"
+        if self.reported_window:
+            return self.window_reported_by or "the provider's Models API"
+        if known_window(self.model) is not None:
+            return "the model table"
+        return "a default (model unknown to the table and the Models API)"
 
     @property
     def reserve(self) -> int:
@@ -229,6 +244,8 @@ ENV_NAMES: dict[str, str] = {
     "auto_compact": "MINI_CLAUDE_AUTO_COMPACT",
     "autocompact_pct": "MINI_CLAUDE_AUTOCOMPACT_PCT",
 }
+# Learnt at run time, not configured.
+NOT_FROM_ENVIRONMENT = {"reported_window", "window_reported_by"}
 for _f in fields(Settings):
     ENV_NAMES.setdefault(_f.name, "MINI_CLAUDE_" + _f.name.upper())
 
@@ -310,6 +327,8 @@ def from_environment(
     base = Settings()
     values: dict[str, Any] = {}
     for f in fields(Settings):
+        if f.name in NOT_FROM_ENVIRONMENT:
+            continue
         raw = environ.get(ENV_NAMES[f.name])
         if raw is not None and raw.strip() != "":
             values[f.name] = _parse(f.name, raw, getattr(base, f.name))

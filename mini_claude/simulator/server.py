@@ -30,6 +30,13 @@ from mini_claude.simulator.faults import (
     Fault,
     FaultQueue,
 )
+from mini_claude.simulator.models_api import (
+    CatalogEntry,
+    ModelsFlavour,
+    anthropic_list,
+    anthropic_model,
+    openai_list,
+)
 from mini_claude.simulator.policies import ScriptedPolicy
 from mini_claude.simulator.summary import build_summary, useless_summary
 from mini_claude.simulator.tokens import TokenCounter, shared_counter
@@ -51,6 +58,7 @@ from mini_claude.simulator.wire import (
 
 ANTHROPIC_PATHS = ("/v1/messages", "/v1/messages/count_tokens")
 OPENAI_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
 BAD_KEY = "bad-key"
 HANG_LIMIT_SECONDS = 60.0
 TOOL_CALL_OUTPUT_OVERHEAD = 3
@@ -142,6 +150,11 @@ class Simulator:
         self.clock = clock if clock is not None else SimClock()
         self.report_usage = report_usage
         self.requests: list[RecordedRequest] = []
+        # The Models API: what GET /v1/models[/{id}] answers, and the requests it got
+        # (kept apart from ``requests``, which counts model calls).
+        self.catalog: dict[str, CatalogEntry] = {}
+        self.models_flavour: ModelsFlavour = "vllm"
+        self.model_requests: list[RecordedRequest] = []
         self.counter = counter if counter is not None else shared_counter()
         self._faults = FaultQueue()
         self._anthropic_cache = AnthropicCache(self.clock)
@@ -256,8 +269,17 @@ class Simulator:
         except ValueError:
             body, parse_error = None, True
         protocol: Protocol_ = "openai" if path == OPENAI_PATH else "anthropic"
+        if path == MODELS_PATH or path.startswith(MODELS_PATH + "/"):
+            # Both APIs have this path; only Anthropic's clients send ``anthropic-version``.
+            protocol = "anthropic" if "anthropic-version" in headers else "openai"
         stream = bool(body.get("stream")) if isinstance(body, dict) else False
         record = RecordedRequest(protocol, path, headers, body, stream=stream)
+        if handler.command == "GET" and (path == MODELS_PATH or path.startswith(MODELS_PATH + "/")):
+            with self._lock:
+                self.model_requests.append(record)
+                answer = self._models(record)
+            self._write(handler, answer)
+            return
         try:
             with self._lock:
                 self.requests.append(record)
@@ -299,6 +321,25 @@ class Simulator:
         if parsed.prompt_tokens > self.context_window:
             return self._prompt_too_long(record, parsed.prompt_tokens, self.context_window)
         return self._reply(record, parsed, fault)
+
+    def _models(self, record: RecordedRequest) -> Answer:
+        """``GET /v1/models`` and ``GET /v1/models/{id}`` in the asking client's shape."""
+        auth = self._check_auth(record)
+        if auth is not None:
+            return auth
+        entries = list(self.catalog.values())
+        record.status = 200
+        if record.path == MODELS_PATH:
+            if record.protocol == "anthropic":
+                return _json_answer(200, anthropic_list(entries))
+            return _json_answer(200, openai_list(entries, self.models_flavour))
+        model_id = record.path[len(MODELS_PATH) + 1 :]
+        entry = self.catalog.get(model_id)
+        if entry is None:
+            return self._error(record, 404, "not_found_error", f"model: {model_id}")
+        if record.protocol == "anthropic":
+            return _json_answer(200, anthropic_model(entry))
+        return _json_answer(200, openai_list([entry], self.models_flavour)["data"][0])
 
     def _parse(self, record: RecordedRequest) -> ParsedRequest:
         if record.protocol == "openai":

@@ -118,6 +118,8 @@ async def context_command(repl: Repl, argument: str) -> Outcome:
     agent = repl.agent
     view = breakdown(agent.status(), agent.system_prompt, agent.tools, agent.conversation.messages)
     repl.console.print(render_breakdown(view, repl.session.settings.model))
+    repl.console.print(note(f"window {agent.settings.window:,} tokens, from "
+                            f"{agent.settings.window_source}"))
     return Outcome.CONTINUE
 
 
