@@ -17,6 +17,7 @@ from typing import Any
 
 from mini_claude import events as ev
 from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.persist import admit_result
@@ -84,6 +85,7 @@ class Agent:
         self.pipeline = ContextPipeline(settings, store, self.meter, root=tool_context.root)
         self.compactor = Compactor(settings, self.meter, store)
         self.costs = CostTracker()
+        self.cache_misses = CacheMissLog()
         self.tokens_freed: dict[str, int] = {}
         self.compactions = 0
         self.pipeline_seconds: list[float] = []
@@ -220,6 +222,7 @@ class Agent:
         self.pipeline_seconds.append(time.perf_counter() - started)
         for report in reports:
             self._count_freed(report)
+            self.cache_misses.note_edit(report.tier)
             yield ev.TierFired(report)
         if self._compact_requested is not None:
             focus, self._compact_requested = self._compact_requested, None
@@ -232,6 +235,7 @@ class Agent:
                 relief = self.pipeline.relieve_pressure(self.conversation)
                 if relief is not None:
                     self._count_freed(relief)
+                    self.cache_misses.note_edit(relief.tier)
                     yield ev.TierFired(relief)
             if self.compactor.needs_mid_turn_compaction(self.conversation):
                 async for event in self._compact("mid-turn"):
@@ -294,9 +298,17 @@ class Agent:
         if response.usage is not None:
             self.meter.observe(response.usage.prompt_tokens, self.conversation)
             self.costs.add(self.settings.model, response.usage)
+        missed = self.cache_misses.observe(
+            response.cache_miss, diagnosed=response.response_id is not None
+        )
+        if missed is not None:
+            self.transcript.event(
+                "cache_miss", reason=missed.reason, missed_tokens=missed.missed_tokens,
+                after=list(missed.after),
+            )
         message = self._with_fresh_ids(response.message)
         if message is not response.message:
-            response = ResponseComplete(message, response.stop_reason, response.usage)
+            response = replace(response, message=message)
         empty = Message("assistant", [TextBlock("(no response)")])
         self._append(message if message.blocks else empty)
         if response.usage is not None:
@@ -428,6 +440,7 @@ class Agent:
                 )
             return
         self.compactions += 1
+        self.cache_misses.note_edit(f"compaction ({reason})")
         self.last_call_at = self.clock()  # the summary call was a model call too
         self.transcript.compaction(
             reason,
@@ -452,4 +465,5 @@ class Agent:
             "cost_usd": self.costs.dollars,
             "compactions": self.compactions,
             "tokens_freed": dict(self.tokens_freed),
+            "cache_misses": len(self.cache_misses.misses),
         }

@@ -171,6 +171,8 @@ class Settings:
 
     # Provider calls
     max_retries: int = 4
+    # Ask the server why a cached prefix was not reused (Anthropic ``diagnostics``).
+    cache_diagnostics: bool = True
     request_timeout_seconds: float = 600.0
 
     # Tools

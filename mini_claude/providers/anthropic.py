@@ -20,6 +20,7 @@ from mini_claude.conversation import (
 )
 from mini_claude.providers.arguments import parse_tool_input
 from mini_claude.providers.base import (
+    CacheMiss,
     ConnectionLost,
     MalformedResponse,
     ModelRequest,
@@ -43,7 +44,7 @@ from mini_claude.providers.redact import clean_message
 
 if TYPE_CHECKING:
     from anthropic import APIStatusError, AsyncAnthropic
-    from anthropic.types import RawMessageStreamEvent
+    from anthropic.types import Diagnostics, RawMessageStreamEvent
     from anthropic.types.raw_content_block_start_event import ContentBlock
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
@@ -166,9 +167,13 @@ class ReplyAssembler:
     usage: Usage | None = None
     stop_reason: str | None = None
     finished: bool = False
+    message_id: str | None = None
+    cache_miss: CacheMiss | None = None
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[StreamEvent]:
         if event.type == "message_start":
+            self.message_id = event.message.id or None
+            self.cache_miss = cache_miss_of(event.message.diagnostics)
             u = event.message.usage
             self.usage = Usage(
                 input_tokens=u.input_tokens,
@@ -243,7 +248,15 @@ class ReplyAssembler:
             raise ConnectionLost("the reply stream ended before the message was complete")
         message = Message("assistant", _drop_blank_text([self.done[i] for i in sorted(self.done)]))
         stop = self.stop_reason or ("tool_use" if message.tool_uses else "end_turn")
-        return ResponseComplete(message, stop, self.usage)
+        return ResponseComplete(message, stop, self.usage, self.message_id, self.cache_miss)
+
+
+def cache_miss_of(diagnostics: Diagnostics | None) -> CacheMiss | None:
+    """The neutral form of ``message.diagnostics`` (None: not asked, no divergence, pending)."""
+    reason = diagnostics.cache_miss_reason if diagnostics is not None else None
+    if reason is None:
+        return None
+    return CacheMiss(reason.type, getattr(reason, "cache_missed_input_tokens", 0) or 0)
 
 
 # ---- the adapter -------------------------------------------------------------------
@@ -254,11 +267,22 @@ class AnthropicProvider:
 
     name = "anthropic"
 
-    def __init__(self, *, api_key: str, base_url: str | None, timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None,
+        timeout_seconds: float,
+        cache_diagnostics: bool = True,
+    ) -> None:
         self._api_key = api_key
         self._base_url = base_url
         self._timeout_seconds = timeout_seconds
         self._sdk_client: AsyncAnthropic | None = None
+        # Cache diagnostics: each request names the previous reply, so the server can
+        # say why that request's cached prefix was not reused (None on the first one).
+        self._cache_diagnostics = cache_diagnostics
+        self._previous_message_id: str | None = None
         self._errors = ErrorContext(
             key_variable="ANTHROPIC_API_KEY",
             base_url_variable="ANTHROPIC_BASE_URL",
@@ -281,6 +305,8 @@ class AnthropicProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         body = build_request(request)
+        if self._cache_diagnostics:
+            body["diagnostics"] = {"previous_message_id": self._previous_message_id}
         reply = ReplyAssembler()
         try:
             events: Any = await self._client().messages.create(**body)
@@ -292,7 +318,9 @@ class AnthropicProvider:
             raise
         except Exception as exc:
             raise self.map_error(exc) from None
-        yield reply.complete()
+        complete = reply.complete()
+        self._previous_message_id = complete.response_id or self._previous_message_id
+        yield complete
 
     def map_error(self, exc: Exception) -> ProviderError:
         """One of our error types for any failure the SDK or the transport raised."""

@@ -51,6 +51,19 @@ class Usage:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class CacheMiss:
+    """The server's word on why the previous request's cached prefix was not reused.
+
+    ``reason``: ``messages_changed`` | ``system_changed`` | ``tools_changed`` |
+    ``model_changed`` (each with the tokens that missed the cache), or
+    ``previous_message_not_found`` | ``unavailable`` (no diagnosis).
+    """
+
+    reason: str
+    missed_tokens: int = 0
+
+
 # ---- stream events -----------------------------------------------------------------
 
 
@@ -72,6 +85,8 @@ class ResponseComplete:
     message: Message  # the assistant message, tool_use inputs parsed
     stop_reason: str  # "end_turn" | "tool_use" | "max_tokens" | other, normalised
     usage: Usage | None  # None when the server reported none (some compatible servers)
+    response_id: str | None = None  # the server's id for this reply, when it gave one
+    cache_miss: CacheMiss | None = None  # the server's cache diagnostics, when it sent any
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mini_claude.simulator.diagnostics import fingerprint, previous_id_of
 from mini_claude.simulator.tokens import TOOL_OVERHEAD, TokenCounter, canonical_json
 from mini_claude.simulator.types import (
     SimBlock,
@@ -393,7 +394,9 @@ def parse_request(body: Any, counter: TokenCounter) -> ParsedRequest:
         tool_choice_none=choice_none,
         max_tokens=max_tokens,
     )
-    return ParsedRequest(conversation, builder.units, stream)
+    previous_id_of(body)  # a malformed ``diagnostics`` is a 400, as on the real API
+    prefix = fingerprint(body, tools, system, merged, builder.units)
+    return ParsedRequest(conversation, builder.units, stream, prefix=prefix)
 
 
 # ---- answers ---------------------------------------------------------------------------
@@ -435,7 +438,7 @@ def _content(completion: Completion, raw_inputs: bool) -> list[dict[str, Any]]:
 
 
 def message_json(completion: Completion) -> dict[str, Any]:
-    return {
+    body = {
         "id": completion.message_id,
         "type": "message",
         "role": "assistant",
@@ -445,6 +448,9 @@ def message_json(completion: Completion) -> dict[str, Any]:
         "stop_sequence": None,
         "usage": _usage(completion),
     }
+    if completion.diagnostics is not None:
+        body["diagnostics"] = completion.diagnostics
+    return body
 
 
 def sse(event: str, data: dict[str, Any]) -> bytes:
@@ -471,6 +477,8 @@ def stream_plan(completion: Completion) -> FramePlan:
             "usage": start_usage,
         },
     }
+    if completion.diagnostics is not None:
+        start["message"]["diagnostics"] = completion.diagnostics  # type: ignore[index]
     frames = [sse("message_start", start), sse("ping", {"type": "ping"})]
     after_some_text = len(frames)
     inside_tool_call: int | None = None

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from mini_claude.simulator import anthropic_wire, openai_wire
 from mini_claude.simulator.cache import AnthropicCache, CacheOutcome, OpenAICache
 from mini_claude.simulator.clock import SimClock
+from mini_claude.simulator.diagnostics import FingerprintStore, diagnose, previous_id_of
 from mini_claude.simulator.faults import (
     INTERRUPTING_FAULTS,
     STATUS_FAULTS,
@@ -160,6 +161,7 @@ class Simulator:
         self._anthropic_cache = AnthropicCache(self.clock)
         self._openai_cache = OpenAICache(self.clock)
         self._kept: OrderedDict[bytes, Reply] = OrderedDict()
+        self._fingerprints = FingerprintStore()
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
@@ -499,6 +501,7 @@ class Simulator:
         if conv.tool_choice_none and reply.tool_calls:
             reply = Reply(reply.text or "(no tool use allowed)", [], reply.stop_reason)
         completion = self._complete(record, reply, parsed, cache)
+        self._diagnose(record, parsed, completion)
         interrupting = fault is not None and fault.kind in INTERRUPTING_FAULTS
         if interrupting and not conv.is_summary_request:
             self._keep(parsed.fingerprint, reply)
@@ -513,6 +516,22 @@ class Simulator:
         if fault is not None and fault.kind == "slow":
             answer.delay_s = fault.delay_s
         return answer
+
+    def _diagnose(
+        self, record: RecordedRequest, parsed: ParsedRequest, completion: Completion
+    ) -> None:
+        """Cache diagnostics: compare with the request the client names, keep this one."""
+        if parsed.prefix is None or not isinstance(record.body, dict):
+            return
+        asked, previous_id = previous_id_of(record.body)
+        if not asked:
+            return
+        if previous_id is not None:
+            reason = diagnose(self._fingerprints.get(previous_id), parsed.prefix)
+            if reason is not None:
+                completion.diagnostics = {"cache_miss_reason": reason}
+                record.cache_miss = reason
+        self._fingerprints.keep(completion.message_id, parsed.prefix)
 
     def _account_cache(self, protocol: str, parsed: ParsedRequest) -> CacheOutcome:
         if protocol == "openai":

@@ -170,3 +170,4 @@ class RecordedRequest:
     fault: str | None = None
     reply: Reply | None = None
     conversation: SimConversation | None = None
+    cache_miss: dict[str, Any] | None = None  # the ``cache_miss_reason`` the answer carried

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mini_claude.simulator.tokens import (
     BLOCK_OVERHEAD,
@@ -14,6 +14,9 @@ from mini_claude.simulator.tokens import (
     digest,
 )
 from mini_claude.simulator.types import SimBlock, SimConversation, SimMessage
+
+if TYPE_CHECKING:
+    from mini_claude.simulator.diagnostics import PrefixFingerprint
 
 
 class WireError(Exception):
@@ -51,6 +54,7 @@ class ParsedRequest:
     units: list[PromptUnit]
     stream: bool
     include_usage: bool = True
+    prefix: PrefixFingerprint | None = None  # for cache diagnostics (Anthropic only)
 
     @property
     def prompt_tokens(self) -> int:
@@ -138,6 +142,7 @@ class Completion:
     calls: list[OutgoingCall] = field(default_factory=list)
     stop_reason: str = "end_turn"  # Anthropic's vocabulary; OpenAI maps it
     usage: Usage | None = None
+    diagnostics: dict[str, Any] | None = None  # Anthropic's ``diagnostics`` object
 
 
 @dataclass(slots=True)

@@ -136,6 +136,7 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
     table.add_row("requests", f"{costs.requests:,}")
     table.add_row("cost", cost_label(costs))
     repl.console.print(table)
+    repl.console.print(note(repl.agent.cache_misses.summary()))
     price = price_for(repl.session.settings.model)
     if price is None:
         repl.console.print(note(f"no price known for {repl.session.settings.model}; "
