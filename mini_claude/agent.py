@@ -16,7 +16,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from mini_claude import events as ev
-from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.meter import TokenMeter
@@ -35,25 +35,27 @@ from mini_claude.conversation import (
     user_text,
 )
 from mini_claude.pricing import CostTracker
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
     AuthenticationFailed,
+    CompactReason,
+    ContextStatus,
     ModelRequest,
+    ModelTextDelta,
     PromptTooLong,
     Provider,
     ProviderError,
     ResponseComplete,
     StreamRestarted,
-    TextDelta,
+    TierReport,
+    ToolOutput,
     ToolUseStarted,
 )
+from mini_claude.secrets import api_keys, mask
 from mini_claude.settings import Settings
-from mini_claude.tools.base import ToolContext, ToolOutput
+from mini_claude.tools.base import ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
 
-COMPACT_TOOL = "compact"
-REDACTED = "[redacted]"
-MIN_SECRET_CHARS = 8  # shorter "keys" are placeholders; masking them would mangle output
 INTERRUPTED_TEXT = "[interrupted by the user]"
 
 
@@ -90,7 +92,6 @@ class Agent:
         self.compactions = 0
         self.pipeline_seconds: list[float] = []
         self.last_call_at: float | None = None
-        self._compact_requested: str | None = None
         # Called at each turn start; new settings (a window the Models API reported) or None.
         self.settings_update: Callable[[], Settings | None] | None = None
         self.transcript = transcript
@@ -124,7 +125,7 @@ class Agent:
         self.tool_context.settings = settings
         self.attach(self.transcript, self.conversation)
 
-    def status(self) -> ev.ContextStatus:
+    def status(self) -> ContextStatus:
         return self.meter.status(self.conversation)
 
     def _record_edit(self, block: ToolResultBlock) -> None:
@@ -199,7 +200,8 @@ class Agent:
                     yield event
                 continue
             except ProviderError as exc:
-                kind = "auth" if isinstance(exc, AuthenticationFailed) else "error"
+                auth = isinstance(exc, AuthenticationFailed)
+                kind: ev.TurnErrorKind = "auth" if auth else "error"
                 self.transcript.event("error", message=exc.message)
                 yield ev.TurnError(exc.message, kind)
                 return
@@ -224,8 +226,9 @@ class Agent:
             self._count_freed(report)
             self.cache_misses.note_edit(report.tier)
             yield ev.TierFired(report)
-        if self._compact_requested is not None:
-            focus, self._compact_requested = self._compact_requested, None
+        focus = self.tool_context.compaction_focus
+        if focus is not None:
+            self.tool_context.compaction_focus = None
             async for event in self._compact("tool", focus or None):
                 yield event
         elif self.settings.auto_compact and self.compactor.needs_mid_turn_compaction(
@@ -270,7 +273,7 @@ class Agent:
         partial: list[str] = []
         try:
             async for event in self.provider.stream(request):
-                if isinstance(event, TextDelta):
+                if isinstance(event, ModelTextDelta):
                     partial.append(event.text)
                     yield ev.TextDelta(event.text)
                 elif isinstance(event, StreamRestarted):
@@ -384,27 +387,15 @@ class Agent:
             self.transcript.event("interrupted", during="tools")
 
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
-        if use.name == COMPACT_TOOL and self.registry.get(COMPACT_TOOL) is not None:
-            focus = use.input.get("focus")
-            self._compact_requested = focus if isinstance(focus, str) else ""
-            return ToolOutput(
-                "Compaction requested; the conversation will be summarized before the next step."
-            )
         output = await self.registry.execute(use.name, use.input, self.tool_context)
         return self._without_keys(output)
 
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
         """A tool may print one of our API keys (``cat .env``); it must not reach the
         history, the saved results, the screen or the next request."""
-        keys = [
-            k
-            for k in (self.settings.anthropic_api_key, self.settings.openai_api_key)
-            if k and len(k) >= MIN_SECRET_CHARS
-        ]
-        content, display = output.content, output.display
-        for key in keys:
-            content = content.replace(key, REDACTED)
-            display = display.replace(key, REDACTED) if display else display
+        keys = api_keys(self.settings)
+        content = mask(output.content, keys)
+        display = mask(output.display, keys) if output.display else output.display
         if content == output.content and display == output.display:
             return output
         return replace(output, content=content, display=display)
@@ -421,7 +412,9 @@ class Agent:
             transcript_path=str(self.transcript.path),
         )
 
-    async def _compact(self, reason: str, focus: str | None = None) -> AsyncIterator[ev.Event]:
+    async def _compact(
+        self, reason: CompactReason, focus: str | None = None
+    ) -> AsyncIterator[ev.Event]:
         before = self.meter.estimate(self.conversation)
         yield ev.CompactionStarted(reason, before)
         try:

@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from mini_claude.context.base import TierReport
 from mini_claude.conversation import Message, ToolResultBlock
-from mini_claude.providers.base import Usage
+from mini_claude.protocol import CompactReason, ContextStatus, TierReport, Usage
 
-
-@dataclass(frozen=True, slots=True)
-class ContextStatus:
-    """One honest meter: the status bar, /context and the auto-compact trigger all read this."""
-
-    tokens: int  # estimated prompt tokens of the next request
-    effective_window: int  # window minus output reserve
-    window: int
-    autocompact_at: int  # tokens at which auto-compact fires (0 when off)
-    anchored: bool  # True when the estimate is anchored on reported usage
-
-    @property
-    def utilization(self) -> float:
-        return self.tokens / self.effective_window if self.effective_window else 0.0
-
-    @property
-    def until_autocompact(self) -> int | None:
-        return max(0, self.autocompact_at - self.tokens) if self.autocompact_at else None
+NoticeLevel = Literal["info", "warning", "error"]
+TurnErrorKind = Literal["auth", "prompt_too_long", "error", "interrupted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,13 +63,13 @@ class TierFired:
 
 @dataclass(frozen=True, slots=True)
 class CompactionStarted:
-    reason: str  # "auto" | "manual" | "tool" | "mid-turn" | "prompt-too-long"
+    reason: CompactReason
     tokens_before: int
 
 
 @dataclass(frozen=True, slots=True)
 class CompactionFinished:
-    reason: str
+    reason: CompactReason
     tokens_before: int
     tokens_after: int
     summary: str
@@ -94,7 +77,7 @@ class CompactionFinished:
 
 @dataclass(frozen=True, slots=True)
 class CompactionFailed:
-    reason: str
+    reason: CompactReason
     error: str
     breaker_open: bool
 
@@ -109,7 +92,7 @@ class Retrying:
 @dataclass(frozen=True, slots=True)
 class Notice:
     text: str
-    level: str = "info"  # "info" | "warning" | "error"
+    level: NoticeLevel = "info"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +100,7 @@ class TurnError:
     """The turn ended early; the history is still valid."""
 
     message: str
-    kind: str = "error"  # "auth" | "prompt_too_long" | "error" | "interrupted"
+    kind: TurnErrorKind = "error"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mini_claude.providers.base import Usage
+from mini_claude.protocol import Usage
 from mini_claude.settings import table_lookup
 
 

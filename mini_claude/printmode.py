@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mini_claude import events as ev
-from mini_claude.context.base import format_tokens
 from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from mini_claude.providers.base import ProviderError
+from mini_claude.protocol import ProviderError
 from mini_claude.settings import Settings
+from mini_claude.text import format_tokens
 from mini_claude.tools.base import allow_all, deny_all
 
 

@@ -13,9 +13,10 @@ from mini_claude.agent import Agent
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
 from mini_claude.private_dirs import ensure_private_dir
+from mini_claude.protocol import Provider
 from mini_claude.providers import PLACEHOLDER_KEY
-from mini_claude.providers.base import Provider
 from mini_claude.providers.models_api import ModelLookup
+from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
 from mini_claude.tools.base import Approver, ToolContext
@@ -55,8 +56,8 @@ class Session:
         self.system_prompt = build_system_prompt(self.cwd, self.instructions)
 
     @property
-    def secrets(self) -> list[str]:
-        return [k for k in (self.settings.anthropic_api_key, self.settings.openai_api_key) if k]
+    def secrets(self) -> tuple[str, ...]:
+        return api_keys(self.settings)
 
     def _meta(self) -> dict[str, object]:
         settings = self.settings

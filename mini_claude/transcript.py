@@ -28,6 +28,7 @@ from mini_claude.conversation import (
     message_to_dict,
 )
 from mini_claude.private_dirs import ensure_private_dir
+from mini_claude.secrets import mask, secret_values
 
 
 def new_session_id() -> str:
@@ -40,7 +41,7 @@ class Transcript:
 
     def __init__(self, path: Path, *, secrets: Iterable[str] = ()) -> None:
         self.path = path
-        self._secrets = [s for s in secrets if s and len(s) >= 8]
+        self._secrets = secret_values(secrets)
         self.write_failed = False
         self.failure = ""  # why writing failed, for the one warning the UI gives
         self._file: TextIO | None = None
@@ -65,9 +66,7 @@ class Transcript:
         return transcript
 
     def write(self, record: dict[str, Any]) -> None:
-        line = _json_line(record)
-        for secret in self._secrets:
-            line = line.replace(secret, "[redacted]")
+        line = mask(_json_line(record), self._secrets)
         if self._file is None:
             return
         try:

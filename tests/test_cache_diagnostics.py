@@ -11,7 +11,7 @@ import anthropic
 import pytest
 
 from mini_claude.context.cache_misses import CacheMissLog
-from mini_claude.providers.base import CacheMiss
+from mini_claude.protocol import CacheMiss
 from mini_claude.simulator import Reply, ScriptedPolicy, SimClock, Simulator, ToolCall
 from tests.reliability_support import (
     closing_sessions,

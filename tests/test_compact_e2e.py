@@ -30,8 +30,8 @@ from mini_claude.conversation import (
     validate,
 )
 from mini_claude.prompts import SUMMARY_HEADING
+from mini_claude.protocol import ModelRequest, ResponseComplete, ToolSpec
 from mini_claude.providers import create_provider
-from mini_claude.providers.base import ModelRequest, ResponseComplete, ToolSpec
 from mini_claude.settings import Settings
 from mini_claude.simulator import Fault, RecordedRequest, Reply, ScriptedPolicy, Simulator
 from tests.compact_support import call, exchange, read, reply, shell, user

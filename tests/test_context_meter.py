@@ -351,6 +351,29 @@ def test_short_lived_probe_conversations_never_share_a_cached_estimate(
     assert sizes[0] < sizes[1] < sizes[2]
 
 
+def test_a_plain_list_of_messages_is_estimated_like_the_history_it_would_become(
+    settings: Settings,
+) -> None:
+    """Whole when no epoch is given (a rebuilt history), from the anchor in the
+    history's own epoch (a prefix or variant of the history as sent)."""
+    history = Conversation([user_text("y" * 30_000)])  # too long to learn the fixed part
+    meter = TokenMeter(settings, FIXED_CHARS)
+    meter.observe(12_004, history)
+    appended = user_text("def f(x):\n    return x * 2\n" * 30)
+    variant = [*history.messages, appended]
+
+    from_anchor = meter.estimate_messages(variant, epoch=history.epoch)
+    history.append(appended)
+    assert from_anchor == meter.estimate(history)
+
+    whole = meter.estimate_messages(variant)
+    fresh = Conversation(variant)
+    fresh.epoch = history.epoch + 1  # what a rebuild does: the old anchor no longer applies
+    assert whole == meter.estimate(fresh)
+    assert whole != from_anchor  # the two readings really differ here
+    assert meter.estimate_messages([]) == round(meter.fixed_tokens)
+
+
 def test_the_shape_memo_stays_within_its_bound_and_stays_right() -> None:
     memo = ShapeMemo(max_chars=3_000)
     texts = [f"text number {i} " * 80 for i in range(5)]  # about 1,300 chars each

@@ -8,8 +8,8 @@ import pytest
 
 from mini_claude.context.persist import admit_result
 from mini_claude.conversation import ResultState, ToolUseBlock
+from mini_claude.protocol import ToolOutput
 from mini_claude.settings import Settings
-from mini_claude.tools.base import ToolOutput
 from tests.context_builders import (
     blocked_settings,
     isolated_settings,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.context.base import TierReport
 from mini_claude.context.snip import SnipTier
 from mini_claude.conversation import ResultRef, ResultState, validate
+from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
 from tests.context_builders import (
     Session,

@@ -9,7 +9,7 @@ from anthropic.types.model_param import ModelParam
 from openai.types.shared.chat_model import ChatModel
 
 from mini_claude.pricing import PRICES, CostTracker, price_for
-from mini_claude.providers.base import Usage
+from mini_claude.protocol import Usage
 from mini_claude.settings import (
     DEFAULT_MODELS,
     DEFAULT_WINDOW,

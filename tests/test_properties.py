@@ -57,15 +57,14 @@ from mini_claude.conversation import (
     user_text,
     validate,
 )
+from mini_claude.protocol import ModelRequest, ToolOutput, ToolSpec
 from mini_claude.providers import anthropic as anthropic_adapter
 from mini_claude.providers import openai as openai_adapter
-from mini_claude.providers.base import ModelRequest, ToolSpec
 from mini_claude.settings import Settings
 from mini_claude.simulator import anthropic_wire, openai_wire
 from mini_claude.simulator.tokens import TokenCounter, shared_counter
 from mini_claude.simulator.wire import WireError
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt
-from mini_claude.tools.base import ToolOutput
 from mini_claude.tools.registry import default_registry
 from mini_claude.transcript import Transcript, load_session
 from tests.strategies import (
@@ -369,13 +368,6 @@ class Player:
         """The pure part of a compaction: the history rebuilt around a summary."""
         meter = self.meter
         self.limits = Compactor(self.settings, meter, self.store).limits()
-        epoch = self.conversation.epoch + 1
-
-        def estimate(messages: list[Message]) -> int:
-            probe = Conversation(messages)
-            probe.epoch = epoch
-            return meter.estimate(probe)
-
         planner = Planner(
             messages=list(self.conversation.messages),
             summary=SUMMARY,
@@ -383,7 +375,7 @@ class Player:
             root=self.root,
             limits=self.limits,
             store=self.store,
-            estimate=estimate,
+            estimate=meter.estimate_messages,
             size_of=lambda m: meter.tokens_for(message_chars(m)) + MESSAGE_OVERHEAD_TOKENS,
         )
         try:

@@ -14,17 +14,17 @@ from openai.types.chat import ChatCompletionChunk
 from pydantic import TypeAdapter
 
 from mini_claude.conversation import TextBlock, ToolUseBlock
-from mini_claude.providers.anthropic import ReplyAssembler
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
+    RAW_ARGUMENTS_KEY,
     ConnectionLost,
+    ModelTextDelta,
     ResponseComplete,
     StreamEvent,
-    TextDelta,
     ToolUseStarted,
     Usage,
 )
+from mini_claude.providers.anthropic import ReplyAssembler
 from mini_claude.providers.openai import ChunkAssembler
-from mini_claude.tools.base import RAW_ARGUMENTS_KEY
 
 ANTHROPIC_EVENT: TypeAdapter[RawMessageStreamEvent] = TypeAdapter(RawMessageStreamEvent)
 
@@ -96,7 +96,7 @@ def test_anthropic_thinking_is_ignored_and_usage_is_merged() -> None:
     )
     done = reply.complete()
 
-    assert out == [TextDelta("Answer")]
+    assert out == [ModelTextDelta("Answer")]
     assert done.message.blocks == [TextBlock("Answer")]
     assert done.stop_reason == "end_turn"
     assert done.usage == Usage(
@@ -203,7 +203,7 @@ def test_openai_tool_calls_accumulate_by_index_even_interleaved() -> None:
     )
 
     assert out == [
-        TextDelta("Two reads."),
+        ModelTextDelta("Two reads."),
         ToolUseStarted("call_a", "read_file"),
         ToolUseStarted("call_b", "read_file"),
     ]

@@ -23,12 +23,12 @@ from mini_claude.conversation import (
     ToolUseBlock,
     user_text,
 )
-from mini_claude.providers import create_provider
-from mini_claude.providers.anthropic import AnthropicProvider
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
+    RAW_ARGUMENTS_KEY,
     AuthenticationFailed,
     ConnectionLost,
     ModelRequest,
+    ModelTextDelta,
     Overloaded,
     PromptTooLong,
     Provider,
@@ -39,15 +39,15 @@ from mini_claude.providers.base import (
     ServerError,
     StreamEvent,
     StreamRestarted,
-    TextDelta,
     ToolSpec,
     ToolUseStarted,
 )
+from mini_claude.providers import create_provider
+from mini_claude.providers.anthropic import AnthropicProvider
 from mini_claude.providers.openai import OpenAIProvider
 from mini_claude.providers.retry import RetryingProvider
 from mini_claude.settings import Settings
 from mini_claude.simulator import Fault, FaultKind, Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import RAW_ARGUMENTS_KEY
 
 Protocol = Literal["anthropic", "openai"]
 PROTOCOLS: list[Protocol] = ["anthropic", "openai"]
@@ -99,7 +99,7 @@ class Outcome:
 
     @property
     def text(self) -> str:
-        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
+        return "".join(e.text for e in self.events if isinstance(e, ModelTextDelta))
 
     @property
     def complete(self) -> ResponseComplete:
@@ -161,11 +161,11 @@ def test_text_and_tool_call_stream_into_one_message(protocol: Protocol) -> None:
 
     assert outcome.error is None
     assert outcome.text == LONG_TEXT
-    assert sum(isinstance(e, TextDelta) for e in outcome.events) > 1  # really streamed
+    assert sum(isinstance(e, ModelTextDelta) for e in outcome.events) > 1  # really streamed
     started = [e for e in outcome.events if isinstance(e, ToolUseStarted)]
     assert [s.name for s in started] == ["read_file"]
     first_tool_event = outcome.events.index(started[0])
-    assert all(isinstance(e, TextDelta) for e in outcome.events[:first_tool_event])
+    assert all(isinstance(e, ModelTextDelta) for e in outcome.events[:first_tool_event])
 
     done = outcome.complete
     assert done.message.role == "assistant"

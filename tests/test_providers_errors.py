@@ -6,7 +6,7 @@ from email.utils import formatdate
 
 import pytest
 
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
     AuthenticationFailed,
     BadRequest,
     Overloaded,
@@ -23,7 +23,8 @@ from mini_claude.providers.errors import (
     prompt_too_long,
     retry_after_seconds,
 )
-from mini_claude.providers.redact import MASK, clean_message, redact
+from mini_claude.providers.redact import clean_message, redact
+from mini_claude.secrets import MASK
 
 KEY = "sk-proj-Abc123Def456Ghi789Jkl012Mno345"
 CONTEXT = ErrorContext("OPENAI_API_KEY", "OPENAI_BASE_URL", secrets=(KEY,))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from mini_claude.protocol import AuthenticationFailed
 from mini_claude.providers import create_provider, preload_sdk
 from mini_claude.providers.anthropic import AnthropicProvider
-from mini_claude.providers.base import AuthenticationFailed
 from mini_claude.providers.openai import OpenAIProvider
 from mini_claude.providers.retry import RetryingProvider
 from mini_claude.settings import Settings

@@ -13,11 +13,10 @@ from mini_claude.conversation import (
     ToolUseBlock,
     user_text,
 )
+from mini_claude.protocol import RAW_ARGUMENTS_KEY, ModelRequest, ToolSpec
 from mini_claude.providers import anthropic as anthropic_wire
 from mini_claude.providers import openai as openai_wire
 from mini_claude.providers.arguments import parse_tool_input
-from mini_claude.providers.base import ModelRequest, ToolSpec
-from mini_claude.tools.base import RAW_ARGUMENTS_KEY
 
 READ = ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {}}})
 GREP = ToolSpec("grep_search", "Search", {"type": "object", "properties": {"pattern": {}}})

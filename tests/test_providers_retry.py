@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 import pytest
 
 from mini_claude.conversation import Message, TextBlock, user_text
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
     AuthenticationFailed,
     ConnectionLost,
     ModelRequest,
+    ModelTextDelta,
     Overloaded,
     PromptTooLong,
     ProviderError,
@@ -21,7 +22,6 @@ from mini_claude.providers.base import (
     ServerError,
     StreamEvent,
     StreamRestarted,
-    TextDelta,
     Usage,
 )
 from mini_claude.providers.retry import RetryingProvider, backoff_seconds
@@ -77,19 +77,19 @@ def test_backoff_doubles_from_half_a_second_and_caps_at_eight() -> None:
 def test_retries_after_partial_text_and_announces_each_restart() -> None:
     inner = ScriptedProvider(
         [
-            ([TextDelta("par")], ConnectionLost("the connection dropped")),
+            ([ModelTextDelta("par")], ConnectionLost("the connection dropped")),
             ([], Overloaded("the API is overloaded (529): busy")),
-            ([TextDelta("done"), DONE], None),
+            ([ModelTextDelta("done"), DONE], None),
         ]
     )
     sleep = RecordingSleep()
     events = run(RetryingProvider(inner, max_retries=4, sleep=sleep))
 
     assert events == [
-        TextDelta("par"),
+        ModelTextDelta("par"),
         StreamRestarted(1, 0.5, "the connection dropped"),
         StreamRestarted(2, 1.0, "the API is overloaded (529): busy"),
-        TextDelta("done"),
+        ModelTextDelta("done"),
         DONE,
     ]
     assert sleep.delays == [0.5, 1.0]
@@ -163,7 +163,7 @@ def test_name_and_close_delegate() -> None:
 
 
 def test_stopping_early_closes_the_inner_stream_at_once() -> None:
-    inner = ScriptedProvider([([TextDelta("a"), TextDelta("b"), DONE], None)])
+    inner = ScriptedProvider([([ModelTextDelta("a"), ModelTextDelta("b"), DONE], None)])
     wrapper = RetryingProvider(inner, max_retries=1, sleep=RecordingSleep())
 
     async def first_event_then_stop() -> tuple[StreamEvent, int]:
@@ -172,4 +172,4 @@ def test_stopping_early_closes_the_inner_stream_at_once() -> None:
         await events.aclose()  # type: ignore[attr-defined]
         return first, inner.streams_closed
 
-    assert asyncio.run(first_event_then_stop()) == (TextDelta("a"), 1)
+    assert asyncio.run(first_event_then_stop()) == (ModelTextDelta("a"), 1)

@@ -184,3 +184,29 @@ def test_a_rejected_key_is_named_by_its_variable_not_shown(
     assert "bad-key" not in run.out + run.err
     for path in (p for p in run.home.rglob("*") if p.is_file()):
         assert "bad-key" not in path.read_text(errors="replace"), path
+
+
+def test_every_writer_shares_one_rule_for_what_is_a_secret(tmp_path: Path) -> None:
+    """A real key is masked by the transcript, a spilled output and a provider message
+    alike; a placeholder shorter than the rule is left alone by all of them."""
+    from mini_claude.providers.redact import redact
+    from mini_claude.secrets import MASK, MIN_SECRET_CHARS, mask
+    from mini_claude.tools.process import HeadTailBuffer
+    from mini_claude.transcript import Transcript
+
+    key, placeholder = "abcdefgh1234", "x" * (MIN_SECRET_CHARS - 1)
+    text = f"key={key} other={placeholder}"
+    expected = f"key={MASK} other={placeholder}"
+    assert mask(text, [key, placeholder, None, ""]) == expected
+    assert redact(text, [key, placeholder]) == expected
+
+    transcript = Transcript(tmp_path / "t.jsonl", secrets=[key, placeholder])
+    transcript.event("note", text=text)
+    transcript.close()
+    assert expected in (tmp_path / "t.jsonl").read_text()
+
+    buffer = HeadTailBuffer(8, tmp_path / "spill.txt", secrets=(key, placeholder))
+    buffer.feed(text.encode(), final=True)
+    buffer.close()
+    assert buffer.spilled is not None
+    assert buffer.spilled.read_text() == expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
-from mini_claude.tools.base import ToolOutput
+from mini_claude.protocol import ToolOutput
 from mini_claude.tools.read_file import ReadFileTool
 from tests.tools_support import run, tool_context
 

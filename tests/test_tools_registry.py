@@ -10,14 +10,8 @@ from typing import Any
 
 import pytest
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import (
-    RAW_ARGUMENTS_KEY,
-    PermissionDecision,
-    PermissionRequest,
-    ToolContext,
-    ToolOutput,
-)
+from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
+from mini_claude.tools.base import PermissionDecision, PermissionRequest, ToolContext
 from mini_claude.tools.grep_search import PythonBackend
 from mini_claude.tools.registry import ToolRegistry, check_arguments, default_registry
 from tests.tools_support import ScriptedApprover, run, tool_context
@@ -239,10 +233,15 @@ def test_cancellation_passes_through(tmp_path: Path) -> None:
         run(registry.execute("explode", {}, tool_context(tmp_path)))
 
 
-def test_compact_runs_harmlessly(tmp_path: Path) -> None:
+def test_compact_only_records_the_request_for_the_agent(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    out = execute("compact", {"focus": "tests"}, tool_context(project))
+    ctx = tool_context(project)
+    out = execute("compact", {"focus": "tests"}, ctx)
     assert not out.is_error
     assert "summarized" in out.content
+    assert ctx.compaction_focus == "tests"
     assert list(project.iterdir()) == []
+    ctx.compaction_focus = None
+    assert execute("compact", {"focus": ["tests"]}, ctx).is_error
+    assert ctx.compaction_focus is None

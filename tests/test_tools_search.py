@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.tools.base import ToolOutput
+from mini_claude.protocol import ToolOutput
 from mini_claude.tools.grep_search import (
     GrepBackend,
     GrepSearchTool,

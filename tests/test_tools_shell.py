@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from mini_claude.protocol import ToolOutput
 from mini_claude.settings import Settings
-from mini_claude.tools.base import ToolOutput
 from mini_claude.tools.run_shell import RunShellTool, child_environment
 from tests.tools_support import group_members, process_alive, run, tool_context, wait_until
 

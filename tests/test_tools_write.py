@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.tools.base import ToolOutput
+from mini_claude.protocol import ToolOutput
 from mini_claude.tools.edit_file import EditFileTool
 from mini_claude.tools.write_file import WriteFileTool
 from tests.tools_support import run, tool_context

@@ -17,8 +17,7 @@ from mini_claude.conversation import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from mini_claude.events import ContextStatus
-from mini_claude.providers.base import ToolSpec
+from mini_claude.protocol import ContextStatus, ToolSpec
 from mini_claude.ui.context_view import (
     Part,
     breakdown,

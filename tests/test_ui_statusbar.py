@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mini_claude.events import ContextStatus
 from mini_claude.pricing import CostTracker
-from mini_claude.providers.base import Usage
+from mini_claude.protocol import ContextStatus, Usage
 from mini_claude.ui.statusbar import (
     format_money,
     meter_bar,

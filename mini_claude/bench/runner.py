@@ -19,8 +19,8 @@ from mini_claude import events as ev
 from mini_claude.agent import Agent
 from mini_claude.bench.strategies import Strategy
 from mini_claude.pricing import SONNET
+from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
-from mini_claude.providers.base import Usage
 from mini_claude.scenario.policy import ScriptPolicy
 from mini_claude.scenario.script import Script
 from mini_claude.session import Session

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.base import ResultStore
 from mini_claude.context.meter import TokenMeter, apply_edit
 from mini_claude.context.placeholders import budget_marker, cut_to_head_and_tail, with_original_size
 from mini_claude.context.store import ensure_saved
 from mini_claude.conversation import Conversation, ResultState, ToolResultBlock
+from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mini_claude.context.base import format_tokens
-from mini_claude.providers.base import CacheMiss
+from mini_claude.protocol import CacheMiss
+from mini_claude.text import format_tokens
 
 # Reasons that are a diagnosis; the others say the server could not compare.
 DIAGNOSED = {"messages_changed", "system_changed", "tools_changed", "model_changed"}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import get_args
 
 from mini_claude.context.base import ResultStore
 from mini_claude.context.meter import TokenMeter
@@ -35,7 +36,8 @@ from mini_claude.context.summary_request import (
     unsent_suffix_start,
 )
 from mini_claude.conversation import Conversation, Message, TextBlock, ToolUseBlock
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
+    CompactReason,
     ModelRequest,
     PromptTooLong,
     Provider,
@@ -45,9 +47,7 @@ from mini_claude.providers.base import (
 )
 from mini_claude.settings import Settings
 
-REASONS = frozenset({"auto", "idle", "manual", "tool", "mid-turn", "prompt-too-long"})
-# An epoch no real history has: the meter estimates a probe with it from scratch.
-UNANCHORED_EPOCH = -1
+REASONS = frozenset(get_args(CompactReason))
 
 # Shares of the effective window for what the rebuilt history keeps besides the summary.
 TAIL_SHARE = 0.15  # recent messages kept as they were, before any escalation
@@ -233,7 +233,7 @@ class Compactor:
         conversation: Conversation,
         ctx: SummaryContext,
         *,
-        reason: str,
+        reason: CompactReason,
         focus: str | None = None,
     ) -> CompactionResult:
         """Summarize and rebuild ``conversation`` in place, or raise and leave it untouched.
@@ -276,7 +276,7 @@ class Compactor:
         if _state_of(conversation) != state:
             raise CompactionError("the conversation changed while it was being summarized")
         reattached = collect(self._sources, messages)
-        rebuilt = self._rebuild(messages, summary.text, ctx, conversation.epoch + 1, reattached)
+        rebuilt = self._rebuild(messages, summary.text, ctx, reattached)
         conversation.replace_all(rebuilt.messages)
         self._last = _LastCompaction(
             conversation.epoch,
@@ -306,7 +306,7 @@ class Compactor:
         max_tokens = min(self.settings.summary_max_tokens, self.settings.reserve)
         fits_below = self.settings.window - max_tokens
         history, dropped, drop_goal = base, 0, 0
-        whole = self._estimate([*base, instruction], epoch)
+        whole = self.meter.estimate_messages([*base, instruction], epoch=epoch)
         if whole > fits_below:
             drop_goal = whole - fits_below + round(whole * DROP_MARGIN_SHARE)
             history, dropped = self._shorten(base, drop_goal)
@@ -332,7 +332,7 @@ class Compactor:
                         f"old turns {self.settings.summary_retry_limit} times"
                     ) from None
                 drop_goal += tokens_to_drop(
-                    self._estimate(history, epoch),
+                    self.meter.estimate_messages(history, epoch=epoch),
                     server_tokens=exc.tokens,
                     server_maximum=exc.maximum,
                 )
@@ -362,7 +362,6 @@ class Compactor:
         messages: list[Message],
         summary: str,
         ctx: SummaryContext,
-        new_epoch: int,
         reattached: Sequence[Reattachment],
     ) -> Rebuilt:
         planner = Planner(
@@ -372,7 +371,7 @@ class Compactor:
             root=ctx.root,
             limits=self.limits(),
             store=self.store,
-            estimate=lambda candidate: self._estimate(candidate, new_epoch),
+            estimate=self.meter.estimate_messages,  # the new history has no anchor yet
             size_of=self._size_of,
             reattached=reattached,
         )
@@ -400,27 +399,9 @@ class Compactor:
 
     # ---- measuring --------------------------------------------------------------------
 
-    def _estimate(self, messages: Sequence[Message], epoch: int) -> int:
-        """The meter's estimate for a history that is not (yet) the conversation.
-
-        With the conversation's own epoch the meter anchors on the last reported
-        usage (right for a prefix of it); with the next epoch it estimates from
-        scratch, exactly as it will once the rebuilt history replaces the old one.
-        """
-        probe = Conversation(messages)
-        probe.epoch = epoch
-        return self.meter.estimate(probe)
-
     def _size_of(self, message: Message) -> int:
         """Tokens one message adds to a request, weighed the way the meter weighs history."""
-        probe = Conversation([message])
-        probe.epoch = UNANCHORED_EPOCH
-        return self.meter.estimate(probe) - self._empty_estimate()
-
-    def _empty_estimate(self) -> int:
-        probe = Conversation()
-        probe.epoch = UNANCHORED_EPOCH
-        return self.meter.estimate(probe)
+        return self.meter.estimate_messages([message]) - self.meter.estimate_messages([])
 
 
 def _rereads(use: ToolUseBlock, known_files: frozenset[str]) -> bool:

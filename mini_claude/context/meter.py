@@ -36,7 +36,7 @@ from mini_claude.conversation import (
     ToolUseBlock,
     message_chars,
 )
-from mini_claude.events import ContextStatus
+from mini_claude.protocol import ContextStatus
 from mini_claude.settings import Settings
 
 # Bounds for a learnt ratio; outside them the server's count is not about our text
@@ -218,7 +218,7 @@ class TokenMeter:
         self._known_freed_chars = 0  # freed since the anchor by edits that were weighed
         self._known_freed_shape = 0.0
         # The last estimate, keyed by the very conversation object (not its id, which a
-        # short-lived probe conversation may share with the next one) and its state.
+        # short-lived conversation may share with the next one) and its state.
         self._cached: tuple[Conversation, tuple[int, ...], int] | None = None
 
     @property
@@ -245,7 +245,8 @@ class TokenMeter:
         messages = len(conversation)
         previous = self._anchor
         if previous is not None and previous.epoch == conversation.epoch:
-            self._learn_shape_scale(previous, usage_prompt_tokens, conversation)
+            self._learn_shape_scale(previous, usage_prompt_tokens, conversation.messages,
+                                    conversation.total_chars)
         elif conversation.total_chars < self._fixed_learnt_from:
             self._learn_fixed_tokens(usage_prompt_tokens, conversation)
         self._anchor = Anchor(
@@ -271,10 +272,12 @@ class TokenMeter:
         self._fixed_tokens = max(0.0, tokens - history)
         self._fixed_learnt_from = conversation.total_chars
 
-    def _learn_shape_scale(self, before: Anchor, tokens: int, conversation: Conversation) -> None:
+    def _learn_shape_scale(
+        self, before: Anchor, tokens: int, messages: Sequence[Message], total_chars: int
+    ) -> None:
         """Learn only from requests that mostly added text: there the server's growth
         is the appended text's weight, not a mix with guesses about what was freed."""
-        change = self._change_since(before, conversation)
+        change = self._change_since(before, messages, total_chars)
         if change.shape < MIN_SHAPE_SAMPLE_TOKENS:
             return  # too small to learn from: mostly framing noise
         if abs(change.unknown_freed_chars) > MAX_FREED_SHARE * change.appended_chars:
@@ -288,10 +291,12 @@ class TokenMeter:
         self._scale_tokens = SHAPE_MEMORY * self._scale_tokens + grown
         self._scale_shape = SHAPE_MEMORY * self._scale_shape + net_shape
 
-    def _change_since(self, anchor: Anchor, conversation: Conversation) -> _Change:
-        appended = conversation.messages[anchor.messages :]
+    def _change_since(
+        self, anchor: Anchor, messages: Sequence[Message], total_chars: int
+    ) -> _Change:
+        appended = messages[anchor.messages :]
         shape, appended_chars = self._memo.of_messages(appended)
-        freed_chars = anchor.chars + appended_chars - conversation.total_chars
+        freed_chars = anchor.chars + appended_chars - total_chars
         return _Change(
             shape=shape,
             appended_chars=appended_chars,
@@ -330,11 +335,7 @@ class TokenMeter:
         )
 
     def is_anchored(self, conversation: Conversation) -> bool:
-        """True when the last anchor was taken in this history's epoch.
-
-        A probe conversation given the same epoch counts as a variant of the history
-        (a prefix, say), which is how a compaction planner measures candidates.
-        """
+        """True when the last anchor was taken in this history's epoch."""
         return self._anchor is not None and self._anchor.epoch == conversation.epoch
 
     def estimate(self, conversation: Conversation) -> int:
@@ -343,19 +344,36 @@ class TokenMeter:
         cached = self._cached
         if cached is not None and cached[0] is conversation and cached[1] == key:
             return cached[2]
-        anchor = self._anchor
-        if anchor is not None and anchor.epoch == conversation.epoch:
-            tokens = self._anchored_estimate(anchor, conversation)
-        else:
-            shape, _ = self._memo.of_messages(conversation.messages)
-            tokens = self.fixed_tokens + self.shape_scale * shape
-            tokens += MESSAGE_OVERHEAD_TOKENS * len(conversation)
-        result = max(0, round(tokens))
+        result = self._estimate(conversation.messages, conversation.epoch, conversation.total_chars)
         self._cached = (conversation, key, result)
         return result
 
-    def _anchored_estimate(self, anchor: Anchor, conversation: Conversation) -> float:
-        change = self._change_since(anchor, conversation)
+    def estimate_messages(self, messages: Sequence[Message], *, epoch: int | None = None) -> int:
+        """Estimated prompt tokens of a request carrying ``messages`` instead of the history.
+
+        Given the history's ``epoch`` the messages count as a variant of it (a prefix,
+        say, as a compaction planner measures) and are estimated from the last anchor
+        taken in that epoch; without it they are weighed whole, as they will be once
+        they replace the history.
+        """
+        return self._estimate(messages, epoch, sum(message_chars(m) for m in messages))
+
+    def _estimate(
+        self, messages: Sequence[Message], epoch: int | None, total_chars: int
+    ) -> int:
+        anchor = self._anchor
+        if anchor is not None and epoch is not None and anchor.epoch == epoch:
+            tokens = self._anchored_estimate(anchor, messages, total_chars)
+        else:
+            shape, _ = self._memo.of_messages(messages)
+            tokens = self.fixed_tokens + self.shape_scale * shape
+            tokens += MESSAGE_OVERHEAD_TOKENS * len(messages)
+        return max(0, round(tokens))
+
+    def _anchored_estimate(
+        self, anchor: Anchor, messages: Sequence[Message], total_chars: int
+    ) -> float:
+        change = self._change_since(anchor, messages, total_chars)
         return (
             anchor.tokens
             + change.shape * self.shape_scale

@@ -8,11 +8,12 @@ a later gap only looks at results that arrived since.
 
 from __future__ import annotations
 
-from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.base import ResultStore
 from mini_claude.context.meter import TokenMeter, apply_edit
 from mini_claude.context.placeholders import cleared_block
 from mini_claude.context.store import ensure_saved, typical_saved_path
 from mini_claude.conversation import Conversation, ResultState, ToolResultBlock
+from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
 
 IDLE_REASON = "idle, cache expired"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.base import ResultStore
 from mini_claude.context.placeholders import (
     count_lines,
     cut_to_head_and_tail,
@@ -19,8 +19,8 @@ from mini_claude.context.placeholders import (
     utf8_size,
 )
 from mini_claude.conversation import ResultState, ToolResultBlock, ToolUseBlock, target_of
+from mini_claude.protocol import TierName, TierReport, ToolOutput
 from mini_claude.settings import Settings
-from mini_claude.tools.base import ToolOutput
 
 
 def admit_result(
@@ -79,7 +79,7 @@ def _persisted_block(
 
 
 def _report(
-    tier: str, before: ToolResultBlock, after: ToolResultBlock, ratio: float, detail: str
+    tier: TierName, before: ToolResultBlock, after: ToolResultBlock, ratio: float, detail: str
 ) -> TierReport:
     freed = len(before.content) - len(after.content)
     return TierReport(tier, 1, freed, round(freed / ratio), detail)

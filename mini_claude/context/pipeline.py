@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.base import ResultStore
 from mini_claude.context.budget import BudgetTier
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.microcompact import MicrocompactTier
 from mini_claude.context.snip import SnipTier
 from mini_claude.conversation import Conversation
+from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
 
 

@@ -13,11 +13,12 @@ import os
 from collections import deque
 from pathlib import Path
 
-from mini_claude.context.base import ResultStore, TierReport
+from mini_claude.context.base import ResultStore
 from mini_claude.context.meter import TokenMeter, apply_edit
 from mini_claude.context.placeholders import cleared_block, cleared_placeholder
 from mini_claude.context.store import ensure_saved, typical_saved_path
 from mini_claude.conversation import Conversation, ResultRef, ResultState, ToolResultBlock
+from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
 
 REREAD = "read again later"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from mini_claude.providers.base import AuthenticationFailed, Provider
+from mini_claude.protocol import AuthenticationFailed, Provider
 from mini_claude.providers.retry import RetryingProvider
 from mini_claude.settings import Settings
 

@@ -18,20 +18,20 @@ from mini_claude.conversation import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from mini_claude.providers.arguments import parse_tool_input
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
     CacheMiss,
     ConnectionLost,
     MalformedResponse,
     ModelRequest,
+    ModelTextDelta,
     ProviderError,
     ResponseComplete,
     StreamEvent,
-    TextDelta,
     ToolSpec,
     ToolUseStarted,
     Usage,
 )
+from mini_claude.providers.arguments import parse_tool_input
 from mini_claude.providers.errors import (
     ErrorContext,
     Failure,
@@ -188,7 +188,7 @@ class ReplyAssembler:
             delta = event.delta
             if block is not None and delta.type == "text_delta" and delta.text:
                 block.parts.append(delta.text)
-                yield TextDelta(delta.text)
+                yield ModelTextDelta(delta.text)
             elif block is not None and delta.type == "input_json_delta":
                 block.parts.append(delta.partial_json)
         elif event.type == "content_block_stop":
@@ -209,7 +209,7 @@ class ReplyAssembler:
             block = _OpenBlock("text")
             if content.text:
                 block.parts.append(content.text)
-                yield TextDelta(content.text)
+                yield ModelTextDelta(content.text)
             self.open_blocks[index] = block
         elif content.type == "tool_use":
             block = _OpenBlock("tool_use", id=content.id, name=content.name)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from mini_claude.tools.base import RAW_ARGUMENTS_KEY
+from mini_claude.protocol import RAW_ARGUMENTS_KEY
 
 
 def parse_tool_input(parts: Sequence[str]) -> dict[str, Any]:

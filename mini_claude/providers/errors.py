@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
     AuthenticationFailed,
     BadRequest,
     ConnectionLost,

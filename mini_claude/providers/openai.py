@@ -21,21 +21,21 @@ from mini_claude.conversation import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from mini_claude.providers import PLACEHOLDER_KEY
-from mini_claude.providers.arguments import parse_tool_input
-from mini_claude.providers.base import (
+from mini_claude.protocol import (
     BadRequest,
     ConnectionLost,
     MalformedResponse,
     ModelRequest,
+    ModelTextDelta,
     ProviderError,
     ResponseComplete,
     StreamEvent,
-    TextDelta,
     ToolSpec,
     ToolUseStarted,
     Usage,
 )
+from mini_claude.providers import PLACEHOLDER_KEY
+from mini_claude.providers.arguments import parse_tool_input
 from mini_claude.providers.errors import (
     ErrorContext,
     Failure,
@@ -175,7 +175,7 @@ class ChunkAssembler:
             delta = choice.delta
             if delta.content:
                 self.text.append(delta.content)
-                yield TextDelta(delta.content)
+                yield ModelTextDelta(delta.content)
             for call_delta in delta.tool_calls or ():
                 call = self.calls.setdefault(call_delta.index, _CallInProgress())
                 if call_delta.id and not call.id:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-MASK = "[redacted]"
+from mini_claude.secrets import MASK, mask, secret_values
 
 # Shapes of well-known API keys; the partial echoes use '*' or '.' in the middle.
 _KEY_PATTERNS = (
@@ -25,10 +25,9 @@ _MAX_MESSAGE_CHARS = 400
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """Mask the given secrets (and their heads) and anything shaped like an API key."""
-    for secret in secrets:
-        if not secret:
-            continue
-        text = text.replace(secret, MASK)
+    known = secret_values(secrets)
+    text = mask(text, known)
+    for secret in known:
         if len(secret) >= _MIN_HEAD_KEY:
             text = text.replace(secret[:_HEAD_CHARS], MASK)
     for pattern in _KEY_PATTERNS:

@@ -10,13 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from mini_claude.providers.base import (
-    ModelRequest,
-    Provider,
-    ProviderError,
-    StreamEvent,
-    StreamRestarted,
-)
+from mini_claude.protocol import ModelRequest, Provider, ProviderError, StreamEvent, StreamRestarted
 
 Sleep = Callable[[float], Awaitable[object]]
 

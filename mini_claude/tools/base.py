@@ -5,27 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from mini_claude.providers.base import ToolSpec
+from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
-
-# Key an adapter puts in a tool_use input when the model sent arguments that are not JSON.
-RAW_ARGUMENTS_KEY = "_raw_arguments"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolOutput:
-    """What a tool returns before tier 0 and the conversation see it.
-
-    ``display`` is an optional richer view for the UI (a diff for edits);
-    the model only ever sees ``content``.
-    """
-
-    content: str
-    is_error: bool = False
-    display: str | None = None
-    display_kind: Literal["text", "diff", "code", "ansi"] = "text"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +47,8 @@ class ToolContext:
     session_id: str = ""
     allowed_subjects: set[str] = field(default_factory=set)
     env: dict[str, str] | None = None  # environment for run_shell (keys removed)
+    # Set by the compact tool ("" for no focus); the agent summarizes before its next request.
+    compaction_focus: str | None = None
 
 
 class Tool(Protocol):

@@ -8,7 +8,7 @@ import os
 import secrets
 from pathlib import Path
 
-from mini_claude.tools.base import ToolOutput
+from mini_claude.protocol import ToolOutput
 
 MAX_DIFF_CHARS = 2_000_000  # difflib is slow on huge files; the UI could not show it anyway
 

@@ -1,15 +1,16 @@
 """compact: lets the model ask for a summary of the session.
 
-The agent intercepts this tool by name and runs the real compaction; the
-registry only has to offer the schema and a run that does no harm.
+A summary needs the model and the whole history, which a tool does not hold, so
+the tool only records the request in its context; the agent summarizes before
+its next request. Its arguments are checked by the registry like any other's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tools.base import PermissionRequest, ToolContext
 
 SPEC = ToolSpec(
     name="compact",
@@ -39,4 +40,7 @@ class CompactTool:
         return None
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        return ToolOutput("Compaction requested; the conversation will be summarized.")
+        ctx.compaction_focus = args.get("focus", "")
+        return ToolOutput(
+            "Compaction requested; the conversation will be summarized before the next step."
+        )

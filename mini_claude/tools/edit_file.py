@@ -11,8 +11,8 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import (
     ToolError,
     atomic_write,

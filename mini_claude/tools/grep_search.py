@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 from pathspec import GitIgnoreSpec
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import ToolError, error_output, shorten
 from mini_claude.tools.grep_worker import WorkerQuery
 from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS

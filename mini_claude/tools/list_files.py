@@ -8,8 +8,8 @@ from typing import Any
 
 from pathspec import GitIgnoreSpec
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import ToolError, error_output, plural
 from mini_claude.tools.ignore import rules_for, walk_files
 from mini_claude.tools.paths import project_root, read_permission, resolve, shown_path

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from mini_claude.private_dirs import make_private_dirs
+from mini_claude.secrets import mask, secret_values
 
 TERMINATE_GRACE_SECONDS = 2.0
 EXIT_POLL_SECONDS = 0.02
@@ -73,7 +74,7 @@ class HeadTailBuffer:
         self.spill_path = spill_path  # where the whole stream goes once it outgrows the cap
         self.spilled: Path | None = None
         self._spill: TextIO | None = None
-        self._secrets = tuple(x for x in secrets if x)
+        self._secrets = secret_values(secrets)
 
     def feed(self, data: bytes, *, final: bool = False) -> None:
         self.add(self._decoder.decode(data, final=final))
@@ -132,9 +133,7 @@ class HeadTailBuffer:
             return
         try:
             text = self.spilled.read_text(encoding="utf-8")
-            masked = text
-            for secret in self._secrets:
-                masked = masked.replace(secret, "[redacted]")
+            masked = mask(text, self._secrets)
             if masked != text:
                 self.spilled.write_text(masked, encoding="utf-8")
         except OSError:

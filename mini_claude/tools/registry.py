@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mini_claude.providers.base import ToolSpec
-from mini_claude.tools.base import RAW_ARGUMENTS_KEY, Tool, ToolContext, ToolOutput
+from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
+from mini_claude.tools.base import Tool, ToolContext
 from mini_claude.tools.common import error_output, shorten
 from mini_claude.tools.compact import CompactTool
 from mini_claude.tools.edit_file import EditFileTool

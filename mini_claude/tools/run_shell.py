@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mini_claude.providers.base import ToolSpec
+from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
-from mini_claude.tools.base import PermissionRequest, ToolContext, ToolOutput
+from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import ToolError, error_output
 from mini_claude.tools.paths import project_root
 from mini_claude.tools.process import HeadTailBuffer, pump, terminate_group, wait_for_exit
@@ -59,7 +60,7 @@ def child_environment(environ: Mapping[str, str], settings: Settings) -> dict[st
     Any variable whose value is one of our configured keys goes too, whatever
     its name, so a key copied into ``MY_TOKEN`` does not leak either.
     """
-    secrets = {key for key in (settings.anthropic_api_key, settings.openai_api_key) if key}
+    secrets = set(api_keys(settings))
     return {
         name: value
         for name, value in environ.items()
@@ -95,7 +96,7 @@ class RunShellTool:
             env = ctx.env if ctx.env is not None else child_environment(os.environ, ctx.settings)
             result = await execute(
                 command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars,
-                spill_dir=_spill_dir(ctx), secrets=_secrets(ctx.settings),
+                spill_dir=_spill_dir(ctx), secrets=api_keys(ctx.settings),
             )
         except ToolError as exc:
             return error_output(exc.message)
@@ -136,9 +137,6 @@ async def _spawn(command: str, cwd: os.PathLike[str], env: Mapping[str, str]) ->
         await terminate_group(process)
         raise
 
-
-def _secrets(settings: Settings) -> tuple[str, ...]:
-    return tuple(k for k in (settings.anthropic_api_key, settings.openai_api_key) if k)
 
 
 def _spill_dir(ctx: ToolContext) -> Path:

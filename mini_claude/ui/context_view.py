@@ -16,7 +16,6 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from mini_claude.context.base import format_tokens
 from mini_claude.conversation import (
     Message,
     SummaryBlock,
@@ -25,8 +24,8 @@ from mini_claude.conversation import (
     ToolUseBlock,
     block_chars,
 )
-from mini_claude.events import ContextStatus
-from mini_claude.providers.base import ToolSpec
+from mini_claude.protocol import ContextStatus, ToolSpec
+from mini_claude.text import format_tokens
 from mini_claude.ui.statusbar import percent, pressure
 
 BAR_WIDTH = 60

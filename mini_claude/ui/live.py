@@ -24,7 +24,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import ConditionalContainer, Dimension, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 
-from mini_claude.context.base import format_tokens
+from mini_claude.text import format_tokens
 from mini_claude.ui.statusbar import UI_STYLE
 
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from rich.console import Console, RenderableType
 from rich.text import Text
 
 from mini_claude import events as ev
-from mini_claude.context.base import format_tokens
+from mini_claude.protocol import CompactReason
+from mini_claude.text import format_tokens
 from mini_claude.ui.live import LiveView, TurnActivity
 from mini_claude.ui.render import (
     MarkdownStream,
@@ -18,13 +21,6 @@ from mini_claude.ui.render import (
 )
 
 AUTH_HINT = "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY) and the endpoint"
-COMPACT_REASONS = {
-    "auto": "auto-compact",
-    "manual": "/compact",
-    "tool": "requested by the model",
-    "mid-turn": "mid-turn",
-    "prompt-too-long": "prompt too long",
-}
 
 
 class TurnPresenter:
@@ -76,6 +72,10 @@ class TurnPresenter:
                 await self._flush_text()
                 hint = [note(AUTH_HINT, "warning")] if event.kind == "auth" else []
                 await self._print(error_line(event.message), *hint)
+            case ev.TurnStarted() | ev.UsageReported() | ev.TurnFinished():
+                pass  # the status bar and the REPL read these
+            case _:
+                assert_never(event)
         self.activity.tail = self.stream.tail
         self.view.refresh()
 
@@ -120,8 +120,20 @@ class TurnPresenter:
         await self.view.print_above(write)
 
 
-def _why(reason: str) -> str:
-    return COMPACT_REASONS.get(reason, reason)
+def _why(reason: CompactReason) -> str:
+    match reason:
+        case "auto":
+            return "auto-compact"
+        case "manual":
+            return "/compact"
+        case "tool":
+            return "requested by the model"
+        case "mid-turn" | "idle":
+            return reason
+        case "prompt-too-long":
+            return "prompt too long"
+        case _:
+            assert_never(reason)
 
 
 def compaction_line(event: ev.CompactionFinished) -> Text:

@@ -12,9 +12,9 @@ from typing import Literal
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.styles import Style
 
-from mini_claude.context.base import format_tokens
-from mini_claude.events import ContextStatus
 from mini_claude.pricing import CostTracker
+from mini_claude.protocol import ContextStatus
+from mini_claude.text import format_tokens
 
 Pressure = Literal["calm", "steady", "warning", "alert"]
 

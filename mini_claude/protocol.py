@@ -1,15 +1,20 @@
-"""What every provider adapter takes and gives: neutral requests, stream events, errors.
+"""The neutral contract between the layers: model requests and replies, stream events,
+the provider interface and its errors, what a tool returns, what a context tier reports,
+and the context status every face reads.
 
-Nothing outside ``providers/`` sees a wire format or an SDK type.
+It sits just above :mod:`mini_claude.conversation`; providers, tools, the context
+pipeline, the agent and the faces all speak these types, so none of them has to import
+another for a shared word. Nothing here knows a wire format or an SDK type.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from mini_claude.conversation import Message
+from mini_claude.text import format_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +73,9 @@ class CacheMiss:
 
 
 @dataclass(frozen=True, slots=True)
-class TextDelta:
+class ModelTextDelta:
+    """Text of the reply as it streams (the UI shows it through :class:`events.TextDelta`)."""
+
     text: str
 
 
@@ -101,7 +108,7 @@ class StreamRestarted:
     error: str  # the one-line message of the failure being retried
 
 
-StreamEvent = TextDelta | ToolUseStarted | ResponseComplete | StreamRestarted
+StreamEvent = ModelTextDelta | ToolUseStarted | ResponseComplete | StreamRestarted
 
 
 class Provider(Protocol):
@@ -180,3 +187,73 @@ class MalformedResponse(ProviderError):
     """The server's reply could not be understood (for example bad tool-call JSON)."""
 
     retryable = True
+
+
+# ---- tools -------------------------------------------------------------------------
+
+# Key an adapter puts in a tool_use input when the model sent arguments that are not JSON.
+RAW_ARGUMENTS_KEY = "_raw_arguments"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool returns before tier 0 and the conversation see it.
+
+    ``display`` is an optional richer view for the UI (a diff for edits);
+    the model only ever sees ``content``.
+    """
+
+    content: str
+    is_error: bool = False
+    display: str | None = None
+    display_kind: Literal["text", "diff", "code", "ansi"] = "text"
+
+
+# ---- context ---------------------------------------------------------------------
+
+TierName = Literal["persist", "truncate", "budget", "snip", "microcompact"]
+# Why a summary was made: at the turn boundary ("auto", "idle" when the cache went cold),
+# by hand ("manual"), by the model's tool ("tool"), inside a turn ("mid-turn"), or after
+# the server refused the prompt ("prompt-too-long").
+CompactReason = Literal["auto", "idle", "manual", "tool", "mid-turn", "prompt-too-long"]
+
+@dataclass(frozen=True, slots=True)
+class TierReport:
+    """What one tier did in one pass; the agent turns it into an event."""
+
+    tier: TierName
+    results_touched: int
+    chars_freed: int
+    tokens_freed: int
+    detail: str = ""
+
+    def describe(self) -> str:
+        """One line for the UI, e.g. ``snip: 4 stale results cleared, 12.3k tokens freed``."""
+        verb = {"budget": "trimmed", "snip": "cleared", "microcompact": "cleared"}.get(
+            self.tier, "edited"
+        )
+        noun = "result" if self.results_touched == 1 else "results"
+        extra = f" ({self.detail})" if self.detail else ""
+        return (
+            f"{self.tier}: {self.results_touched} {noun} {verb}, "
+            f"{format_tokens(self.tokens_freed)} tokens freed{extra}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ContextStatus:
+    """One honest meter: the status bar, /context and the auto-compact trigger all read this."""
+
+    tokens: int  # estimated prompt tokens of the next request
+    effective_window: int  # window minus output reserve
+    window: int
+    autocompact_at: int  # tokens at which auto-compact fires (0 when off)
+    anchored: bool  # True when the estimate is anchored on reported usage
+
+    @property
+    def utilization(self) -> float:
+        return self.tokens / self.effective_window if self.effective_window else 0.0
+
+    @property
+    def until_autocompact(self) -> int | None:
+        return max(0, self.autocompact_at - self.tokens) if self.autocompact_at else None
