@@ -23,6 +23,13 @@ from mini_claude.context.meter import TokenMeter
 from mini_claude.context.persist import admit_result
 from mini_claude.context.pipeline import ContextPipeline
 from mini_claude.context.placeholders import count_lines
+from mini_claude.context.thinking import (
+    ClearThinkingTier,
+    close_thinking_loop,
+    max_tokens_for,
+    thinking_config,
+    thinking_loop_open,
+)
 from mini_claude.conversation import (
     INTERRUPTED_RESULT,
     Block,
@@ -41,6 +48,7 @@ from mini_claude.protocol import (
     ContextStatus,
     ModelRequest,
     ModelTextDelta,
+    ModelThinking,
     PromptTooLong,
     Provider,
     ProviderError,
@@ -88,6 +96,7 @@ class Agent:
         self.compactor = Compactor(settings, self.meter, store)
         self.costs = CostTracker()
         self.cache_misses = CacheMissLog()
+        self.clear_thinking = ClearThinkingTier()
         self.tokens_freed: dict[str, int] = {}
         self.compactions = 0
         self.pipeline_seconds: list[float] = []
@@ -218,11 +227,14 @@ class Agent:
     async def _prepare_context(self) -> AsyncIterator[ev.Event]:
         """Tiers 1-3, then the mid-turn safety net; all before the next request."""
         started = time.perf_counter()
-        reports = self.pipeline.run(
+        # Inside a tool loop with thinking nothing before its last reply may change.
+        loop_open = thinking_loop_open(self.conversation.messages)
+        reports = [] if loop_open else self.pipeline.run(
             self.conversation, now=self.clock(), last_call_at=self.last_call_at
         )
+        cleared = None if loop_open else self._clear_thinking(edited=bool(reports))
         self.pipeline_seconds.append(time.perf_counter() - started)
-        for report in reports:
+        for report in [*reports, *([cleared] if cleared else [])]:
             self._count_freed(report)
             self.cache_misses.note_edit(report.tier)
             yield ev.TierFired(report)
@@ -234,7 +246,7 @@ class Agent:
         elif self.settings.auto_compact and self.compactor.needs_mid_turn_compaction(
             self.conversation
         ):
-            if self._summary_would_come_too_soon():
+            if self._summary_would_come_too_soon() and not loop_open:
                 relief = self.pipeline.relieve_pressure(self.conversation)
                 if relief is not None:
                     self._count_freed(relief)
@@ -243,6 +255,15 @@ class Agent:
             if self.compactor.needs_mid_turn_compaction(self.conversation):
                 async for event in self._compact("mid-turn"):
                     yield event
+
+    def _clear_thinking(self, *, edited: bool) -> TierReport | None:
+        report = self.clear_thinking.run(
+            self.conversation, cache_cold=self._cache_is_cold(), history_edited=edited,
+            chars_per_token=self.meter.chars_per_token,
+        )
+        if report is not None:
+            self.transcript.thinking_cleared(len(self.conversation.messages))
+        return report
 
     def _summary_would_come_too_soon(self) -> bool:
         """Little work since the last summary: clear old results instead of summarizing again.
@@ -258,12 +279,16 @@ class Agent:
         self.tokens_freed[report.tier] = self.tokens_freed.get(report.tier, 0) + report.tokens_freed
 
     def _request(self) -> ModelRequest:
+        thinking = thinking_config(self.settings)
         return ModelRequest(
             model=self.settings.model,
             system=self.system_prompt,
             messages=list(self.conversation.messages),
             tools=self.tools,
-            max_tokens=min(self.settings.max_output_tokens, self.settings.reserve),
+            max_tokens=max_tokens_for(
+                thinking, min(self.settings.max_output_tokens, self.settings.reserve)
+            ),
+            thinking=thinking,
         )
 
     async def _call_model(self, number: int) -> AsyncIterator[ev.Event | ResponseComplete]:
@@ -279,6 +304,8 @@ class Agent:
                 elif isinstance(event, StreamRestarted):
                     partial.clear()
                     yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
+                elif isinstance(event, ModelThinking):
+                    yield ev.Thinking(event.chars, event.redacted)
                 elif isinstance(event, ToolUseStarted):
                     continue
                 elif isinstance(event, ResponseComplete):
@@ -433,6 +460,9 @@ class Agent:
                 )
             return
         self.compactions += 1
+        closed = close_thinking_loop(self.conversation.messages)
+        if closed is not None:  # thinking whose history the summary replaced is void
+            self.conversation.replace_all(closed)
         self.cache_misses.note_edit(f"compaction ({reason})")
         self.last_call_at = self.clock()  # the summary call was a model call too
         self.transcript.compaction(

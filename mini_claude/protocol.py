@@ -25,6 +25,20 @@ class ToolSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingConfig:
+    """How much the model may reason before answering, in neutral words.
+
+    Anthropic: ``adaptive`` (the model decides, ``effort`` steers it) or a
+    ``budget_tokens`` of at least 1,024. OpenAI reasoning models: ``effort`` is
+    the ``reasoning_effort``.
+    """
+
+    budget_tokens: int = 0
+    adaptive: bool = False
+    effort: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     model: str
     system: str
@@ -33,6 +47,7 @@ class ModelRequest:
     max_tokens: int
     allow_tool_use: bool = True  # False: tools stay defined (cache prefix intact) but unusable
     cache: bool = True  # place prompt-cache breakpoints
+    thinking: ThinkingConfig | None = None  # None: the provider's default (no thinking)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +56,7 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     output_tokens: int = 0
+    thinking_tokens: int = 0  # the part of output_tokens spent reasoning, when reported
 
     @property
     def prompt_tokens(self) -> int:
@@ -53,6 +69,7 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.output_tokens + other.output_tokens,
+            self.thinking_tokens + other.thinking_tokens,
         )
 
 
@@ -77,6 +94,14 @@ class ModelTextDelta:
     """Text of the reply as it streams (the UI shows it through :class:`events.TextDelta`)."""
 
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelThinking:
+    """A thinking block of the reply is complete (shown collapsed: its length only)."""
+
+    chars: int
+    redacted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +133,7 @@ class StreamRestarted:
     error: str  # the one-line message of the failure being retried
 
 
-StreamEvent = ModelTextDelta | ToolUseStarted | ResponseComplete | StreamRestarted
+StreamEvent = ModelTextDelta | ToolUseStarted | ResponseComplete | StreamRestarted | ModelThinking
 
 
 class Provider(Protocol):
@@ -211,7 +236,7 @@ class ToolOutput:
 
 # ---- context ---------------------------------------------------------------------
 
-TierName = Literal["persist", "truncate", "budget", "snip", "microcompact"]
+TierName = Literal["persist", "truncate", "budget", "snip", "microcompact", "clear_thinking"]
 # Why a summary was made: at the turn boundary ("auto", "idle" when the cache went cold),
 # by hand ("manual"), by the model's tool ("tool"), inside a turn ("mid-turn"), or after
 # the server refused the prompt ("prompt-too-long").

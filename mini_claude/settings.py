@@ -122,6 +122,14 @@ class Settings:
     openai_api_key: str | None = field(default=None, repr=False)
     openai_base_url: str | None = None
 
+    # Thinking: 0 = off, else the Anthropic budget_tokens (models with adaptive thinking
+    # think adaptively instead, steered by ``effort``); OpenAI reasoning models take
+    # ``reasoning_effort``.
+    thinking_tokens: int = 0
+    effort: str | None = None  # low | medium | high | xhigh | max
+    reasoning_effort: str | None = None  # none | minimal | low | medium | high | xhigh | max
+    reported_thinking: str | None = None  # "adaptive" | "enabled", from the Models API
+
     # Output and accounting
     max_output_tokens: int = 8_192
     output_reserve: int = 20_000
@@ -247,7 +255,9 @@ ENV_NAMES: dict[str, str] = {
     "autocompact_pct": "MINI_CLAUDE_AUTOCOMPACT_PCT",
 }
 # Learnt at run time, not configured.
-NOT_FROM_ENVIRONMENT = {"reported_window", "window_reported_by"}
+NOT_FROM_ENVIRONMENT = {"reported_window", "window_reported_by", "reported_thinking"}
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+REASONING_EFFORTS = ("none", "minimal", *EFFORTS)
 for _f in fields(Settings):
     ENV_NAMES.setdefault(_f.name, "MINI_CLAUDE_" + _f.name.upper())
 
@@ -274,6 +284,16 @@ def _parse(name: str, raw: str, default: Any) -> Any:
             if raw not in ("anthropic", "openai"):
                 raise ValueError
             return raw
+        if name in ("effort", "reasoning_effort"):
+            allowed = EFFORTS if name == "effort" else REASONING_EFFORTS
+            if raw.lower() not in allowed:
+                raise ValueError
+            return raw.lower()
+        if name == "thinking_tokens":
+            tokens = int(raw.replace("_", "").replace(",", ""))
+            if tokens != 0 and tokens < 1_024:
+                raise ValueError  # the API's minimum budget
+            return tokens
         if name == "context_window":
             value = int(raw.replace("_", "").replace(",", ""))
             if value < 1_000:

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 from mini_claude.conversation import (
     Block,
     Message,
+    RedactedThinkingBlock,
     Role,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -24,6 +26,7 @@ from mini_claude.protocol import (
     MalformedResponse,
     ModelRequest,
     ModelTextDelta,
+    ModelThinking,
     ProviderError,
     ResponseComplete,
     StreamEvent,
@@ -72,6 +75,14 @@ def build_request(request: ModelRequest) -> dict[str, Any]:
         if not request.allow_tool_use:
             # Tools stay defined so the cached prefix is byte-identical.
             body["tool_choice"] = {"type": "none"}
+    if request.thinking is not None:
+        thinking = request.thinking
+        if thinking.adaptive:
+            body["thinking"] = {"type": "adaptive"}
+        elif thinking.budget_tokens:
+            body["thinking"] = {"type": "enabled", "budget_tokens": thinking.budget_tokens}
+        if thinking.effort:
+            body["output_config"] = {"effort": thinking.effort}
     if request.cache:
         place_cache_breakpoints(body)
     return body
@@ -116,6 +127,10 @@ def wire_block(block: Block) -> dict[str, Any]:
             "content": block.content,
             "is_error": block.is_error,
         }
+    if isinstance(block, ThinkingBlock):
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, RedactedThinkingBlock):
+        return {"type": "redacted_thinking", "data": block.data}
     return {"type": "text", "text": block.render()}
 
 
@@ -156,6 +171,7 @@ class _OpenBlock:
     parts: list[str] = field(default_factory=list)
     id: str = ""
     name: str = ""
+    signature: str = ""
 
 
 @dataclass
@@ -191,8 +207,14 @@ class ReplyAssembler:
                 yield ModelTextDelta(delta.text)
             elif block is not None and delta.type == "input_json_delta":
                 block.parts.append(delta.partial_json)
+            elif block is not None and delta.type == "thinking_delta":
+                block.parts.append(delta.thinking)
+            elif block is not None and delta.type == "signature_delta":
+                block.signature = delta.signature
         elif event.type == "content_block_stop":
-            self._stop(event.index)
+            thinking = self._stop(event.index)
+            if thinking is not None:
+                yield thinking
         elif event.type == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             self._update_usage(
@@ -215,17 +237,33 @@ class ReplyAssembler:
             block = _OpenBlock("tool_use", id=content.id, name=content.name)
             self.open_blocks[index] = block
             yield ToolUseStarted(block.id, block.name)
+        elif content.type == "thinking":
+            block = _OpenBlock("thinking", signature=content.signature or "")
+            if content.thinking:
+                block.parts.append(content.thinking)
+            self.open_blocks[index] = block
+        elif content.type == "redacted_thinking":
+            self.open_blocks[index] = _OpenBlock("redacted_thinking", parts=[content.data])
         else:
             self.open_blocks[index] = _OpenBlock("skip")  # thinking and server-side blocks
 
-    def _stop(self, index: int) -> None:
+    def _stop(self, index: int) -> ModelThinking | None:
+        """Close a block; a finished thinking block is announced (kept exactly as sent)."""
         block = self.open_blocks.pop(index, None)
         if block is None or block.kind == "skip":
-            return
+            return None
+        text = "".join(block.parts)
         if block.kind == "text":
-            self.done[index] = TextBlock("".join(block.parts))
+            self.done[index] = TextBlock(text)
+        elif block.kind == "thinking":
+            self.done[index] = ThinkingBlock(text, block.signature)
+            return ModelThinking(len(text))
+        elif block.kind == "redacted_thinking":
+            self.done[index] = RedactedThinkingBlock(text)
+            return ModelThinking(0, redacted=True)
         else:
             self.done[index] = ToolUseBlock(block.id, block.name, parse_tool_input(block.parts))
+        return None
 
     def _update_usage(
         self,

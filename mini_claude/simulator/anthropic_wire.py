@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from mini_claude.simulator.diagnostics import fingerprint, previous_id_of
+from mini_claude.simulator.thinking import PrefixChain, check_thinking, thinking_mode
 from mini_claude.simulator.tokens import TOOL_OVERHEAD, TokenCounter, canonical_json
 from mini_claude.simulator.types import (
     SimBlock,
@@ -396,7 +397,13 @@ def parse_request(body: Any, counter: TokenCounter) -> ParsedRequest:
     )
     previous_id_of(body)  # a malformed ``diagnostics`` is a 400, as on the real API
     prefix = fingerprint(body, tools, system, merged, builder.units)
-    return ParsedRequest(conversation, builder.units, stream, prefix=prefix)
+    mode = thinking_mode(body)
+    chain = PrefixChain(system, tools, merged)
+    check_thinking(mode, chain, merged, body.get("tool_choice"))
+    return ParsedRequest(
+        conversation, builder.units, stream, prefix=prefix, thinking=mode,
+        thinking_prefix=chain.before(len(merged), []),
+    )
 
 
 # ---- answers ---------------------------------------------------------------------------
@@ -424,6 +431,8 @@ def _usage(completion: Completion) -> dict[str, int]:
 
 def _content(completion: Completion, raw_inputs: bool) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
+    if completion.thinking is not None:
+        content.append(dict(completion.thinking))
     if completion.text:
         content.append({"type": "text", "text": completion.text})
     for call in completion.calls:
@@ -483,6 +492,10 @@ def stream_plan(completion: Completion) -> FramePlan:
     after_some_text = len(frames)
     inside_tool_call: int | None = None
     index = 0
+    if completion.thinking is not None:
+        frames.extend(_thinking_frames(index, completion.thinking))
+        after_some_text = len(frames)
+        index += 1
     if completion.text:
         frames.append(_block_start(index, {"type": "text", "text": ""}))
         deltas = split_text(completion.text)
@@ -514,6 +527,19 @@ def stream_plan(completion: Completion) -> FramePlan:
     )
     frames.append(sse("message_stop", {"type": "message_stop"}))
     return FramePlan(frames, after_some_text, inside_tool_call)
+
+
+def _thinking_frames(index: int, block: dict[str, Any]) -> list[bytes]:
+    """A thinking block streams its text, then its signature just before it stops."""
+    stop = sse("content_block_stop", {"type": "content_block_stop", "index": index})
+    if block["type"] == "redacted_thinking":
+        return [_block_start(index, block), stop]
+    frames = [_block_start(index, {"type": "thinking", "thinking": "", "signature": ""})]
+    for piece in split_text(block["thinking"]):
+        frames.append(_delta(index, {"type": "thinking_delta", "thinking": piece}))
+    frames.append(_delta(index, {"type": "signature_delta", "signature": block["signature"]}))
+    frames.append(stop)
+    return frames
 
 
 def _block_start(index: int, block: dict[str, Any]) -> bytes:

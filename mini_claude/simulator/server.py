@@ -40,6 +40,7 @@ from mini_claude.simulator.models_api import (
 )
 from mini_claude.simulator.policies import ScriptedPolicy
 from mini_claude.simulator.summary import build_summary, useless_summary
+from mini_claude.simulator.thinking import reply_thinking
 from mini_claude.simulator.tokens import TokenCounter, shared_counter
 from mini_claude.simulator.types import (
     Policy,
@@ -64,6 +65,9 @@ BAD_KEY = "bad-key"
 HANG_LIMIT_SECONDS = 60.0
 TOOL_CALL_OUTPUT_OVERHEAD = 3
 KEPT_REPLIES_LIMIT = 256
+# Reasoning tokens a reply spends at each OpenAI ``reasoning_effort``.
+REASONING_TOKENS = {"minimal": 16, "low": 64, "medium": 256, "high": 1024, "xhigh": 2048,
+                    "max": 4096}
 STOP_REASON_ALIASES = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -583,6 +587,13 @@ class Simulator:
             self.counter.count(c.name) + self.counter.count(c.arguments) + TOOL_CALL_OUTPUT_OVERHEAD
             for c in calls
         )
+        thinking = None
+        if parsed.thinking is not None and not openai:
+            text = reply.thinking or default_thinking(parsed.conversation)
+            thinking = reply_thinking(text, reply.redacted_thinking, parsed.thinking_prefix)
+            output += self.counter.count(text)  # thinking is billed as output
+        reasoning = REASONING_TOKENS.get(parsed.reasoning_effort or "", 0) if openai else 0
+        output += reasoning
         usage = Usage(parsed.prompt_tokens, output, cache.read_tokens, cache.write_tokens)
         if openai and not self.report_usage:
             usage_or_none: Usage | None = None
@@ -590,7 +601,10 @@ class Simulator:
             usage_or_none = usage
         message_id = _random_id("chatcmpl-", 29) if openai else _random_id("msg_01", 22)
         model = parsed.conversation.model
-        return Completion(message_id, model, reply.text, calls, stop, usage_or_none)
+        return Completion(
+            message_id, model, reply.text, calls, stop, usage_or_none,
+            thinking=thinking, reasoning_tokens=reasoning,
+        )
 
     def _render(
         self, record: RecordedRequest, parsed: ParsedRequest, completion: Completion
@@ -707,6 +721,13 @@ class Simulator:
                 except OSError:
                     break
         _drop(handler)
+
+
+def default_thinking(conv: SimConversation) -> str:
+    """Reasoning for a policy that wrote none: short, and different for every request."""
+    results = len(conv.tool_results())
+    ask = " ".join(conv.last_user_text.split())[:80]
+    return f"The user asked: {ask!r}. {results} tool results so far; deciding the next step."
 
 
 def _stream_answer(plan: FramePlan, headers: dict[str, str]) -> Answer:

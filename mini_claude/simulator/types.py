@@ -34,6 +34,8 @@ class Reply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     stop_reason: str | None = None
     raw_arguments: dict[int, str] | None = None
+    thinking: str | None = None  # the reasoning shown when the request enables thinking
+    redacted_thinking: bool = False  # send it as an encrypted redacted_thinking block
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from mini_claude.simulator.types import SimBlock, SimConversation, SimMessage
 
 if TYPE_CHECKING:
     from mini_claude.simulator.diagnostics import PrefixFingerprint
+    from mini_claude.simulator.thinking import ThinkingMode
 
 
 class WireError(Exception):
@@ -55,6 +56,9 @@ class ParsedRequest:
     stream: bool
     include_usage: bool = True
     prefix: PrefixFingerprint | None = None  # for cache diagnostics (Anthropic only)
+    thinking: ThinkingMode | None = None  # Anthropic thinking, when the request enables it
+    thinking_prefix: bytes = b""  # what a reply's opening thinking block is bound to
+    reasoning_effort: str | None = None  # OpenAI reasoning models
 
     @property
     def prompt_tokens(self) -> int:
@@ -143,6 +147,8 @@ class Completion:
     stop_reason: str = "end_turn"  # Anthropic's vocabulary; OpenAI maps it
     usage: Usage | None = None
     diagnostics: dict[str, Any] | None = None  # Anthropic's ``diagnostics`` object
+    thinking: dict[str, Any] | None = None  # the reply's opening thinking block (Anthropic)
+    reasoning_tokens: int = 0  # part of the output (OpenAI reasoning models)
 
 
 @dataclass(slots=True)
