@@ -155,7 +155,7 @@ def test_thinking_round_trips_exactly_through_agent_and_transcript(
         events = turn(session.agent, "look around")
         assert finished_text(events) == "All read."
         shown = of_kind(events, ev.Thinking)
-        assert [e.chars for e in shown][0] == len("First the README: ünïcode and  spaces\n kept.")
+        assert shown[0].chars == len("First the README: ünïcode and  spaces\n kept.")
         assert shown[1].redacted
         sent = [r.body for r in simulator.requests]
         assert all(b["thinking"] == {"type": "enabled", "budget_tokens": 2048} for b in sent)

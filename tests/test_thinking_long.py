@@ -52,7 +52,8 @@ async def _kill_during_tools(agent: Agent, text: str, record: RunRecord, snapsho
     """The process dies while a tool runs: the transcript as it stood then is all that is left."""
     async for event in agent.turn(text):
         record.events.append(event)
-        if isinstance(event, ev.ToolStarted) and agent.conversation.messages[-1].role == "assistant":
+        running = agent.conversation.messages[-1].role == "assistant"
+        if isinstance(event, ev.ToolStarted) and running:
             shutil.copy(agent.transcript.path, snapshot)
             break
 
@@ -104,7 +105,8 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
     assert len(aborted) <= 2
     refused = [r for r in sim.requests if isinstance(r.body, dict) and r.status != 200]
     assert not refused, [r.error for r in refused]
-    thinking_requests = [r for r in sim.requests if isinstance(r.body, dict) and r.body.get("thinking")]
+    whole = [r for r in sim.requests if isinstance(r.body, dict)]
+    thinking_requests = [r for r in whole if r.body.get("thinking")]
     assert len(thinking_requests) > 100
     looped = [r for r in thinking_requests
               if any(b.get("type") == "thinking" for m in r.body["messages"]
