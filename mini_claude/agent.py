@@ -41,6 +41,7 @@ from mini_claude.conversation import (
     target_of,
     user_text,
 )
+from mini_claude.metered import MeteredProvider
 from mini_claude.pricing import CostTracker
 from mini_claude.protocol import (
     AuthenticationFailed,
@@ -58,6 +59,7 @@ from mini_claude.protocol import (
     ToolOutput,
     ToolUseStarted,
 )
+from mini_claude.sanitize import EMPTY_REPLY_NOTICE, clean_message, clean_text
 from mini_claude.secrets import api_keys, mask
 from mini_claude.settings import Settings
 from mini_claude.tools.base import ToolContext
@@ -142,6 +144,8 @@ class Agent:
 
     def _append(self, message: Message, original: Message | None = None) -> None:
         """Add to the conversation and the transcript (the original, untouched text)."""
+        message = clean_message(message)  # the one door into history: always replayable
+        original = clean_message(original) if original is not None else None
         self.transcript.message(original or message)
         self.conversation.append(message)
 
@@ -150,6 +154,9 @@ class Agent:
     async def turn(self, text: str) -> AsyncIterator[ev.Event]:
         """Run one user request to completion, yielding events as they happen."""
         yield ev.TurnStarted(text)
+        if not text.strip():
+            yield ev.TurnError("nothing to send: the prompt is empty", "error")
+            return
         updated = self.settings_update() if self.settings_update is not None else None
         if updated is not None:
             self.reconfigure(updated)
@@ -218,6 +225,8 @@ class Agent:
             retried_too_long = False  # the reactive path gets one retry per request, not per turn
             yield ev.AssistantMessage(response.message)
             uses = response.message.tool_uses
+            if not response.message.blocks:
+                yield ev.Notice(EMPTY_REPLY_NOTICE)
             if not uses:
                 yield ev.TurnFinished(response.message.text, response.stop_reason, requests)
                 return
@@ -296,13 +305,18 @@ class Agent:
         yield ev.ModelCallStarted(number, self.status())
         request = self._request()
         partial: list[str] = []
+        held = _SurrogateHold()
+        started = time.perf_counter()
         try:
             async for event in self.provider.stream(request):
                 if isinstance(event, ModelTextDelta):
                     partial.append(event.text)
-                    yield ev.TextDelta(event.text)
+                    shown = held.feed(event.text)
+                    if shown:
+                        yield ev.TextDelta(shown)
                 elif isinstance(event, StreamRestarted):
                     partial.clear()
+                    held = _SurrogateHold()
                     yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
                 elif isinstance(event, ModelThinking):
                     yield ev.Thinking(event.chars, event.redacted)
@@ -322,6 +336,7 @@ class Agent:
             raise
         finally:
             self.last_call_at = self.clock()
+            self.costs.api_seconds += time.perf_counter() - started
 
     def _record_response(self, response: ResponseComplete) -> ResponseComplete:
         """Append the reply; returns it with the tool call ids it was recorded under."""
@@ -336,7 +351,7 @@ class Agent:
                 "cache_miss", reason=missed.reason, missed_tokens=missed.missed_tokens,
                 after=list(missed.after),
             )
-        message = self._with_fresh_ids(response.message)
+        message = self._with_fresh_ids(clean_message(response.message))
         if message is not response.message:
             response = replace(response, message=message)
         empty = Message("assistant", [TextBlock("(no response)")])
@@ -387,7 +402,8 @@ class Agent:
                     yield ev.TierFired(report)
                 originals.append(original)
                 admitted.append(block)
-                yield ev.ToolFinished(use.id, use.name, block, output.display, output.display_kind)
+                yield ev.ToolFinished(use.id, use.name, block, output.display, output.display_kind,
+                                      original=output.content)
         except (asyncio.CancelledError, GeneratorExit):
             self._close_results(uses, admitted, originals, interrupted=True)
             raise
@@ -415,6 +431,9 @@ class Agent:
 
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
         output = await self.registry.execute(use.name, use.input, self.tool_context)
+        content = clean_text(output.content)
+        if content is not output.content:
+            output = replace(output, content=content)
         return self._without_keys(output)
 
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
@@ -431,7 +450,7 @@ class Agent:
 
     def summary_context(self) -> SummaryContext:
         return SummaryContext(
-            provider=self.provider,
+            provider=MeteredProvider(self.provider, self.costs, summary=True),
             model=self.settings.compact_model or self.settings.model,
             system=self.system_prompt,
             tools=self.tools,
@@ -490,3 +509,21 @@ class Agent:
             "tokens_freed": dict(self.tokens_freed),
             "cache_misses": len(self.cache_misses.misses),
         }
+
+
+class _SurrogateHold:
+    """Deltas for the screen, never with half a surrogate pair in them.
+
+    A stream may split one character's pair across two deltas; the high half waits
+    for the next delta, and whatever stays unpaired becomes U+FFFD.
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, text: str) -> str:
+        text = self._pending + text
+        self._pending = ""
+        if text and "\ud800" <= text[-1] <= "\udbff":
+            text, self._pending = text[:-1], text[-1]
+        return clean_text(text)

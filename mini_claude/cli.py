@@ -100,10 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     """Settings from flags > environment > .env files."""
-    from mini_claude.settings import SettingsError, from_environment, load_dotenv_files
+    from mini_claude.dotenv_policy import layered_environment
+    from mini_claude.settings import SettingsError, from_environment
 
-    environ = dict(load_dotenv_files(cwd))
-    environ.update(os.environ)
+    layered = layered_environment(cwd, os.environ)
+    for warning in layered.warnings:
+        print(f"mini-claude: warning: {warning}", file=sys.stderr)
+    environ = layered.values
     try:
         return from_environment(environ, provider=args.provider, model=args.model)
     except SettingsError as exc:
@@ -157,12 +160,21 @@ def _dispatch(args: argparse.Namespace) -> int:
     return run_repl(settings, cwd, args)
 
 
+def _read_stdin() -> str:
+    """Piped text; bytes that are not UTF-8 become U+FFFD instead of failing the run."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        return sys.stdin.read()
+    data: bytes = buffer.read()
+    return data.decode("utf-8", errors="replace")
+
+
 def _print_prompt(args: argparse.Namespace) -> str | None:
     """The print-mode prompt: -p text plus anything piped on stdin; None for the REPL."""
     piped = ""
     if sys.stdin is not None and not sys.stdin.isatty():
         try:
-            piped = sys.stdin.read()
+            piped = _read_stdin()
         except (OSError, ValueError):
             piped = ""
     if args.prompt is None and not piped.strip():

@@ -55,6 +55,7 @@ class ToolFinished:
     result: ToolResultBlock  # as it entered the conversation (after tier 0)
     display: str | None = None
     display_kind: str = "text"
+    original: str | None = None  # the tool's whole output, before tier 0 saved or cut it
 
 
 @dataclass(frozen=True, slots=True)

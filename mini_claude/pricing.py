@@ -8,7 +8,7 @@ shown as "price unknown": a wrong dollar figure is worse than none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mini_claude.protocol import Usage
 from mini_claude.settings import table_lookup
@@ -126,8 +126,18 @@ def price_for(model: str) -> Price | None:
 PRICE_UNKNOWN = "price unknown"
 
 
+@dataclass
+class CallTally:
+    """Usage, money and count of one kind of model call."""
+
+    usage: Usage = field(default_factory=Usage)
+    dollars: float = 0.0
+    requests: int = 0
+
+
 class CostTracker:
-    """Running totals for a session; unknown models are counted in tokens only."""
+    """Running totals for a session (every model call, summaries included);
+    unknown models are counted in tokens only."""
 
     def __init__(self) -> None:
         self.usage = Usage()
@@ -135,16 +145,21 @@ class CostTracker:
         self.priced = True
         self.unpriced_models: set[str] = set()
         self.requests = 0
+        self.summaries = CallTally()  # the summary calls' share of the totals above
+        self.api_seconds = 0.0  # time spent waiting on the model, all calls
 
-    def add(self, model: str, usage: Usage) -> float:
+    def add(self, model: str, usage: Usage, *, summary: bool = False) -> float:
         """Record one response's usage; returns its cost (0 when unpriced)."""
         self.usage = self.usage + usage
         self.requests += 1
         price = price_for(model)
+        cost = 0.0 if price is None else price.cost(usage)
         if price is None:
             self.priced = False
             self.unpriced_models.add(model)
-            return 0.0
-        cost = price.cost(usage)
         self.dollars += cost
+        if summary:
+            self.summaries.usage = self.summaries.usage + usage
+            self.summaries.dollars += cost
+            self.summaries.requests += 1
         return cost

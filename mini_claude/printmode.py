@@ -5,30 +5,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
 from mini_claude import events as ev
+from mini_claude import stop_signals
 from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from mini_claude.protocol import ProviderError
+from mini_claude.sanitize import EMPTY_REPLY_NOTICE
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens
 from mini_claude.tools.base import allow_all, deny_all
 
 
 def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace) -> int:
-    # `kill` stops the turn as Ctrl-C does, so a running shell command is stopped with it.
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # `kill` stops the turn as Ctrl-C does, so a running shell command is stopped with it;
+    # a tool thread that cannot be stopped does not keep the process alive.
+    restore_signals = stop_signals.install()
     try:
         return asyncio.run(_run(settings, cwd, prompt, args, sys.stdout, sys.stderr))
     except KeyboardInterrupt:
         print("mini-claude: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore_signals()
 
 
 async def _run(
@@ -94,6 +96,8 @@ class PrintReporter:
 
     def _narrate(self, event: ev.Event) -> None:
         line = narration(event)
+        if line and isinstance(event, ev.Notice) and event.text == EMPTY_REPLY_NOTICE:
+            line = f"\x1b[2m{line}\x1b[0m" if _is_terminal(self.err) else line  # dim
         if line:
             print(line, file=self.err, flush=True)
 
@@ -145,6 +149,13 @@ def narration(event: ev.Event) -> str | None:
     if isinstance(event, ev.Notice):
         return f"  · {event.text}"
     return None
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _jsonable(value: Any) -> Any:

@@ -17,6 +17,7 @@ from mini_claude.protocol import Provider
 from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
+from mini_claude.session_lock import SessionBusy, SessionLock, lock_path
 from mini_claude.settings import Settings
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
 from mini_claude.tools.base import Approver, ToolContext
@@ -48,6 +49,7 @@ class Session:
     agent: Agent = field(init=False)
     warnings: list[str] = field(default_factory=list)
     model_lookup: ModelLookup | None = field(init=False, default=None)
+    lock: SessionLock | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -93,21 +95,46 @@ class Session:
         transcript = Transcript.create(
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )
+        self._hold(transcript.path, transcript)
         self.agent = self._build_agent(transcript, Conversation())
         return self.agent
 
     def resume(self, session_id: str | None) -> Agent:
         """Continue the newest session of this folder, or the one named."""
         path = self._find_transcript(session_id)
+        self._hold(path)  # before loading: the other process may still be writing
         loaded = load_session(path)
         self.warnings.extend(loaded.warnings)
         self.session_id = loaded.session_id
         transcript = Transcript(path, secrets=self.secrets)
+        if self.lock is not None:
+            transcript.on_close(self.lock.attach())
         if loaded.repair is not None:
             transcript.message(loaded.repair)
         transcript.event("resumed")
         self.agent = self._build_agent(transcript, loaded.conversation)
         return self.agent
+
+    def _hold(self, path: Path, transcript: Transcript | None = None) -> None:
+        """This process alone writes the session from now on (the last one is let go).
+
+        Closing the transcript lets the lock go too.
+        """
+        if self.lock is not None and self.lock.path == lock_path(path):
+            return  # already ours (resuming the session in use)
+        try:
+            lock = SessionLock.acquire(path)
+        except SessionBusy as exc:
+            raise SessionError(str(exc)) from None
+        self._release()
+        self.lock = lock
+        if self.lock is not None and transcript is not None:
+            transcript.on_close(self.lock.attach())
+
+    def _release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     def _find_transcript(self, session_id: str | None) -> Path:
         directory = self.settings.transcripts_dir

@@ -188,6 +188,9 @@ class Settings:
     tool_output_cap_chars: int = 200_000
     result_retention_days: int = 30
 
+    # REPL: every tier report on its own line instead of one summary line per model call
+    verbose: bool = False
+
     @property
     def window(self) -> int:
         return self.context_window or self.reported_window or window_for_model(self.model)

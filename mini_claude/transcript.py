@@ -12,7 +12,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,6 +29,7 @@ from mini_claude.conversation import (
     strip_thinking,
 )
 from mini_claude.private_dirs import ensure_private_dir
+from mini_claude.sanitize import clean_block, clean_message, clean_value
 from mini_claude.secrets import mask, secret_values
 
 
@@ -46,6 +47,7 @@ class Transcript:
         self.write_failed = False
         self.failure = ""  # why writing failed, for the one warning the UI gives
         self._file: TextIO | None = None
+        self._closing: list[Callable[[], None]] = []
         try:
             ensure_private_dir(path.parent)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -114,7 +116,13 @@ class Transcript:
     def event(self, kind: str, **data: Any) -> None:
         self.write({"type": "event", "kind": kind, "time": time.time(), **data})
 
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when the transcript is closed (the session lock is let go)."""
+        self._closing.append(callback)
+
     def close(self) -> None:
+        while self._closing:
+            self._closing.pop()()
         if self._file is None:
             return
         with contextlib.suppress(OSError):
@@ -134,16 +142,16 @@ def _ends_mid_line(path: Path) -> bool:
 
 
 def _json_line(record: dict[str, Any]) -> str:
-    """One JSON line, readable UTF-8 where possible.
+    """One strict JSON line in UTF-8: what any parser (and the APIs, on replay) accepts.
 
-    A model's JSON may carry lone surrogates (``"\\ud800"``), which UTF-8 cannot
-    encode; such a record is written with escapes instead, which load back the same.
+    A lone surrogate (UTF-8 cannot hold it) becomes U+FFFD and a non-finite number
+    (JSON has none) becomes null, rather than a line no strict reader can load.
     """
-    line = json.dumps(record, ensure_ascii=False)
     try:
+        line = json.dumps(record, ensure_ascii=False, allow_nan=False)
         line.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(record)
+    except ValueError:  # UnicodeEncodeError included
+        return json.dumps(clean_value(record), ensure_ascii=False, allow_nan=False)
     return line
 
 
@@ -198,15 +206,19 @@ def _apply(
     if kind == "session":
         meta.update(record)
     elif kind == "message":
-        message = message_from_dict(record["message"])
-        messages.append(message)
-        originals.append(message_from_dict(record["message"]))
+        # Cleaned on the way in: a transcript written before a fix (an empty text block,
+        # a lone surrogate) still replays into a request the APIs accept.
+        message = clean_message(message_from_dict(record["message"]))
+        if message.blocks:
+            messages.append(message)
+            originals.append(clean_message(message_from_dict(record["message"])))
     elif kind == "edit":
-        block = block_from_dict(record["block"])
+        block = clean_block(block_from_dict(record["block"]))
         assert isinstance(block, ToolResultBlock)
         _replace_result(messages, block)
     elif kind == "compaction":
-        messages[:] = [message_from_dict(m) for m in record["messages"]]
+        rebuilt = [clean_message(message_from_dict(m)) for m in record["messages"]]
+        messages[:] = [m for m in rebuilt if m.blocks]
     elif kind == "thinking_cleared":
         strip_thinking(messages, int(record["before"]))
 

@@ -14,11 +14,13 @@ from typing import Any, Protocol
 
 import pytest
 from prompt_toolkit.application.current import get_app_or_none
+from prompt_toolkit.layout.controls import BufferControl
 
-from mini_claude.conversation import validate
+from mini_claude.conversation import SummaryBlock, validate
 from mini_claude.simulator import Fault, Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.tools.base import Approver, allow_all
 from mini_claude.ui.repl import run_repl
+from mini_claude.ui.statusbar import format_money
 from tests.repl_support import ReplDriver, running_repl, sim_settings, until
 
 Scenario = Callable[[ReplDriver], Awaitable[None]]
@@ -124,12 +126,19 @@ def test_a_big_result_reports_the_tier_that_handled_it(
     simulator.policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("run_shell", {"command": "seq 1 20000"})]),
         Reply(text="Counted."),
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "seq 1 20000"})]),
+        Reply(text="Counted."),
     ])
 
     async def scenario(repl: ReplDriver) -> None:
         mark = await repl.submit("count")
         await repl.wait_for("Counted.", after=mark)
-        assert re.search(r"· persist: 1 result \w+, [\d.]+k? tokens freed", repl.text)
+        assert re.search(r"· context: persist saved 1 result; [\d.]+k? tokens freed", repl.text)
+        mark = await repl.submit("/verbose")
+        await repl.wait_for("verbose", after=mark)
+        mark = await repl.submit("count")
+        await repl.wait_for("Counted.", after=mark)
+        assert re.search(r"· persist: 1 result \w+, [\d.]+k? tokens freed", repl.text[mark:])
 
     drive(scenario, approver=allow_all)
 
@@ -213,20 +222,49 @@ def test_no_with_a_reason_tells_the_model_and_the_turn_goes_on(
     drive(scenario)
 
 
-def test_esc_at_the_question_means_no(simulator: Simulator, drive: Drive, project: Path) -> None:
+def test_esc_at_the_question_cancels_the_turn(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
     simulator.policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("run_shell", {"command": "touch made.txt"})]),
-        Reply(text="Stopped."),
+        Reply(text="Carried on regardless."),
+        Reply(text="Next answer."),
     ])
 
     async def scenario(repl: ReplDriver) -> None:
         mark = await repl.submit("touch it")
         await repl.wait_for("Do you want to proceed?", after=mark)
+        requests = len(simulator.requests)
         await repl.keys("\x1b")
-        await repl.keys("\r")  # no reason given
-        await repl.wait_for("Stopped.", after=mark)
+        await repl.wait_for("Interrupted", after=mark)
+        await repl.at_prompt()
+        assert len(simulator.requests) == requests  # the model was not asked to carry on
+        assert "What should the agent do instead?" not in repl.text[mark:]
         assert not (project / "made.txt").exists()
-        assert "Permission denied by the user" in last_tool_results(simulator)[0]
+        history_is_valid(repl)
+        mark = await repl.submit("carry on")
+        await repl.wait_for("Carried on regardless.", after=mark)
+
+    drive(scenario)
+
+
+def test_esc_while_giving_a_reason_cancels_the_turn_too(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "touch made.txt"})]),
+        Reply(text="Should not be asked."),
+    ])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("touch it")
+        await repl.wait_for("Do you want to proceed?", after=mark)
+        requests = len(simulator.requests)
+        await repl.keys("3")
+        await until(_typing_a_reason, "the reason prompt")
+        await repl.keys("half a reas\x1b")
+        await repl.wait_for("Interrupted", after=mark)
+        await repl.at_prompt()
+        assert len(simulator.requests) == requests
+        history_is_valid(repl)
 
     drive(scenario)
 
@@ -358,6 +396,12 @@ def test_tab_completes_slash_commands(simulator: Simulator, drive: Drive, projec
     drive(scenario)
 
 
+def _typing_a_reason() -> bool:
+    app = get_app_or_none()
+    return (app is not None and app.is_running
+            and isinstance(app.layout.current_control, BufferControl))
+
+
 def _completing() -> bool:
     app = get_app_or_none()
     return app is not None and app.current_buffer.complete_state is not None
@@ -457,6 +501,7 @@ def test_model_clear_and_resume(simulator: Simulator, drive: Drive, project: Pat
         await repl.wait_for("Resume which session?", after=mark)
         await repl.keys("1")
         await repl.wait_for(f"resumed session {first_id}", after=mark)
+        assert "> first session question" in repl.text[mark:]  # the conversation is redrawn
         await repl.at_prompt()
         texts = [m.text for m in repl.repl.agent.conversation.messages]
         assert "first session question" in texts
@@ -499,7 +544,7 @@ def test_auto_compact_shows_before_and_after(
     drive(scenario, context_window=8_000)
 
 
-def test_edits_show_their_diff_in_the_question_and_after(
+def test_an_approved_edit_shows_its_diff_once(
         simulator: Simulator, drive: Drive, project: Path) -> None:
     simulator.policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("edit_file", {"path": "notes.txt", "old": "beta",
@@ -515,7 +560,8 @@ def test_edits_show_their_diff_in_the_question_and_after(
         await repl.keys("1")
         await repl.wait_for("Edited.", after=mark)
         after_answer = repl.text[repl.text.index("✓ allowed", mark):]
-        assert "⎿" in after_answer and "+BETA" in after_answer
+        assert "⎿  +1 −1 (the diff is shown above)" in after_answer
+        assert repl.text[mark:].count("+BETA") == 1
         assert (project / "notes.txt").read_text() == "alpha\nBETA\ngamma\n"
 
     drive(scenario)
@@ -535,3 +581,259 @@ def test_a_resumed_session_says_what_it_brought_back(
             await repl.exit()
 
     run(scenario())
+
+
+# ---- typing while a turn runs ---------------------------------------------------------
+
+
+def test_text_typed_during_a_turn_is_queued_and_sent_when_it_ends(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="First answer."), Reply(text="Second answer."),
+                                       Reply(text="Third answer.")])
+    simulator.inject(Fault("slow", delay_s=1.5))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("review the config")
+        await repl.turn_running()
+        await repl.keys("typed ahead\r")
+        await until(lambda: repl.repl.queued == ["typed ahead"], "the queued message")
+        await repl.keys("still typing")  # not sent: it waits at the next prompt
+        await repl.wait_for("Second answer.", after=mark)
+        await repl.at_prompt()
+        assert user_texts(simulator) == ["review the config", "typed ahead"]
+        app = get_app_or_none()
+        assert app is not None and app.current_buffer.text == "still typing"
+        await repl.keys("\r")
+        await repl.wait_for("Third answer.", after=mark)
+        assert user_texts(simulator)[-1] == "still typing"
+
+    drive(scenario)
+
+
+def test_esc_takes_a_queued_message_back_before_it_interrupts(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="First answer."), Reply(text="Other.")])
+    simulator.inject(Fault("slow", delay_s=1.5))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("slow one")
+        await repl.turn_running()
+        await repl.keys("never mind\r")
+        await until(lambda: repl.repl.queued == ["never mind"], "the queued message")
+        await repl.keys("\x1b")
+        await until(lambda: not repl.repl.queued, "the message taken back")
+        assert repl.repl.turn_running  # the first Esc did not interrupt
+        await repl.wait_for("First answer.", after=mark)
+        await repl.at_prompt()
+        assert user_texts(simulator) == ["slow one"]
+        app = get_app_or_none()
+        assert app is not None and app.current_buffer.text == "never mind"
+        await repl.keys("\x03")  # clear the line before the fixture types /exit
+        await until(lambda: not app.current_buffer.text, "an empty line")
+
+    drive(scenario)
+
+
+def test_a_command_typed_during_a_turn_runs_after_it(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="First answer.")])
+    simulator.inject(Fault("slow", delay_s=1.5))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("slow one")
+        await repl.turn_running()
+        await repl.keys("/cost\r")
+        await repl.wait_for("cache read", after=mark)
+        text = repl.text[mark:]
+        assert text.index("First answer.") < text.index("cache read")
+
+    drive(scenario)
+
+
+def test_exit_typed_during_a_turn_ends_the_turn_and_the_program(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="never shown")])
+    simulator.inject(Fault("slow", delay_s=60))
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.submit("take your time")
+        await repl.turn_running()
+        await repl.keys("/exit\r")
+        assert await asyncio.wait_for(repl.task, 20) == 0
+        assert "never shown" not in repl.text
+        assert "mini-claude --resume" in repl.text
+        history_is_valid(repl)
+
+    drive(scenario)
+
+
+def test_exit_typed_during_a_compaction_ends_the_program(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="A first answer."), Reply(text="Second.")])
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.submit("one")
+        await repl.submit("two")
+        await repl.at_prompt()
+        simulator.inject(Fault("slow", delay_s=60))
+        mark = await repl.submit("/compact")
+        await repl.turn_running()
+        await repl.keys("/exit\r")
+        assert await asyncio.wait_for(repl.task, 20) == 0
+        assert "compaction cancelled" in repl.text[mark:]
+        assert "tell the agent what to do instead" not in repl.text[mark:]
+
+    drive(scenario)
+
+
+# ---- what the meter and the cost say --------------------------------------------------
+
+
+def test_cost_counts_summary_calls_and_the_bar_shows_the_same_total(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="A first answer."), Reply(text="Second.")])
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.submit("one")
+        await repl.submit("two")
+        mark = await repl.submit("/cost")
+        await repl.wait_for("wall time", after=mark)
+        before = repl.repl.agent.costs.dollars
+        assert "of which summary calls 0 ·" in " ".join(repl.text[mark:].split())
+        mark = await repl.submit("/compact")
+        await repl.wait_for("✓ compacted", after=mark)
+        mark = await repl.submit("/cost")
+        await repl.wait_for("wall time", after=mark)
+        costs = repl.repl.agent.costs
+        shown = " ".join(repl.text[mark:].split())
+        assert costs.dollars > before
+        assert costs.summaries.requests == 1 and costs.requests == 3
+        assert f"cost {format_money(costs.dollars)}" in shown
+        assert re.search(r"of which summary calls 1 · [\d,]+ in, [\d,]+ out · \$", shown)
+        assert re.search(r"API time [\d.]+s wall time [\d.]+s", shown)
+        bar = "".join(text for _style, text, *_ in repl.repl._status_line())
+        assert format_money(costs.dollars) in bar
+
+    drive(scenario)
+
+
+def test_an_empty_reply_says_so_in_one_dim_line(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="")])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("hello?")
+        await repl.wait_for("empty reply", after=mark)
+        await repl.at_prompt()
+        assert repl.text[mark:].count("empty reply") == 1
+
+    drive(scenario)
+
+
+def test_expand_and_summary_show_what_was_collapsed_and_summarized(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    (project / "long.txt").write_text("".join(f"row {i} of the long file\n" for i in range(40)))
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("read_file", {"path": "long.txt"})]),
+        Reply(text="Read it."),
+        Reply(text="Another answer."),
+    ])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("/summary")
+        await repl.wait_for("has not been compacted yet", after=mark)
+        mark = await repl.submit("read long.txt")
+        await repl.wait_for("Read it.", after=mark)
+        assert "row 39 of the long file" not in repl.text[mark:]  # collapsed
+        mark = await repl.submit("/expand")
+        await repl.wait_for("end of result", after=mark)
+        assert "row 39 of the long file" in repl.text[mark:]
+        await repl.submit("more")
+        mark = await repl.submit("/compact")
+        await repl.wait_for("✓ compacted", after=mark)
+        mark = await repl.submit("/summary")
+        await repl.wait_for("end of summary", after=mark)
+        summary = repl.repl.agent.conversation.messages[0].blocks[0]
+        assert isinstance(summary, SummaryBlock)
+        assert summary.summary.splitlines()[0] in repl.text[mark:]
+
+    drive(scenario)
+
+
+# ---- !command, @path, /model completion -------------------------------------------------
+
+
+def test_bang_runs_a_shell_command_with_the_usual_question_and_the_model_sees_it(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("!echo from-the-user > made.txt; cat made.txt")
+        await repl.wait_for("Do you want to proceed?", after=mark)
+        assert not simulator.requests
+        await repl.keys("1")
+        await repl.wait_for("goes to the model with your next message", after=mark)
+        assert "from-the-user" in repl.text[mark:]
+        assert (project / "made.txt").exists()
+        assert not simulator.requests  # nothing was sent yet
+        await repl.submit("what did I just run?")
+        await repl.at_prompt()
+        sent = user_texts(simulator)[0]
+        assert "`echo from-the-user > made.txt; cat made.txt`" in sent
+        assert "from-the-user" in sent and sent.endswith("what did I just run?")
+
+    drive(scenario)
+
+
+def test_at_path_attaches_the_file_and_unknown_paths_stay_text(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("explain @notes.txt and @nowhere.txt please")
+        await repl.wait_for("attached @notes.txt (3 lines)", after=mark)
+        await repl.at_prompt()
+        sent = user_texts(simulator)[0]
+        assert sent.startswith("explain @notes.txt and @nowhere.txt please")
+        assert "[Attached @notes.txt]" in sent and "beta" in sent
+        assert "Attached @nowhere.txt" not in sent
+
+    drive(scenario)
+
+
+def test_tab_completes_at_paths_and_model_names(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    (project / "docs").mkdir()
+    (project / "docs" / "guide.md").write_text("# Guide\n")
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.at_prompt()
+        await repl.keys("read @do")
+        await until(_completing, "the path completion menu")
+        await repl.keys("\t")
+        await until(lambda: _line() == "read @docs/", "the folder completed")
+        await repl.keys("g")
+        await until(lambda: _offered() == ["@docs/guide.md"], "the file completion")
+        await repl.keys("\t")
+        await until(lambda: _line() == "read @docs/guide.md", "the file completed")
+        await repl.keys("\x03")
+        await until(lambda: _line() == "", "an empty line")
+        await repl.keys("/model sim-o")
+        await until(lambda: _line() == "/model sim-o", "the typed command")
+        await repl.keys("\x03")
+        await until(lambda: _line() == "", "an empty line")
+        await repl.keys("/model claude-s")
+        await until(lambda: "claude-sonnet-4-5" in _offered(), "the model completion")
+        await repl.keys("\t")
+        await until(lambda: _line() == "/model claude-sonnet-4-5", "the model completed")
+        await repl.keys("\x03")
+        await until(lambda: _line() == "", "an empty line")
+
+    drive(scenario)
+
+
+def _offered() -> list[str]:
+    app = get_app_or_none()
+    state = app.current_buffer.complete_state if app is not None else None
+    return [c.text for c in state.completions] if state is not None else []
+
+
+def _line() -> str:
+    app = get_app_or_none()
+    return app.current_buffer.text if app is not None else ""

@@ -66,7 +66,7 @@ def test_permission_answers_name_what_would_be_remembered() -> None:
     assert answer_labels(shell) == [
         "Yes",
         "Yes, and don't ask again for `npm test` this session",
-        "No, and tell the agent what to do differently (esc)",
+        "No, and tell the agent what to do differently",
     ]
     assert answer_labels(edit)[1] == "Yes, and don't ask again for edit_file this session"
 

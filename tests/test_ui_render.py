@@ -10,10 +10,14 @@ from rich.console import Console, RenderableType
 
 from mini_claude.conversation import ToolResultBlock
 from mini_claude.events import ToolFinished
+from mini_claude.protocol import TierReport
 from mini_claude.ui.render import (
     MarkdownStream,
     diff_view,
+    hanging_note,
     main_argument,
+    markdown,
+    tier_summary,
     tool_call_line,
     tool_result_view,
 )
@@ -157,3 +161,48 @@ def test_a_tool_display_is_preferred_to_the_model_facing_content() -> None:
     event = finished("Edited a.py", display="@@ -1 +1 @@\n-a\n+b\n", kind="diff")
     shown = render(tool_result_view(event))
     assert "+b" in shown and "Edited a.py" not in shown
+
+
+# ---- what wraps where, and blank lines -------------------------------------------------
+
+
+def _narrow(*renderables: RenderableType, width: int = 40) -> list[str]:
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system=None)
+    for renderable in renderables:
+        console.print(renderable)
+    return out.getvalue().splitlines()
+
+
+SAVED = ("persist: 1 result saved, 3.1k tokens freed (saved to /home/someone/.mini-claude/"
+         "tool-results/20261126-0530-abcdef/run_shell-0001.txt)")
+
+
+def test_long_notes_and_saved_paths_never_wrap_to_column_zero() -> None:
+    lines = _narrow(hanging_note(SAVED))
+    assert len(lines) > 2
+    assert lines[0].startswith("  · persist")
+    assert all(line.startswith("    ") for line in lines[1:])
+    result = ToolFinished("t1", "run_shell", ToolResultBlock("t1", "[Output saved to " + SAVED
+                                                              + "]\nsecond line"))
+    lines = _narrow(tool_result_view(result))
+    assert lines[0].startswith("  ⎿  ")
+    assert all(line.startswith("     ") for line in lines[1:])
+
+
+def test_code_blocks_and_tables_bring_no_extra_blank_lines() -> None:
+    text = "\n".join(_narrow(markdown("```python\nprint(1)\n```"), markdown("| a | b |\n|---|"
+                                                                             "---|\n| 1 | 2 |")))
+    assert not text.startswith("\n") and "\n\n" not in text.strip("\n")
+    assert "print(1)" in text and "1  2" in text
+
+
+def test_one_line_sums_up_what_the_tiers_did_before_a_call() -> None:
+    line = tier_summary([TierReport("persist", 1, 9_000, 2_000),
+                         TierReport("budget", 2, 4_000, 1_000, "at 118% of the window"),
+                         TierReport("budget", 1, 1_000, 300)])
+    assert line == "context: persist saved 1 result, budget trimmed 3 results; 3.3k tokens freed"
+
+
+def test_a_search_is_shown_by_its_pattern() -> None:
+    assert main_argument({"pattern": "TODO", "path": "src"}) == "TODO"

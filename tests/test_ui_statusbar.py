@@ -73,3 +73,43 @@ def test_number_formats() -> None:
     assert short_tokens(950) == "950"
     assert format_money(0.0042) == "$0.0042"
     assert format_money(1.5) == "$1.50"
+
+
+def test_above_the_window_the_reading_says_why() -> None:
+    costs = CostTracker()
+    over = status(190_000)  # 106% of the effective window
+    assert "106% (compacts on the next message)" in status_text(over, costs, "m", None)
+    assert "106% (compacting)" in status_text(over, costs, "m", "compacting (auto-compact)…")
+    assert "106% (trimmed before the next call)" in status_text(over, costs, "m",
+                                                                 "running read_file")
+    assert "(over the window)" in status_text(status(190_000, autocompact_at=0), costs, "m",
+                                              None)
+    assert "(" not in status_text(status(170_000), costs, "m", None).split("·")[0]
+
+
+MODEL = "claude-sonnet-4-5-20250929"
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
+def test_the_line_fits_its_width_and_drops_whole_fields_least_important_first(
+        width: int) -> None:
+    costs = CostTracker()
+    costs.add(MODEL, Usage(input_tokens=300_000, output_tokens=20_000))
+    line = status_text(status(61_200), costs, MODEL, "running run_shell", width)
+    assert len(line) <= width
+    fields = [f.strip() for f in line.split(" · ")]
+    assert fields[0].startswith("context 34%")
+    complete = {"auto-compact in 91.8k tokens", format_money(costs.dollars), MODEL,
+                "running run_shell"}
+    for field in fields[1:]:
+        assert field in complete  # never cut mid-word
+    order = ["running run_shell", format_money(costs.dollars), MODEL,
+             "auto-compact in 91.8k tokens"]
+    kept = [f for f in order if f in fields]
+    assert kept == order[:len(kept)]  # what goes first is the least important
+    if width >= 120:
+        assert "61.2k/180k" in line and len(kept) == 4
+    if width == 80:
+        assert format_money(costs.dollars) in line and MODEL in line
+    if width == 60:
+        assert format_money(costs.dollars) in line

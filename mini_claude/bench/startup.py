@@ -115,3 +115,33 @@ def startup_table(times: StartupTimes) -> str:
     if times.note:
         lines.append(f"\n{times.note}")
     return "\n".join(lines)
+
+
+BARE_IMPORTS = "import prompt_toolkit, rich, dotenv"
+
+
+def time_bare_imports() -> float:
+    """Milliseconds for a fresh interpreter to import only the REPL's three libraries.
+
+    The floor any REPL built on them pays; ``compare_with_bare_imports`` puts
+    ours beside it, measured in the same run so machine load affects both.
+    """
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", BARE_IMPORTS], check=True, capture_output=True,
+                   timeout=60)
+    return (time.perf_counter() - started) * 1000
+
+
+def compare_with_bare_imports(runs: int) -> tuple[float, float]:
+    """Median prompt-on-screen time and median bare-import time, runs interleaved."""
+    cmd = command()
+    prompt: list[float] = []
+    bare: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="mini-claude-startup-") as folder, Simulator() as sim:
+        root = Path(folder)
+        (root / "project").mkdir()
+        env = _environment(sim.anthropic_base_url, root / "home")
+        for _ in range(runs):
+            bare.append(time_bare_imports())
+            prompt.append(time_prompt(cmd, env, root / "project"))
+    return statistics.median(prompt), statistics.median(bare)

@@ -45,6 +45,7 @@ from mini_claude.protocol import (
     ResponseComplete,
     ToolSpec,
 )
+from mini_claude.sanitize import clean_text
 from mini_claude.settings import Settings
 
 REASONS = frozenset(get_args(CompactReason))
@@ -339,7 +340,7 @@ class Compactor:
                 history, dropped = self._shorten(base, drop_goal)
             except ProviderError as exc:
                 raise CompactionError(f"the summary request failed: {exc.message}") from None
-        text = extract_summary(reply)
+        text = clean_text(extract_summary(reply))
         if not text:
             raise CompactionError("the model returned an empty summary")
         notes: list[str] = []

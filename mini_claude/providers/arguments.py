@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mini_claude.protocol import RAW_ARGUMENTS_KEY
+from mini_claude.sanitize import has_non_finite
 
 
 def parse_tool_input(parts: Sequence[str]) -> dict[str, Any]:
@@ -18,7 +19,9 @@ def parse_tool_input(parts: Sequence[str]) -> dict[str, Any]:
         value = json.loads(raw)
     except ValueError:
         return {RAW_ARGUMENTS_KEY: raw}
-    if not isinstance(value, dict) or not _encodable(value):
+    if not isinstance(value, dict) or has_non_finite(value) or not _encodable(value):
+        # ``1e999``, ``NaN``, ``Infinity`` parse in Python but are not JSON: kept raw, the
+        # tool answers with an error, and nothing non-JSON reaches a request or a transcript.
         return {RAW_ARGUMENTS_KEY: raw}
     return value
 

@@ -25,6 +25,7 @@ from mini_claude.simulator.wire import (
     merge_same_role,
     split_arguments,
     split_text,
+    wire_json,
 )
 
 MAX_CACHE_BREAKPOINTS = 4
@@ -433,7 +434,7 @@ def _content(completion: Completion, raw_inputs: bool) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     if completion.thinking is not None:
         content.append(dict(completion.thinking))
-    if completion.text:
+    if completion.text or completion.empty_text_block:
         content.append({"type": "text", "text": completion.text})
     for call in completion.calls:
         tool_input: Any = call.input
@@ -463,7 +464,7 @@ def message_json(completion: Completion) -> dict[str, Any]:
 
 
 def sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    return f"event: {event}\ndata: {wire_json(data)}\n\n".encode()
 
 
 def stream_error_frame(error_type: str, message: str, request_id: str) -> bytes:
@@ -496,7 +497,7 @@ def stream_plan(completion: Completion) -> FramePlan:
         frames.extend(_thinking_frames(index, completion.thinking))
         after_some_text = len(frames)
         index += 1
-    if completion.text:
+    if completion.text or completion.empty_text_block:
         frames.append(_block_start(index, {"type": "text", "text": ""}))
         deltas = split_text(completion.text)
         for n, piece in enumerate(deltas):

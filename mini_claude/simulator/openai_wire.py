@@ -24,6 +24,7 @@ from mini_claude.simulator.wire import (
     merge_same_role,
     split_arguments,
     split_text,
+    wire_json,
 )
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -411,7 +412,7 @@ def completion_json(completion: Completion) -> dict[str, Any]:
 
 
 def data_frame(data: dict[str, Any] | str) -> bytes:
-    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    payload = data if isinstance(data, str) else wire_json(data)
     return f"data: {payload}\n\n".encode()
 
 

@@ -56,6 +56,7 @@ from mini_claude.simulator.wire import (
     ParsedRequest,
     Usage,
     WireError,
+    parse_strict_json,
 )
 
 ANTHROPIC_PATHS = ("/v1/messages", "/v1/messages/count_tokens")
@@ -270,7 +271,7 @@ class Simulator:
         length = int(headers.get("content-length") or 0)
         raw = handler.rfile.read(length) if length > 0 else b""
         try:
-            body: Any = json.loads(raw) if raw else None
+            body: Any = parse_strict_json(raw) if raw else None
             parse_error = False
         except ValueError:
             body, parse_error = None, True
@@ -603,7 +604,7 @@ class Simulator:
         model = parsed.conversation.model
         return Completion(
             message_id, model, reply.text, calls, stop, usage_or_none,
-            thinking=thinking, reasoning_tokens=reasoning,
+            reply.empty_text_block, thinking=thinking, reasoning_tokens=reasoning,
         )
 
     def _render(

@@ -36,6 +36,9 @@ class Reply:
     raw_arguments: dict[int, str] | None = None
     thinking: str | None = None  # the reasoning shown when the request enables thinking
     redacted_thinking: bool = False  # send it as an encrypted redacted_thinking block
+    # Anthropic only: send the empty text as a block of its own (``{"type": "text", "text": ""}``),
+    # as the real API sometimes does for an empty reply.
+    empty_text_block: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +20,39 @@ from mini_claude.simulator.types import SimBlock, SimConversation, SimMessage
 if TYPE_CHECKING:
     from mini_claude.simulator.diagnostics import PrefixFingerprint
     from mini_claude.simulator.thinking import ThinkingMode
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def parse_strict_json(raw: bytes) -> Any:
+    """A request body as the real APIs parse it; ValueError for what they refuse.
+
+    Python's own parser is lenient where the APIs' are not: it takes ``NaN`` and
+    ``Infinity``, bytes that are not UTF-8, and escaped lone surrogates (``"\\ud800"``).
+    """
+    body = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(body):
+        raise ValueError("lone surrogate in a string")
+    return body
 
 
 class WireError(Exception):
@@ -146,6 +181,7 @@ class Completion:
     calls: list[OutgoingCall] = field(default_factory=list)
     stop_reason: str = "end_turn"  # Anthropic's vocabulary; OpenAI maps it
     usage: Usage | None = None
+    empty_text_block: bool = False
     diagnostics: dict[str, Any] | None = None  # Anthropic's ``diagnostics`` object
     thinking: dict[str, Any] | None = None  # the reply's opening thinking block (Anthropic)
     reasoning_tokens: int = 0  # part of the output (OpenAI reasoning models)
@@ -158,6 +194,17 @@ class FramePlan:
     frames: list[bytes]
     after_some_text: int  # frames to send before a cut "after text"
     inside_tool_call: int | None  # frames to send before a cut inside a tool call's JSON
+
+
+def wire_json(data: Any) -> str:
+    """JSON for a stream frame; text with lone surrogates goes out as ``\\ud800`` escapes,
+    as a real server's JSON encoder sends a model's broken output."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data)
+    return text
 
 
 def split_text(text: str, pieces: int = 8, min_size: int = 12) -> list[str]:

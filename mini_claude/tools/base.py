@@ -49,6 +49,9 @@ class ToolContext:
     env: dict[str, str] | None = None  # environment for run_shell (keys removed)
     # Set by the compact tool ("" for no focus); the agent summarizes before its next request.
     compaction_focus: str | None = None
+    # File -> (inode, size, mtime_ns) when the model last read or wrote it: a whole-file
+    # write over a file changed since then is refused.
+    read_stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 class Tool(Protocol):

@@ -7,6 +7,7 @@ UTF-8 survive the round trip untouched; only the replaced span changes.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import stat
 from dataclasses import dataclass
 from typing import Any
@@ -16,12 +17,14 @@ from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import (
     ToolError,
     atomic_write,
-    diff_counts,
+    change_counts,
     error_output,
     unified_diff,
 )
+from mini_claude.tools.file_stamps import file_stamp
 from mini_claude.tools.ignore import looks_binary
 from mini_claude.tools.paths import ResolvedPath, writable
+from mini_claude.tools.special_files import refuse_special
 
 SPEC = ToolSpec(
     name="edit_file",
@@ -48,6 +51,10 @@ _ENCODING = "utf-8"
 _ERRORS = "surrogateescape"
 
 
+# Where permission() leaves the edit the user saw, for run() to hold the write to it.
+_APPROVED = "_approved_edit"
+
+
 @dataclass(frozen=True, slots=True)
 class _Edit:
     target: ResolvedPath
@@ -55,6 +62,17 @@ class _Edit:
     mode: int
     first_line: int
     diff: str
+    source_digest: bytes = b""
+    added: int = 0
+    removed: int = 0
+
+    def same_change(self, other: _Edit | None) -> bool:
+        """The same result from the same file: what the user approved is what happens."""
+        return (
+            other is not None
+            and other.updated == self.updated
+            and other.source_digest == self.source_digest
+        )
 
 
 def _plan(args: dict[str, Any], ctx: ToolContext) -> _Edit:
@@ -70,6 +88,7 @@ def _plan(args: dict[str, Any], ctx: ToolContext) -> _Edit:
         raise ToolError(f"{target.shown} does not exist; use write_file to create it")
     if path.is_dir():
         raise ToolError(f"{target.shown} is a directory")
+    refuse_special(path, target.shown)
     try:
         data = path.read_bytes()
         mode = stat.S_IMODE(path.stat().st_mode)
@@ -95,7 +114,10 @@ def _plan(args: dict[str, Any], ctx: ToolContext) -> _Edit:
     shown_old = data.decode(_ENCODING, errors="replace")
     shown_new = updated.encode(_ENCODING, errors=_ERRORS).decode(_ENCODING, errors="replace")
     diff = unified_diff(shown_old, shown_new, target.shown)
-    return _Edit(target, updated, mode, text.count("\n", 0, start) + 1, diff)
+    added, removed = change_counts(shown_old, shown_new, diff)
+    first_line = text.count("\n", 0, start) + 1
+    digest = hashlib.sha256(data).digest()
+    return _Edit(target, updated, mode, first_line, diff, digest, added, removed)
 
 
 def _match_line_endings(text: str, old: str, new: str) -> tuple[str, str]:
@@ -113,7 +135,9 @@ class EditFileTool:
         try:
             edit = _plan(args, ctx)
         except ToolError:
+            args[_APPROVED] = None  # nothing approved: run() may only fail, never write
             return None  # the edit cannot apply: the run says why, nothing to approve
+        args[_APPROVED] = edit
         return PermissionRequest(
             tool_name=self.spec.name,
             summary=f"edit {edit.target.shown}",
@@ -128,7 +152,14 @@ class EditFileTool:
             return error_output(exc.message)
 
     def _edit(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        checked = _APPROVED in args
+        approved = args.pop(_APPROVED, None)
         edit = _plan(args, ctx)
+        if checked and not edit.same_change(approved):
+            raise ToolError(
+                f"{edit.target.shown} changed while the edit waited for approval; nothing was "
+                "written. Read it again and retry, so the change can be approved as it is now"
+            )
         try:
             atomic_write(edit.target.path, edit.updated.encode(_ENCODING, errors=_ERRORS),
                          edit.mode)
@@ -136,7 +167,10 @@ class EditFileTool:
             raise ToolError("new text has characters that cannot be written as UTF-8") from None
         except OSError as exc:
             raise ToolError(f"cannot write {edit.target.shown}: {exc.strerror or exc}") from None
-        added, removed = diff_counts(edit.diff)
+        stamp = file_stamp(edit.target.path)
+        if stamp is not None:
+            ctx.read_stamps[str(edit.target.path)] = stamp
+        added, removed = edit.added, edit.removed
         return ToolOutput(
             f"Edited {edit.target.shown} at line {edit.first_line} (+{added} -{removed})",
             display=edit.diff,

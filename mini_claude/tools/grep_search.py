@@ -29,6 +29,7 @@ from mini_claude.tools.grep_worker import WorkerQuery
 from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS
 from mini_claude.tools.paths import project_root, read_permission, resolve
 from mini_claude.tools.process import HeadTailBuffer, pump, terminate_group
+from mini_claude.tools.special_files import refuse_special
 
 DEFAULT_TIME_LIMIT_SECONDS = 20.0
 DEFAULT_MAX_MATCHES = 200
@@ -225,6 +226,7 @@ class GrepSearchTool:
         target = resolve(str(args.get("path") or "."), ctx)
         if not target.path.exists():
             raise ToolError(f"{target.shown} does not exist")
+        refuse_special(target.path, target.shown)
         glob = str(args.get("glob") or "") or None
         request = SearchRequest(pattern, project_root(ctx), target.path, glob)
         collected, returncode, stderr = await self._collect(request)

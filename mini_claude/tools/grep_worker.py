@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from mini_claude.tools.common import ToolError
 from mini_claude.tools.ignore import BINARY_SNIFF_BYTES, looks_binary, rules_for, walk_files
+from mini_claude.tools.special_files import is_regular_file, open_regular
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +61,10 @@ def search(query: WorkerQuery, out: TextIO) -> int:
 def _search_file(
     path: Path, shown: str, regex: re.Pattern[str], max_columns: int, out: TextIO
 ) -> bool:
+    if not is_regular_file(path):
+        return False  # a pipe or device would block or never end
     try:
-        with path.open("rb") as handle:
+        with open_regular(path, shown) as handle:
             if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
                 return False
             handle.seek(0)
@@ -72,7 +76,7 @@ def _search_file(
                         text = text[:max_columns] + " [... rest of long line omitted]"
                     out.write(f"{shown}\0{number}:{text}\n")
                     found = True
-    except OSError:
+    except (OSError, ToolError):
         return False
     if found:
         out.flush()  # the parent may stop us at any moment; keep what was found

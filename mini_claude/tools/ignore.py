@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
+from mini_claude.tools.special_files import is_regular_file
+
 ALWAYS_SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
 BINARY_SNIFF_BYTES = 8 * 1024
 
@@ -68,6 +70,8 @@ class IgnoreRules:
             sources.insert(0, folder / ".git" / "info" / "exclude")
         lines: list[str] = []
         for source in sources:
+            if not is_regular_file(source):
+                continue  # absent, or a pipe that would block the listing
             try:
                 lines.extend(source.read_text(encoding="utf-8", errors="replace").splitlines())
             except OSError:

@@ -2,8 +2,10 @@
 
 Every path is resolved (symlinks followed) before it is judged, so a link
 inside the project that points elsewhere counts as elsewhere. Reads outside
-the project need the user's approval, except under the mini-claude home,
-where persisted results and transcripts live for the model to page through.
+the project need the user's approval, except for this session's own files under
+the mini-claude home (its saved results, spilled output and transcript), which
+placeholders name for the model to page through. The rest of the home (other
+sessions, other projects, the home ``.env``) asks like any other outside read.
 Writes outside the project are refused.
 """
 
@@ -22,10 +24,11 @@ class ResolvedPath:
     shown: str  # relative to the project when inside it, else absolute
     inside_project: bool
     inside_home: bool
+    own_session_file: bool = False  # this session's saved results or transcript
 
     @property
     def freely_readable(self) -> bool:
-        return self.inside_project or self.inside_home
+        return self.inside_project or self.own_session_file
 
 
 def project_root(ctx: ToolContext) -> Path:
@@ -43,12 +46,28 @@ def resolve(raw: str, ctx: ToolContext) -> ResolvedPath:
     root = project_root(ctx)
     path = (root / Path(raw.strip()).expanduser()).resolve()
     inside = path.is_relative_to(root)
+    home = home_folder(ctx)
+    inside_home = path.is_relative_to(home)
     return ResolvedPath(
         path=path,
         shown=shown_path(path, root),
         inside_project=inside,
-        inside_home=path.is_relative_to(home_folder(ctx)),
+        inside_home=inside_home,
+        own_session_file=inside_home and _is_own_session_file(path, home, ctx.session_id),
     )
+
+
+def _is_own_session_file(path: Path, home: Path, session_id: str) -> bool:
+    """Under this session's results folder, or this session's transcript.
+
+    Without an id, results go to the store's and the shell's fallback folders.
+    """
+    if "/" in session_id or session_id in (".", ".."):
+        return False
+    folders = [session_id] if session_id else ["session", "no-session"]
+    if any(path.is_relative_to(home / "tool-results" / name) for name in folders):
+        return True
+    return bool(session_id) and path == home / "transcripts" / f"{session_id}.jsonl"
 
 
 def shown_path(path: Path, root: Path) -> str:
@@ -67,9 +86,14 @@ def read_permission(tool_name: str, raw: str, ctx: ToolContext) -> PermissionReq
     if target.freely_readable:
         return None
     folder = target.path if target.path.is_dir() else target.path.parent
+    where = (
+        "mini-claude's home: other sessions and settings"
+        if target.inside_home
+        else "outside the project folder"
+    )
     return PermissionRequest(
         tool_name=tool_name,
-        summary=f"read {target.path} (outside the project folder)",
+        summary=f"read {target.path} ({where})",
         subject=f"read:{folder}",
     )
 

@@ -12,8 +12,10 @@ from typing import Any, BinaryIO
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import ToolError, error_output
+from mini_claude.tools.file_stamps import file_stamp
 from mini_claude.tools.ignore import BINARY_SNIFF_BYTES, looks_binary
 from mini_claude.tools.paths import read_permission, resolve
+from mini_claude.tools.special_files import open_regular, refuse_special
 
 DEFAULT_LINE_LIMIT = 2_000
 MAX_LINE_CHARS = 2_000
@@ -83,16 +85,20 @@ class ReadFileTool:
             raise ToolError(f"{target.shown} does not exist")
         if path.is_dir():
             raise ToolError(f"{target.shown} is a directory; use list_files to see what is in it")
+        refuse_special(path, target.shown)
+        stamp = file_stamp(path)
         try:
             page = _read_page(path, offset, limit, target.shown)
         except PermissionError:
             raise ToolError(f"{target.shown} cannot be read: permission denied") from None
+        if stamp is not None:
+            ctx.read_stamps[str(path)] = stamp  # write_file refuses if it changes after this
         return ToolOutput(_render(page, offset, target.shown))
 
 
 def _read_page(path: Path, offset: int, limit: int, shown: str) -> _Page:
     page = _Page()
-    with path.open("rb") as handle:
+    with open_regular(path, shown) as handle:
         if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
             raise ToolError(f"{shown} is a binary file; read_file only shows text")
         handle.seek(0)

@@ -8,10 +8,12 @@ correct. Only cancellation passes through, so a turn can be stopped.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
+from mini_claude.sanitize import has_non_finite
 from mini_claude.tools.base import Tool, ToolContext
 from mini_claude.tools.common import error_output, shorten
 from mini_claude.tools.compact import CompactTool
@@ -70,6 +72,12 @@ class ToolRegistry:
             )
         if RAW_ARGUMENTS_KEY in args:
             sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200)
+            if has_invalid_number(str(args[RAW_ARGUMENTS_KEY])):
+                return error_output(
+                    f"invalid number in arguments for {name}: {sent!r} (JSON has no NaN, "
+                    "Infinity or numbers too large for a double). Call the tool again with "
+                    "finite numbers."
+                )
             return error_output(
                 f"The arguments for {name} were not valid JSON: {sent!r}. "
                 "Call the tool again with a JSON object that matches its schema."
@@ -87,6 +95,14 @@ class ToolRegistry:
             return await tool.run(checked, ctx)
         except Exception as exc:
             return error_output(f"{name} failed unexpectedly: {_one_line(exc)}")
+
+
+def has_invalid_number(raw: str) -> bool:
+    """The text is a JSON object apart from a non-finite number (``1e999``, ``NaN``)."""
+    try:
+        return has_non_finite(json.loads(raw))
+    except ValueError:
+        return False
 
 
 async def _ask_permission(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import stat
 from dataclasses import dataclass
 from typing import Any
@@ -12,13 +13,15 @@ from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import (
     ToolError,
     atomic_write,
-    diff_counts,
+    change_counts,
     error_output,
     line_count,
     plural,
     unified_diff,
 )
+from mini_claude.tools.file_stamps import file_stamp
 from mini_claude.tools.paths import ResolvedPath, writable
+from mini_claude.tools.special_files import refuse_file_parent, refuse_special
 
 SPEC = ToolSpec(
     name="write_file",
@@ -39,6 +42,10 @@ SPEC = ToolSpec(
 )
 
 
+# Where permission() leaves the plan the user saw, for run() to hold the write to it.
+_APPROVED = "_approved_plan"
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     target: ResolvedPath
@@ -46,6 +53,18 @@ class _Plan:
     created: bool
     mode: int | None
     diff: str
+    old_digest: bytes = b""
+    added: int = 0
+    removed: int = 0
+
+    def same_change(self, other: _Plan | None) -> bool:
+        """The same bytes over the same old file: what the user approved is what happens."""
+        return (
+            other is not None
+            and other.data == self.data
+            and other.created == self.created
+            and other.old_digest == self.old_digest
+        )
 
 
 def _plan(args: dict[str, Any], ctx: ToolContext) -> _Plan:
@@ -54,6 +73,8 @@ def _plan(args: dict[str, Any], ctx: ToolContext) -> _Plan:
     path = target.path
     if path.is_dir():
         raise ToolError(f"{target.shown} is a directory")
+    refuse_special(path, target.shown)
+    refuse_file_parent(path, ctx.root, target.shown)
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
@@ -64,9 +85,18 @@ def _plan(args: dict[str, Any], ctx: ToolContext) -> _Plan:
         mode = None if created else stat.S_IMODE(path.stat().st_mode)
     except OSError as exc:
         raise ToolError(f"cannot read {target.shown}: {exc.strerror or exc}") from None
-    diff = unified_diff(old.decode("utf-8", errors="replace"), content, target.shown,
-                        created=created)
-    return _Plan(target, data, created, mode, diff)
+    seen = ctx.read_stamps.get(str(path))
+    if not created and seen is not None and file_stamp(path) != seen:
+        raise ToolError(
+            f"{target.shown} has changed on disk since you last read or wrote it (the user or "
+            "another program edited it); read it again before writing, so that change is not "
+            "lost"
+        )
+    old_text = old.decode("utf-8", errors="replace")
+    diff = unified_diff(old_text, content, target.shown, created=created)
+    added, removed = change_counts(old_text, content, diff)
+    digest = hashlib.sha256(old).digest()
+    return _Plan(target, data, created, mode, diff, digest, added, removed)
 
 
 class WriteFileTool:
@@ -77,7 +107,9 @@ class WriteFileTool:
         try:
             plan = _plan(args, ctx)
         except ToolError:
+            args[_APPROVED] = None  # nothing approved: run() may only fail, never write
             return None  # refused or unreadable: the run explains, nothing to approve
+        args[_APPROVED] = plan
         verb = "create" if plan.created else "overwrite"
         return PermissionRequest(
             tool_name=self.spec.name,
@@ -93,17 +125,27 @@ class WriteFileTool:
             return error_output(exc.message)
 
     def _write(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        checked = _APPROVED in args
+        approved = args.pop(_APPROVED, None)
         plan = _plan(args, ctx)
+        if checked and not plan.same_change(approved):
+            raise ToolError(
+                f"{plan.target.shown} changed while the write waited for approval; nothing was "
+                "written. Read it again and retry, so the change can be approved as it is now"
+            )
         path = plan.target.path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, plan.data, plan.mode)
         except OSError as exc:
             raise ToolError(f"cannot write {plan.target.shown}: {exc.strerror or exc}") from None
+        stamp = file_stamp(path)
+        if stamp is not None:
+            ctx.read_stamps[str(path)] = stamp
         lines = plural(line_count(str(args.get("content", ""))), "line")
         if plan.created:
             summary = f"Created {plan.target.shown} ({lines})"
         else:
-            added, removed = diff_counts(plan.diff)
+            added, removed = plan.added, plan.removed
             summary = f"Wrote {plan.target.shown} ({lines}; +{added} -{removed})"
         return ToolOutput(summary, display=plan.diff, display_kind="diff")

@@ -135,6 +135,12 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
     table.add_row("output", f"{usage.output_tokens:,} tokens")
     table.add_row("requests", f"{costs.requests:,}")
     table.add_row("cost", cost_label(costs))
+    summaries = costs.summaries
+    table.add_row("  of which summary calls",
+                  f"{summaries.requests:,} · {summaries.usage.prompt_tokens:,} in, "
+                  f"{summaries.usage.output_tokens:,} out · {format_money(summaries.dollars)}")
+    table.add_row("API time", _duration(costs.api_seconds))
+    table.add_row("wall time", _duration(time.monotonic() - repl.started))
     repl.console.print(table)
     repl.console.print(note(repl.agent.cache_misses.summary()))
     price = price_for(repl.session.settings.model)
@@ -149,10 +155,16 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m {rest:02d}s" if minutes else f"{seconds:.1f}s"
+
+
 async def clear_command(repl: Repl, argument: str) -> Outcome:
     previous = repl.session.session_id
     repl.agent.transcript.close()
     repl.session.start_new()
+    repl.show_resumed()
     repl.console.print(note(f"new conversation (session {repl.session.session_id}); the previous "
                             f"one can be resumed with: mini-claude --resume {previous}"))
     return Outcome.CONTINUE
@@ -199,6 +211,7 @@ def _resume(repl: Repl, session_id: str) -> Outcome:
         repl.console.print(note(str(exc), "error"))
         return Outcome.CONTINUE
     old.transcript.close()
+    repl.show_resumed()
     repl.console.print(note(f"resumed session {repl.session.session_id} "
                             f"({len(agent.conversation)} messages)"))
     for warning in repl.session.warnings:
@@ -228,4 +241,34 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "continue an earlier session of this folder", resume_command,
             argument="[id]"),
     Command("exit", "leave mini-claude", exit_command, ("quit",)),
+)
+
+
+# ---- looking back, and how much the screen says ------------------------------------------
+
+
+async def verbose_command(repl: Repl, argument: str) -> Outcome:
+    repl.verbose = not repl.verbose
+    repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
+                            "verbose off: one line per model call for what the tiers did"))
+    return Outcome.CONTINUE
+
+
+async def expand_command(repl: Repl, argument: str) -> Outcome:
+    repl.console.print(repl.recall.full_result())
+    return Outcome.CONTINUE
+
+
+async def summary_command(repl: Repl, argument: str) -> Outcome:
+    repl.console.print(repl.recall.full_summary())
+    return Outcome.CONTINUE
+
+
+COMMANDS = (
+    *COMMANDS[:-1],
+    Command("verbose", "show every context tier report, or one line per call", verbose_command),
+    Command("expand", "show the latest collapsed tool result in full (also Ctrl-O)",
+            expand_command),
+    Command("summary", "show the latest compaction summary", summary_command),
+    COMMANDS[-1],
 )

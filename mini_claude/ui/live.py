@@ -1,10 +1,14 @@
-"""The live area under the scrollback while a turn runs: tail, spinner, status line.
+"""The live area under the scrollback while a turn runs: tail, spinner, input box, status line.
 
 A small non-full-screen prompt_toolkit Application redraws a few times a
 second, so the status line stays on screen and current while text streams and
 tools run. Finished output is printed above it through ``in_terminal``. Only
 one Application can draw at a time, so anything else that wants the terminal
 (a permission question) pauses this view first.
+
+The input box stays alive during a turn: what is typed is kept (the buffer
+outlives the Application, across pauses and turns), and Enter hands it to the
+REPL, which queues it as the next message.
 """
 
 from __future__ import annotations
@@ -17,12 +21,21 @@ from dataclasses import dataclass, field
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.application.run_in_terminal import in_terminal
+from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.data_structures import Point
+from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.layout import ConditionalContainer, Dimension, HSplit, Layout, Window
-from prompt_toolkit.layout.controls import FormattedTextControl
+from prompt_toolkit.layout import (
+    ConditionalContainer,
+    Dimension,
+    HSplit,
+    Layout,
+    VSplit,
+    Window,
+)
+from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 
 from mini_claude.text import format_tokens
 from mini_claude.ui.statusbar import UI_STYLE
@@ -30,7 +43,8 @@ from mini_claude.ui.statusbar import UI_STYLE
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 REFRESH_SECONDS = 0.1
 KEY_TIMEOUT_SECONDS = 0.05  # a lone Esc is read as Esc after this long
-TAIL_ROWS_LEFT_FREE = 4
+TAIL_ROWS_LEFT_FREE = 6
+QUEUED_PREVIEW_CHARS = 70
 
 
 @dataclass
@@ -62,11 +76,21 @@ class LiveView:
         status_line: Callable[[], StyleAndTextTuples],
         on_interrupt: Callable[[], None],
         chars_per_token: Callable[[], float],
+        *,
+        on_submit: Callable[[str], None] | None = None,
+        on_escape: Callable[[], None] | None = None,
+        on_expand: Callable[[], None] | None = None,
+        queued: Callable[[], list[str]] = list,
     ) -> None:
         self.activity = activity
         self.status_line = status_line
         self.on_interrupt = on_interrupt
         self.chars_per_token = chars_per_token
+        self.on_submit = on_submit
+        self.on_escape = on_escape or on_interrupt
+        self.on_expand = on_expand
+        self.queued = queued
+        self.input = Buffer(multiline=True)  # type-ahead; lives as long as the view
         self._app: Application[None] | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -116,12 +140,28 @@ class LiveView:
         if self._app is not None and self._app.is_running:
             self._app.invalidate()
 
+    def take_draft(self) -> str:
+        """What was typed but not sent; it moves to the next prompt."""
+        text = self.input.text
+        self.input.reset()
+        return text
+
+    def put_back(self, text: str) -> None:
+        """Put text into the box, before what is there (a queued message taken back)."""
+        current = self.input.text
+        joined = text + ("\n" + current if current else "")
+        self.input.set_document(Document(joined, len(joined)))
+        self.refresh()
+
     # ---- drawing --------------------------------------------------------------------
 
     def _build(self) -> Application[None]:
         tail = FormattedTextControl(self._tail_text, show_cursor=False,
                                     get_cursor_position=self._tail_end)
         has_tail = Condition(lambda: bool(self.activity.tail))
+        has_queue = Condition(lambda: bool(self.queued()))
+        box = Window(BufferControl(self.input), wrap_lines=True, dont_extend_height=True,
+                     height=Dimension(min=1, max=5))
         layout = Layout(HSplit([
             ConditionalContainer(
                 Window(tail, wrap_lines=True, dont_extend_height=True,
@@ -129,9 +169,16 @@ class LiveView:
                 filter=has_tail,
             ),
             Window(FormattedTextControl(self._spinner_line), height=1, dont_extend_height=True),
+            ConditionalContainer(
+                Window(FormattedTextControl(self._queued_lines), dont_extend_height=True),
+                filter=has_queue,
+            ),
+            VSplit([Window(FormattedTextControl([("class:prompt", "> ")]), width=2,
+                           dont_extend_width=True), box]),
+            Window(),  # takes the free rows, so the status line sits on the bottom row
             Window(FormattedTextControl(self.status_line), height=1, dont_extend_height=True,
                    style="class:bottom-toolbar"),
-        ]))
+        ]), focused_element=box)
         app: Application[None] = Application(
             layout=layout,
             key_bindings=self._keys(),
@@ -149,12 +196,45 @@ class LiveView:
         keys = KeyBindings()
 
         @keys.add("escape", eager=True)
+        def _escape(event: KeyPressEvent) -> None:
+            self.on_escape()
+
         @keys.add("c-c", eager=True)
         @keys.add("<sigint>")
         def _interrupt(event: KeyPressEvent) -> None:
             self.on_interrupt()
 
+        @keys.add("enter")
+        def _enter(event: KeyPressEvent) -> None:
+            buffer = self.input
+            if buffer.document.text_before_cursor.endswith("\\"):
+                buffer.delete_before_cursor(1)
+                buffer.insert_text("\n")
+            elif buffer.text.strip() and self.on_submit is not None:
+                text = buffer.text
+                buffer.reset(append_to_history=False)
+                self.on_submit(text)
+
+        @keys.add("c-j")
+        def _newline(event: KeyPressEvent) -> None:
+            self.input.insert_text("\n")
+
+        @keys.add("c-o")
+        def _expand(event: KeyPressEvent) -> None:
+            if self.on_expand is not None:
+                self.on_expand()
+
         return keys
+
+    def _queued_lines(self) -> StyleAndTextTuples:
+        out: StyleAndTextTuples = []
+        for text in self.queued():
+            line = " ".join(text.split())
+            if len(line) > QUEUED_PREVIEW_CHARS:
+                line = line[: QUEUED_PREVIEW_CHARS - 1] + "…"
+            out.append(("class:spinner.hint", f"  ↳ queued: {line}\n"))
+        out.append(("class:spinner.hint", "    (sent when this turn ends · esc takes it back)"))
+        return out
 
     def _tail_text(self) -> StyleAndTextTuples:
         return [("class:tail", self.activity.tail)]

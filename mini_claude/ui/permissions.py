@@ -7,6 +7,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
@@ -14,6 +15,7 @@ from rich.text import Text
 from mini_claude.context.placeholders import short_target
 from mini_claude.tools.base import PermissionDecision, PermissionRequest
 from mini_claude.ui.choice import ChoiceInterrupted, choose
+from mini_claude.ui.live import KEY_TIMEOUT_SECONDS
 from mini_claude.ui.render import diff_view
 from mini_claude.ui.statusbar import UI_STYLE
 
@@ -25,6 +27,7 @@ TITLES = {
 }
 DETAIL_LINES = 40
 YES, YES_ALWAYS, NO = 0, 1, 2
+CHOICE_HINT = "esc cancels the turn · 3 to say what to do instead"
 NOT_ATTACHED = "no terminal is attached to ask the user; not allowed"
 
 Pause = Callable[[], AbstractAsyncContextManager[None]]
@@ -64,7 +67,7 @@ def answer_labels(request: PermissionRequest) -> list[str]:
     return [
         "Yes",
         f"Yes, and don't ask again for {subject} this session",
-        "No, and tell the agent what to do differently (esc)",
+        "No, and tell the agent what to do differently",
     ]
 
 
@@ -75,6 +78,11 @@ class TerminalApprover:
         self._console: Console | None = None
         self._pause: Pause | None = None
         self._interrupt: Callable[[], None] | None = None
+        self._shown: list[str] = []  # details (diffs) the user saw in a question
+
+    def shown_before(self, text: str) -> bool:
+        """Whether the user saw this text in a question (an approved edit's diff)."""
+        return bool(text) and any(text.strip() == shown.strip() for shown in self._shown)
 
     def attach(self, console: Console, pause: Pause, interrupt: Callable[[], None]) -> None:
         self._console = console
@@ -90,10 +98,14 @@ class TerminalApprover:
     async def _ask(self, console: Console, request: PermissionRequest) -> PermissionDecision:
         console.print(permission_box(request))
         try:
-            index = await choose(answer_labels(request), escape_index=NO)
+            index = await choose(answer_labels(request), hint=CHOICE_HINT)
         except ChoiceInterrupted:
+            index = None
+        if index is None:  # Esc or Ctrl-C: the whole turn stops, as anywhere else in it
             self._interrupt_turn()
             raise asyncio.CancelledError from None
+        if request.detail and index in (YES, YES_ALWAYS):
+            self._shown = [request.detail]
         if index == YES:
             console.print(Text("  ✓ allowed", style="green"))
             return PermissionDecision(True)
@@ -101,18 +113,30 @@ class TerminalApprover:
             console.print(Text(f"  ✓ allowed for this session: {subject_label(request)}",
                                style="green"))
             return PermissionDecision(True, remember=True)
-        reason = await _ask_reason()
+        try:
+            reason = await _ask_reason()
+        except ChoiceInterrupted:
+            self._interrupt_turn()
+            raise asyncio.CancelledError from None
         console.print(Text("  ✗ denied" + (f": {reason}" if reason else ""), style="red"))
         return PermissionDecision(False, reason=reason or "the user said no")
 
     def _interrupt_turn(self) -> None:
-        """Ctrl-C at the question stops the whole turn, like Ctrl-C anywhere else in it."""
+        """Esc or Ctrl-C at the question stops the whole turn, as anywhere else in it."""
         if self._interrupt is not None:
             self._interrupt()
 
 
 async def _ask_reason() -> str:
-    session: PromptSession[str] = PromptSession(style=UI_STYLE)
+    """The reason for a "no"; Esc here cancels the turn (raises ChoiceInterrupted)."""
+    keys = KeyBindings()
+
+    @keys.add("escape", eager=True)
+    def _escape(event: KeyPressEvent) -> None:
+        event.app.exit(exception=ChoiceInterrupted())
+
+    session: PromptSession[str] = PromptSession(style=UI_STYLE, key_bindings=keys)
+    session.app.ttimeoutlen = KEY_TIMEOUT_SECONDS
     try:
         text = await session.prompt_async(
             [("class:choice.hint", "  What should the agent do instead? (Enter to skip) ")],

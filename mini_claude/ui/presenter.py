@@ -2,39 +2,57 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import assert_never
 
 from rich.console import Console, RenderableType
 from rich.text import Text
 
 from mini_claude import events as ev
-from mini_claude.protocol import CompactReason
+from mini_claude.protocol import CompactReason, TierReport
 from mini_claude.text import format_tokens
 from mini_claude.ui.live import LiveView, TurnActivity
+from mini_claude.ui.recall import Recall
 from mini_claude.ui.render import (
     MarkdownStream,
+    diff_stat,
     error_line,
+    full_result_text,
+    hanging,
+    hanging_note,
+    is_collapsed,
     markdown,
     note,
+    tier_summary,
     tool_call_line,
     tool_result_view,
 )
 
 AUTH_HINT = "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY) and the endpoint"
+INTERRUPTED_TURN = "Interrupted · tell the agent what to do instead"
 
 
 class TurnPresenter:
     """Prints finished output once, keeps the unfinished tail and the activity live."""
 
-    def __init__(self, console: Console, view: LiveView, activity: TurnActivity) -> None:
+    def __init__(self, console: Console, view: LiveView, activity: TurnActivity, *,
+                 verbose: bool = False, recall: Recall | None = None,
+                 shown_before: Callable[[str], bool] | None = None,
+                 interrupted_label: str = INTERRUPTED_TURN) -> None:
         self.console = console
         self.view = view
         self.activity = activity
         self.stream = MarkdownStream()
+        self.verbose = verbose
+        self.recall = recall or Recall()
+        self.shown_before = shown_before or (lambda _text: False)
+        self.interrupted_label = interrupted_label
+        self._tier_reports: list[TierReport] = []
 
     async def handle(self, event: ev.Event) -> None:
         match event:
             case ev.ModelCallStarted():
+                await self._flush_tiers()
                 self.activity.set("thinking…")
             case ev.TextDelta():
                 await self._text(event.text)
@@ -53,15 +71,19 @@ class TurnPresenter:
                 await self._print(Text(), tool_call_line(event.name, event.input))
             case ev.ToolFinished():
                 self.activity.set("thinking…")
-                await self._print(tool_result_view(event))
+                await self._print(self._result_view(event))
             case ev.TierFired():
-                await self._print(note(event.report.describe()))
+                if self.verbose:
+                    await self._print(hanging_note(event.report.describe()))
+                else:
+                    self._tier_reports.append(event.report)
             case ev.CompactionStarted():
                 await self._flush_text()
                 self.activity.set(f"compacting ({_why(event.reason)}, "
                                   f"{format_tokens(event.tokens_before)} tokens)…")
             case ev.CompactionFinished():
                 self.activity.set("thinking…")
+                self.recall.summary = event.summary
                 await self._print(Text(), compaction_line(event))
             case ev.CompactionFailed():
                 self.activity.set("thinking…")
@@ -71,7 +93,7 @@ class TurnPresenter:
                 await self._print(note(f"{event.error}; retrying in {event.delay_seconds:.1f}s "
                                        f"(attempt {event.attempt})", "warning"))
             case ev.Notice():
-                await self._print(note(event.text, event.level))
+                await self._print(hanging_note(event.text, event.level))
             case ev.TurnError():
                 await self._flush_text()
                 hint = [note(AUTH_HINT, "warning")] if event.kind == "auth" else []
@@ -85,15 +107,31 @@ class TurnPresenter:
 
     async def finish(self, *, interrupted: bool) -> None:
         """The turn is over: print what was still live, and say so if it was cut short."""
+        await self._flush_tiers()
         if interrupted:
             tail = self.stream.tail
             self.stream.reset()
             out: list[RenderableType] = [Text(tail)] if tail.strip() else []
-            out.append(Text("  ⎿  Interrupted · tell the agent what to do instead", style="red"))
+            out.append(Text(f"  ⎿  {self.interrupted_label}", style="red"))
             await self._print(*out)
         else:
             await self._flush_text()
         self.activity.tail = ""
+
+    async def _flush_tiers(self) -> None:
+        """One dim line for everything the tiers did since the last model call."""
+        reports, self._tier_reports = self._tier_reports, []
+        if reports:
+            await self._print(hanging_note(tier_summary(reports)))
+
+    def _result_view(self, event: ev.ToolFinished) -> RenderableType:
+        if is_collapsed(event):
+            self.recall.keep_result(event.name, full_result_text(event))
+        shown = event.display_kind == "diff" and event.display is not None
+        if shown and not event.result.is_error and self.shown_before(event.display or ""):
+            summary = f"{diff_stat(event.display or '')} (the diff is shown above)"
+            return hanging(Text("  ⎿  ", style="dim"), Text(summary, style="dim"))
+        return tool_result_view(event)
 
     async def _text(self, text: str) -> None:
         self.activity.set("responding…")

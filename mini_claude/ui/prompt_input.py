@@ -11,7 +11,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 
 from mini_claude.private_dirs import make_private_dirs
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS
@@ -83,14 +83,16 @@ def input_keys() -> KeyBindings:
 
 
 def build_prompt(history: History, completer: Completer,
-                 toolbar: Callable[[], StyleAndTextTuples]) -> PromptSession[str]:
+                 toolbar: Callable[[], StyleAndTextTuples], *,
+                 extra_keys: KeyBindings | None = None) -> PromptSession[str]:
+    keys = input_keys() if extra_keys is None else merge_key_bindings([input_keys(), extra_keys])
     session: PromptSession[str] = PromptSession(
         PROMPT,
         history=history,
         completer=completer,
         complete_while_typing=True,
         bottom_toolbar=toolbar,
-        key_bindings=input_keys(),
+        key_bindings=keys,
         style=UI_STYLE,
         prompt_continuation="  ",
         enable_history_search=False,

@@ -13,17 +13,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.segment import Segment
+from rich.table import Table
 from rich.text import Text
 
 from mini_claude.context.placeholders import count_lines, human_size, short_target, utf8_size
 from mini_claude.events import ToolFinished
+from mini_claude.protocol import TierReport
+from mini_claude.text import format_tokens
 
 CODE_THEME = "monokai"
 RESULT_PREVIEW_LINES = 4
 DIFF_PREVIEW_LINES = 40
 LINE_PREVIEW_CHARS = 160
-MAIN_ARGUMENT_KEYS = ("command", "path", "pattern", "focus")
+MAIN_ARGUMENT_KEYS = ("command", "pattern", "path", "focus")
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^ {0,3}([-*+]|\d{1,9}[.)])\s")
@@ -115,7 +119,29 @@ def markdown(block: str) -> RenderableType:
     # Imported on first use: the Markdown parser is a sizeable share of start-up time.
     from rich.markdown import Markdown
 
-    return Markdown(block, code_theme=CODE_THEME)
+    return TrimmedBlankLines(Markdown(block, code_theme=CODE_THEME))
+
+
+class TrimmedBlankLines:
+    """A renderable without its leading and trailing blank rows.
+
+    rich pads code blocks and tables with empty rows; between blocks the
+    presenter already prints one blank line, and the padding made it up to four.
+    """
+
+    def __init__(self, inner: RenderableType) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.inner, options, pad=False)
+        while lines and not "".join(s.text for s in lines[-1]).strip():
+            lines.pop()
+        start = 0
+        while start < len(lines) and not "".join(s.text for s in lines[start]).strip():
+            start += 1
+        for line in lines[start:]:
+            yield from line
+            yield Segment.line()
 
 
 # ---- tool calls ------------------------------------------------------------------------
@@ -203,15 +229,17 @@ def _clip(line: str) -> str:
 
 
 def _indented(body: Text) -> RenderableType:
-    """Hang the result under its tool line with a corner mark."""
-    rows = body.split("\n", allow_blank=True)
-    out = Text()
-    for index, row in enumerate(rows):
-        out.append("  ⎿  " if index == 0 else "     ", style="dim")
-        out.append_text(row)
-        if index < len(rows) - 1:
-            out.append("\n")
-    return Group(out)
+    """Hang the result under its tool line with a corner mark; long lines wrap under it."""
+    return hanging(Text("  ⎿  ", style="dim"), body)
+
+
+def hanging(prefix: Text, body: RenderableType) -> RenderableType:
+    """``prefix`` then ``body``, every wrapped line starting under the body, never at column 0."""
+    grid = Table.grid(padding=0, expand=True)
+    grid.add_column(width=prefix.cell_len, no_wrap=True)
+    grid.add_column(overflow="fold", ratio=1)
+    grid.add_row(prefix, body)
+    return grid
 
 
 # ---- one-line notes --------------------------------------------------------------------
@@ -223,5 +251,55 @@ def note(text: str, level: str = "info") -> Text:
     return Text(f"  · {text}", style=style)
 
 
+def hanging_note(text: str, level: str = "info") -> RenderableType:
+    """A note whose wrapped lines (a long saved-result path) stay indented under it."""
+    style = {"info": "dim", "warning": "yellow", "error": "bold red"}.get(level, "dim")
+    return hanging(Text("  · ", style=style), Text(text, style=style))
+
+
 def error_line(message: str) -> Text:
     return Text(f"✗ {message}", style="bold red")
+
+
+TIER_VERBS = {"persist": "saved", "truncate": "cut", "budget": "trimmed", "snip": "cleared",
+              "microcompact": "cleared"}
+
+
+def tier_summary(reports: list[TierReport]) -> str:
+    """What the tiers did before one model call, on one line (the detail is for /verbose)."""
+    touched: dict[str, int] = {}
+    for report in reports:
+        touched[report.tier] = touched.get(report.tier, 0) + report.results_touched
+    parts = []
+    for tier, count in touched.items():
+        noun = "result" if count == 1 else "results"
+        parts.append(f"{tier} {TIER_VERBS.get(tier, 'edited')} {count} {noun}")
+    freed = sum(r.tokens_freed for r in reports)
+    return f"context: {', '.join(parts)}; {format_tokens(freed)} tokens freed"
+
+
+def diff_stat(diff: str) -> str:
+    """``+3 −1`` for a unified diff."""
+    lines = diff.splitlines()
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+    return f"+{added} −{removed}"
+
+
+def full_result_text(event: ToolFinished) -> str:
+    """The whole of what the preview of a result stands for."""
+    if event.display_kind == "diff" and event.display is not None:
+        return event.display
+    if event.original is not None:
+        return event.original
+    return event.display if event.display is not None else event.result.content
+
+
+def is_collapsed(event: ToolFinished) -> bool:
+    """Whether the preview leaves something out that Ctrl-O can show."""
+    body = event.display if event.display is not None else event.result.content
+    lines = body.rstrip("\n").split("\n")
+    if event.display_kind == "diff" and event.display is not None:
+        return len(lines) > DIFF_PREVIEW_LINES
+    return (len(lines) > RESULT_PREVIEW_LINES or any(len(x) > LINE_PREVIEW_CHARS for x in lines)
+            or full_result_text(event) != body)

@@ -13,32 +13,47 @@ import asyncio
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import run_in_terminal
+from prompt_toolkit.application.current import get_app_or_none
+from prompt_toolkit.completion import merge_completers
 from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
 from rich.text import Text
 
 from mini_claude import __version__
 from mini_claude import events as ev
 from mini_claude.agent import Agent
-from mini_claude.exit_codes import EXIT_OK, EXIT_USAGE
+from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from mini_claude.session import Session, SessionError, startup_housekeeping
 from mini_claude.settings import Settings
 from mini_claude.tools.base import Approver, allow_all
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
+from mini_claude.ui.conveniences import (
+    ModelCompleter,
+    PathCompleter,
+    ShellContext,
+    attach_mentions,
+    is_shell_command,
+    run_user_shell,
+)
 from mini_claude.ui.live import LiveView, TurnActivity
 from mini_claude.ui.permissions import TerminalApprover
-from mini_claude.ui.presenter import TurnPresenter
+from mini_claude.ui.presenter import INTERRUPTED_TURN, TurnPresenter
 from mini_claude.ui.prompt_input import (
     EmptyInterrupt,
     SlashCommandCompleter,
     build_prompt,
     history_for,
 )
+from mini_claude.ui.recall import Recall, latest_summary, recap
 from mini_claude.ui.render import error_line, note
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 
@@ -46,6 +61,9 @@ NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the pro
                   "for non-interactive use")
 
 INTERRUPT_REPEAT_SECONDS = 1.0
+INTERRUPTED_COMPACTION = "Interrupted · compaction cancelled; the conversation is as it was"
+EXIT_COMMANDS = ("exit", "quit")
+DEFAULT_API_HOSTS = ("api.anthropic.com", "api.openai.com")
 
 EventQueue = asyncio.Queue[ev.Event | None]  # None: the turn is over
 
@@ -107,14 +125,25 @@ class Repl:
         self.console = console
         self.banner = banner
         self.activity = TurnActivity()
+        self.started = time.monotonic()  # for /cost's wall time
+        self.queued: list[str] = []  # typed during a turn, sent when it ends
+        self.shell_context = ShellContext()
+        self.exit_requested = False
+        self.terminated = False
+        self._expanding: asyncio.Future[None] | None = None
+        self.recall = Recall(summary=latest_summary(session.agent.conversation.messages))
+        self.verbose = session.settings.verbose
         self.view = LiveView(self.activity, self._status_line, self.interrupt,
-                             lambda: self.agent.meter.chars_per_token)
+                             lambda: self.agent.meter.chars_per_token,
+                             on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
+                             on_expand=self._expand_during_turn, queued=lambda: self.queued)
         self.at_prompt = asyncio.Event()  # set while waiting for input
         self.prompts_shown = 0
         self._pump: asyncio.Task[None] | None = None
         self._queue: EventQueue | None = None
         self._prompt: PromptSession[str] | None = None
         self._warmed_up = False
+        self._sdk_imported = False
         if isinstance(session.approver, TerminalApprover):
             session.approver.attach(console, self.question, self.interrupt)
 
@@ -127,18 +156,73 @@ class Repl:
     async def run(self) -> int:
         self._print_header()
         try:
-            with _sigint_calls(self.interrupt):
-                while (text := await self._read()) is not None:
+            with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
+                while not self.exit_requested and (text := await self._next_message()) is not None:
                     if not text.strip():
                         continue
                     if parse_command(text) is not None:
                         if await dispatch(self, text) is Outcome.EXIT:
                             break
                         continue
-                    await self.run_events(self.agent.turn(text))
+                    if is_shell_command(text):
+                        await self.run_events(run_user_shell(self.agent, text[1:].strip(),
+                                                             self.shell_context),
+                                              label="running your command…")
+                        continue
+                    await self.run_events(self._turn(text))
         finally:
             await self._close()
-        return EXIT_OK
+        return EXIT_INTERRUPTED if self.terminated else EXIT_OK
+
+    async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
+        """A message: its `@path` files attached, earlier `!command` output put before it."""
+        text, attached = await attach_mentions(self.agent, text)
+        for event in attached:
+            yield event
+        async for event in self.agent.turn(self.shell_context.with_message(text)):
+            yield event
+
+    async def _next_message(self) -> str | None:
+        """A message queued during the last turn (echoed as if typed now), else the prompt."""
+        if self.queued:
+            text = self.queued.pop(0)
+            echo = Text("> ", style="bold magenta")
+            echo.append(text)
+            self.console.print(echo)
+            return text
+        return await self._read()
+
+    # ---- keys during a turn ---------------------------------------------------------
+
+    def _typed_during_turn(self, text: str) -> None:
+        """Enter in the live box: queue the message; /exit ends the turn and the program."""
+        parsed = parse_command(text)
+        if parsed is not None and parsed[0] in EXIT_COMMANDS:
+            self.exit_requested = True
+            self.interrupt()
+            return
+        self.queued.append(text)
+        self.view.refresh()
+
+    def _escape_during_turn(self) -> None:
+        """Esc takes queued messages back into the box first; otherwise it interrupts."""
+        if self.queued:
+            taken, self.queued[:] = "\n".join(self.queued), []
+            self.view.put_back(taken)
+            return
+        self.interrupt()
+
+    def _expand_during_turn(self) -> None:
+        self._expanding = asyncio.ensure_future(self.view.print_above(
+            lambda: self.console.print(self.recall.full_result())))
+
+    def terminate(self) -> None:
+        """SIGTERM: stop the turn (its shell children die with it), leave the prompt, close up."""
+        self.terminated = self.exit_requested = True
+        self.interrupt()
+        app = get_app_or_none()
+        if app is not None and app.is_running and app.future is not None and not app.future.done():
+            app.exit(exception=EOFError())
 
     async def _read(self) -> str | None:
         """The next message, or None when the user leaves (Ctrl-D, or Ctrl-C twice)."""
@@ -149,7 +233,8 @@ class Repl:
             self.at_prompt.set()
             try:
                 return await prompt.prompt_async(set_exception_handler=False,
-                                                 pre_run=self._after_first_draw)
+                                                 pre_run=self._after_first_draw,
+                                                 default=self.view.take_draft())
             except EmptyInterrupt:
                 if armed:
                     return None
@@ -160,6 +245,18 @@ class Repl:
             finally:
                 self.at_prompt.clear()
 
+    async def _sdk_ready(self) -> None:
+        """Finish importing the SDK in a thread, so the live view and the keys stay alive.
+
+        Imported on the loop's own thread, the first request would hold the whole
+        REPL (no spinner, keys echoed raw by the terminal) for as long as it takes.
+        """
+        if not self._sdk_imported:
+            from mini_claude.providers import preload_sdk
+
+            await asyncio.to_thread(preload_sdk, self.session.settings.provider)
+            self._sdk_imported = True
+
     def _after_first_draw(self) -> None:
         """Runs before each prompt is drawn; the first time, schedules the SDK import after it."""
         if not self._warmed_up:
@@ -168,19 +265,39 @@ class Repl:
                                                  self.session.settings.provider)
 
     def _build_prompt(self) -> PromptSession[str]:
-        completer = SlashCommandCompleter(
-            [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)])
+        settings = self.session.settings
+        completer = merge_completers([
+            SlashCommandCompleter(
+                [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)]),
+            PathCompleter(self.session.cwd),
+            ModelCompleter(settings.provider, settings.model),
+        ])
         self._prompt = build_prompt(history_for(self.session.settings.home), completer,
-                                    self._status_line)
+                                    self._status_line, extra_keys=self._prompt_keys())
         return self._prompt
+
+    def _prompt_keys(self) -> KeyBindings:
+        keys = KeyBindings()
+
+        @keys.add("c-o")
+        def _expand(event: KeyPressEvent) -> None:
+            run_in_terminal(lambda: self.console.print(self.recall.full_result()))
+
+        return keys
 
     async def run_events(self, events: AsyncIterator[ev.Event], label: str = "thinking…") -> bool:
         """Show a turn (or a compaction) live; False when the user interrupted it."""
         self.activity.restart(label)
-        presenter = TurnPresenter(self.console, self.view, self.activity)
+        approver = self.session.approver
+        shown = approver.shown_before if isinstance(approver, TerminalApprover) else None
+        presenter = TurnPresenter(
+            self.console, self.view, self.activity, verbose=self.verbose, recall=self.recall,
+            shown_before=shown,
+            interrupted_label=(INTERRUPTED_COMPACTION if label.startswith("compacting")
+                               else INTERRUPTED_TURN))
         queue: EventQueue = asyncio.Queue()
         self._queue = queue
-        self._pump = asyncio.create_task(_pump(events, queue))
+        self._pump = asyncio.create_task(_pump(events, queue, self._sdk_ready))
         # Closes the queue however the pump ends, even cancelled before it ever ran.
         self._pump.add_done_callback(lambda _: queue.put_nowait(None))
         self.view.start()
@@ -255,15 +372,17 @@ class Repl:
 
     def _status_line(self) -> StyleAndTextTuples:
         activity = self.activity.label if self._pump is not None else None
+        app = get_app_or_none()
+        width = app.output.get_size().columns - 1 if app is not None else None
         return status_fragments(self.agent.status(), self.agent.costs,
-                                self.session.settings.model, activity)
+                                self.session.settings.model, activity, width)
 
     def _print_header(self) -> None:
         settings = self.session.settings
         parts = [
             f"mini-claude {__version__}",
             settings.provider,
-            settings.model,
+            settings.model + _endpoint_label(settings.base_url),
             f"{short_tokens(settings.window)} window",
             _short_path(self.session.cwd),
             f"session {self.session.session_id}",
@@ -276,6 +395,7 @@ class Repl:
         self.console.print(header)
         messages = len(self.agent.conversation)
         if messages:
+            self.show_resumed()
             self.console.print(note(f"resumed: {messages} messages, "
                                     f"{percent(self.agent.status().utilization)} of the context"))
         for warning in self.session.warnings:
@@ -283,6 +403,13 @@ class Repl:
         self.session.warnings.clear()
         self.console.print(Text("/help for commands · esc interrupts a turn · ctrl-d exits",
                                 style="dim"))
+
+    def show_resumed(self) -> None:
+        """Redraw the recent conversation of a resumed session (and forget the old one's)."""
+        messages = self.agent.conversation.messages
+        self.recall = Recall(summary=latest_summary(messages))
+        for line in recap(messages):
+            self.console.print(line)
 
     async def _close(self) -> None:
         agent = self.agent
@@ -292,7 +419,9 @@ class Repl:
         await self.session.provider.close()
 
 
-async def _pump(events: AsyncIterator[ev.Event], queue: EventQueue) -> None:
+async def _pump(events: AsyncIterator[ev.Event], queue: EventQueue,
+                before: Callable[[], Awaitable[None]]) -> None:
+    await before()
     async for event in events:
         queue.put_nowait(event)
 
@@ -310,6 +439,28 @@ def _sigint_calls(callback: Callable[[], None]) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def _sigterm_calls(callback: Callable[[], None]) -> Iterator[None]:
+    """SIGTERM ends the REPL the orderly way: terminal restored, transcript closed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, callback)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+def _endpoint_label(base_url: str | None) -> str:
+    """`` @ localhost:8080`` when talking to a server other than the provider's own."""
+    if not base_url:
+        return ""
+    host = urlsplit(base_url).netloc or base_url
+    return "" if host in DEFAULT_API_HOSTS else f" @ {host}"
 
 
 def _short_path(path: Path) -> str:

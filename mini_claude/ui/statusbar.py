@@ -11,6 +11,7 @@ from typing import Literal
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.styles import Style
+from prompt_toolkit.utils import get_cwidth
 
 from mini_claude.pricing import CostTracker
 from mini_claude.protocol import ContextStatus
@@ -94,35 +95,79 @@ def autocompact_label(status: ContextStatus) -> str:
         return "auto-compact off"
     if remaining == 0:
         return "auto-compact due"
-    return f"auto-compact in {short_tokens(remaining)}"
+    return f"auto-compact in {short_tokens(remaining)} tokens"
 
 
 def percent(utilization: float) -> str:
     return f"{utilization * 100:.0f}%"
 
 
-def status_fragments(
-    status: ContextStatus, costs: CostTracker, model: str, activity: str | None
-) -> StyleAndTextTuples:
-    """The status line as prompt_toolkit fragments (plain text plus style classes)."""
-    band = pressure(status.utilization)
-    sep = ("class:status.sep", " · ")
-    fragments: StyleAndTextTuples = [
-        ("class:status", " context "),
-        (f"class:status.{band}", f"{percent(status.utilization)} {meter_bar(status.utilization)}"),
-        ("class:status", f" {short_tokens(status.tokens)}/{short_tokens(status.effective_window)}"),
-        sep,
-        ("class:status", autocompact_label(status)),
-        sep,
-        ("class:status", cost_label(costs)),
-        sep,
-        ("class:status", model),
-    ]
+def over_window_reason(status: ContextStatus, activity: str | None) -> str:
+    """Why the reading may stand above 100% for a moment; said next to the number."""
+    if activity and activity.startswith("compacting"):
+        return "compacting"
     if activity:
-        fragments += [sep, ("class:status.activity", activity)]
-    return fragments
+        return "trimmed before the next call"
+    return "compacts on the next message" if status.autocompact_at else "over the window"
 
 
-def status_text(status: ContextStatus, costs: CostTracker, model: str, activity: str | None) -> str:
+# Fields of the status line, most important first: the narrowest terminal keeps the top.
+_FIELD_ORDER = ("percent", "activity", "cost", "model", "autocompact", "tokens", "bar")
+
+
+def status_fragments(
+    status: ContextStatus,
+    costs: CostTracker,
+    model: str,
+    activity: str | None,
+    width: int | None = None,
+) -> StyleAndTextTuples:
+    """The status line as prompt_toolkit fragments (plain text plus style classes).
+
+    Whole fields are left out, least important first, until the line fits in
+    ``width`` columns: a field is shown complete or not at all.
+    """
+    band = pressure(status.utilization)
+    reading = percent(status.utilization)
+    if status.utilization > 1:
+        reading += f" ({over_window_reason(status, activity)})"
+    fields: dict[str, StyleAndTextTuples] = {
+        "percent": [(f"class:status.{band}", reading)],
+        "bar": [(f"class:status.{band}", meter_bar(status.utilization))],
+        "tokens": [("class:status",
+                    f"{short_tokens(status.tokens)}/{short_tokens(status.effective_window)}")],
+        "autocompact": [("class:status", autocompact_label(status))],
+        "cost": [("class:status", cost_label(costs))],
+        "model": [("class:status", model)],
+    }
+    if activity:
+        fields["activity"] = [("class:status.activity", activity)]
+    shown = [name for name in _FIELD_ORDER if name in fields]
+    while width is not None and len(shown) > 1 and _width(_layout(fields, shown)) > width:
+        shown.pop()
+    return _layout(fields, shown)
+
+
+def _layout(fields: dict[str, StyleAndTextTuples], shown: list[str]) -> StyleAndTextTuples:
+    """``context 34% ███░ 61k/180k · auto-compact in … · $0.12 · model · activity``."""
+    sep = ("class:status.sep", " · ")
+    out: StyleAndTextTuples = [("class:status", " context ")]
+    out += fields["percent"]
+    for name in ("bar", "tokens"):
+        if name in shown:
+            out += [("class:status", " "), *fields[name]]
+    for name in ("autocompact", "cost", "model", "activity"):
+        if name in shown:
+            out += [sep, *fields[name]]
+    return out
+
+
+def _width(fragments: StyleAndTextTuples) -> int:
+    return sum(get_cwidth(text) for _style, text, *_ in fragments)
+
+
+def status_text(status: ContextStatus, costs: CostTracker, model: str, activity: str | None,
+                width: int | None = None) -> str:
     """The status line as plain text (for logs and tests)."""
-    return "".join(text for _style, text, *_ in status_fragments(status, costs, model, activity))
+    fragments = status_fragments(status, costs, model, activity, width)
+    return "".join(text for _style, text, *_ in fragments)

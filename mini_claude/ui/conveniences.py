@@ -1,0 +1,141 @@
+"""What users of other agents type without thinking: `!command`, `@path`, `/model <Tab>`.
+
+`!command` and `@path` go through the same tools, permission rules and tier 0
+as the model's own calls: a shell command asks first unless allowed, a large
+output is saved to disk and only a preview enters the conversation.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+
+from mini_claude import events as ev
+from mini_claude.agent import Agent
+from mini_claude.context.persist import admit_result
+from mini_claude.context.placeholders import count_lines
+from mini_claude.conversation import ToolResultBlock, ToolUseBlock
+
+SHELL_PREFIX = "!"
+MENTION = re.compile(r"(?<![\w@])@([^\s@]+)")
+MAX_PATH_COMPLETIONS = 50
+
+# Current model names per provider, for `/model <Tab>`; any other name can still be typed.
+KNOWN_MODELS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5", "claude-opus-4-1",
+                  "claude-sonnet-4-0", "claude-3-7-sonnet-latest", "claude-3-5-haiku-latest"),
+    "openai": ("gpt-5", "gpt-5-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4o", "gpt-4o-mini"),
+}
+
+
+@dataclass
+class ShellContext:
+    """Output of `!commands`, waiting to go to the model with the next message."""
+
+    pending: list[str] = field(default_factory=list)
+
+    def with_message(self, text: str) -> str:
+        if not self.pending:
+            return text
+        notes, self.pending = self.pending, []
+        return "\n\n".join([*notes, text])
+
+
+def is_shell_command(text: str) -> bool:
+    return text.startswith(SHELL_PREFIX) and bool(text[1:].strip())
+
+
+async def run_user_shell(agent: Agent, command: str,
+                         context: ShellContext) -> AsyncIterator[ev.Event]:
+    """`!command`: run_shell with the usual permission rules; the output is kept for the model."""
+    use = ToolUseBlock("user-shell", "run_shell", {"command": command})
+    yield ev.ToolStarted(use.id, use.name, use.input)
+    output = await agent.registry.execute(use.name, use.input, agent.tool_context)
+    block, report = admit_result(output, use, agent.store, agent.settings)
+    if report is not None:
+        yield ev.TierFired(report)
+    yield ev.ToolFinished(use.id, use.name, block, output.display, output.display_kind,
+                          original=output.content)
+    context.pending.append(f"[I ran a shell command myself: `{command}`]\n{block.content}")
+    yield ev.Notice("the output goes to the model with your next message")
+
+
+async def attach_mentions(agent: Agent, text: str) -> tuple[str, list[ev.Event]]:
+    """`@path` words that name files: their text is appended, read the way read_file reads."""
+    events: list[ev.Event] = []
+    attachments: list[str] = []
+    root = agent.tool_context.root
+    for index, path in enumerate(dict.fromkeys(MENTION.findall(text))):
+        if not (root / path).is_file():
+            continue
+        use = ToolUseBlock(f"user-mention-{index}", "read_file", {"path": path})
+        output = await agent.registry.execute(use.name, use.input, agent.tool_context)
+        block, report = admit_result(output, use, agent.store, agent.settings)
+        if report is not None:
+            events.append(ev.TierFired(report))
+        if block.is_error:
+            events.append(ev.Notice(f"could not attach @{path}: {_first_line(block)}", "warning"))
+            continue
+        attachments.append(f"[Attached @{path}]\n{block.content}")
+        events.append(ev.Notice(f"attached @{path} ({count_lines(output.content)} lines)"))
+    return "\n\n".join([text, *attachments]), events
+
+
+def _first_line(block: ToolResultBlock) -> str:
+    return block.content.strip().split("\n", 1)[0]
+
+
+class PathCompleter(Completer):
+    """Completes the `@path` word under the cursor from the project's files."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def get_completions(self, document: Document,
+                        complete_event: CompleteEvent) -> Iterable[Completion]:
+        word = document.get_word_before_cursor(WORD=True)
+        if not word.startswith("@"):
+            return
+        typed = word[1:]
+        folder, _, prefix = typed.rpartition("/")
+        base = self.root / folder if folder else self.root
+        try:
+            entries = sorted(os.scandir(base), key=lambda e: e.name)
+        except OSError:
+            return
+        shown = 0
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.name.startswith(prefix):
+                continue
+            path = f"{folder}/{entry.name}" if folder else entry.name
+            suffix = "/" if entry.is_dir() else ""
+            yield Completion("@" + path + suffix, start_position=-len(word),
+                             display=entry.name + suffix)
+            shown += 1
+            if shown >= MAX_PATH_COMPLETIONS:
+                return
+
+
+class ModelCompleter(Completer):
+    """Completes `/model NAME` from the known models of the session's provider."""
+
+    def __init__(self, provider: str, current: str, extra: Sequence[str] = ()) -> None:
+        self.names = list(dict.fromkeys([current, *KNOWN_MODELS.get(provider, ()), *extra]))
+
+    def get_completions(self, document: Document,
+                        complete_event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/model "):
+            return
+        typed = text[len("/model "):]
+        if any(c.isspace() for c in typed):
+            return
+        for name in self.names:
+            if name.startswith(typed):
+                yield Completion(name, start_position=-len(typed))

@@ -1,0 +1,92 @@
+"""What the screen can bring back: the recent conversation on resume, the latest collapsed
+tool result (Ctrl-O, /expand) and the latest compaction summary (/summary)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from mini_claude.conversation import Message, SummaryBlock, ToolResultBlock
+from mini_claude.ui.render import hanging, tool_call_line
+
+RECAP_EXCHANGES = 3  # user messages shown, with what followed each
+RECAP_TEXT_LINES = 6
+RECAP_SUMMARY_LINES = 12
+
+
+@dataclass
+class Recall:
+    """The latest things shown collapsed, kept so that a key or a command can show them whole."""
+
+    result_name: str | None = None
+    result_text: str | None = None
+    summary: str | None = None
+
+    def keep_result(self, name: str, text: str) -> None:
+        self.result_name, self.result_text = name, text
+
+    def full_result(self) -> RenderableType:
+        if self.result_text is None:
+            return Text("  · no collapsed tool result yet", style="dim")
+        head = Text(f"── full result of {self.result_name} ", style="bold")
+        return Group(head, Text(self.result_text), Text("── end of result", style="dim"))
+
+    def full_summary(self) -> RenderableType:
+        if self.summary is None:
+            return Text("  · the conversation has not been compacted yet", style="dim")
+        return Group(Text("── latest compaction summary", style="bold"), Text(self.summary),
+                     Text("── end of summary", style="dim"))
+
+
+def latest_summary(messages: Sequence[Message]) -> str | None:
+    for message in reversed(messages):
+        for block in message.blocks:
+            if isinstance(block, SummaryBlock):
+                return block.summary
+    return None
+
+
+def recap(messages: Sequence[Message]) -> list[RenderableType]:
+    """The last few exchanges, compactly, as they would have looked in the scrollback."""
+    starts = [i for i, m in enumerate(messages) if m.is_plain_user_message]
+    first = starts[-RECAP_EXCHANGES] if len(starts) >= RECAP_EXCHANGES else (
+        starts[0] if starts else len(messages))
+    out: list[RenderableType] = []
+    summary = latest_summary(messages[:first + 1]) or latest_summary(messages)
+    if first:
+        out.append(Text(f"… {first} earlier messages", style="dim"))
+    if summary is not None:
+        out.append(hanging(Text("  ⎿  ", style="dim"),
+                           Text("summary: " + _clip(summary, RECAP_SUMMARY_LINES), style="dim")))
+    for message in messages[first:]:
+        out.extend(_message_lines(message))
+    return out
+
+
+def _message_lines(message: Message) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    if message.is_plain_user_message:
+        out.append(Text())
+        out.append(hanging(Text("> ", style="bold magenta"), Text(message.text.strip())))
+        return out
+    if message.role == "assistant":
+        if message.text.strip():
+            out.append(hanging(Text("  "), Text(_clip(message.text.strip(), RECAP_TEXT_LINES))))
+        out.extend(tool_call_line(use.name, use.input) for use in message.tool_uses)
+        return out
+    for block in message.blocks:
+        if isinstance(block, ToolResultBlock):
+            first_line = block.content.strip().split("\n", 1)[0]
+            style = "red" if block.is_error else "dim"
+            out.append(hanging(Text("  ⎿  ", style="dim"), Text(first_line[:200], style=style)))
+    return out
+
+
+def _clip(text: str, lines: int) -> str:
+    rows = text.split("\n")
+    if len(rows) <= lines:
+        return text
+    return "\n".join(rows[:lines]) + f"\n… +{len(rows) - lines} lines"
