@@ -126,6 +126,13 @@ def price_for(model: str) -> Price | None:
 PRICE_UNKNOWN = "price unknown"
 
 
+def cost_notes(usage: Usage, cache_misses: str) -> str:
+    """The line under /cost: reasoning inside the output (billed as output), cache misses."""
+    if not usage.thinking_tokens:
+        return cache_misses
+    return f"output includes {usage.thinking_tokens:,} reasoning tokens · {cache_misses}"
+
+
 @dataclass
 class CallTally:
     """Usage, money and count of one kind of model call."""

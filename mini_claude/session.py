@@ -30,6 +30,8 @@ from mini_claude.transcript import (
     new_session_id,
 )
 
+DEFAULT_THINKING_TOKENS = 8_000
+
 
 class SessionError(Exception):
     """A session cannot start (no transcript to resume, unreadable file); one line for the user."""
@@ -49,6 +51,7 @@ class Session:
     agent: Agent = field(init=False)
     warnings: list[str] = field(default_factory=list)
     model_lookup: ModelLookup | None = field(init=False, default=None)
+    _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -158,6 +161,18 @@ class Session:
         )
         self._look_up_model()
         self.agent.reconfigure(self.settings)
+
+    def toggle_thinking(self, tokens: int | None = None) -> int:
+        """`/think [tokens]`: extended thinking on (with this budget) or off; returns the
+        budget now in force (0 = off). Takes effect from the next request."""
+        current = self.settings.thinking_tokens
+        if tokens is None:
+            tokens = 0 if current else (self._last_thinking or DEFAULT_THINKING_TOKENS)
+        if current:
+            self._last_thinking = current
+        self.settings = self.settings.with_overrides(thinking_tokens=tokens)
+        self.agent.settings = self.settings
+        return tokens
 
     def _look_up_model(self) -> None:
         """Ask the provider about a model the table does not know; never waits for it."""
