@@ -254,10 +254,11 @@ class TierReport:
 
     def describe(self) -> str:
         """One line for the UI, e.g. ``snip: 4 stale results cleared, 12.3k tokens freed``."""
-        verb = {"budget": "trimmed", "snip": "cleared", "microcompact": "cleared"}.get(
-            self.tier, "edited"
-        )
+        verb = {"budget": "trimmed", "snip": "cleared", "microcompact": "cleared",
+                "clear_thinking": "dropped"}.get(self.tier, "edited")
         noun = "result" if self.results_touched == 1 else "results"
+        if self.tier == "clear_thinking":
+            noun = "thinking block" if self.results_touched == 1 else "thinking blocks"
         extra = f" ({self.detail})" if self.detail else ""
         return (
             f"{self.tier}: {self.results_touched} {noun} {verb}, "

@@ -254,3 +254,41 @@ def test_clearing_thinking_is_replayed_on_resume(tmp_path: Path) -> None:
         "kind"] == "thinking"
     assert message_from_dict(message_to_dict(loaded.original_messages[1])).blocks[0] == (
         ThinkingBlock("plan", "sig"))
+
+
+def _finished_turns() -> Conversation:
+    return Conversation([
+        user_text("fix it"),
+        Message("assistant", [ThinkingBlock("plan " * 50, "sig"),
+                              ToolUseBlock("t1", "read_file", {"path": "a.py"})]),
+        Message("user", [ToolResultBlock("t1", "print(1)", tool_name="read_file")]),
+        Message("assistant", [ThinkingBlock("done", "s2"), TextBlock("Fixed.")]),
+        user_text("next"),
+    ])
+
+
+def test_clear_thinking_waits_for_a_cold_cache_or_an_edit() -> None:
+    from mini_claude.context.thinking import ClearThinkingTier
+
+    tier = ClearThinkingTier()
+    warm = _finished_turns()
+    before = warm.total_chars
+    assert tier.run(warm, cache_cold=False, history_edited=False, chars_per_token=4.0) is None
+    assert warm.total_chars == before  # the meter keeps counting it until then
+    report = tier.run(warm, cache_cold=True, history_edited=False, chars_per_token=4.0)
+    assert report is not None and report.tier == "clear_thinking"
+    assert report.results_touched == 2 and report.chars_freed == len("plan " * 50) + 4
+    assert "2 thinking blocks dropped" in report.describe()
+    assert warm.total_chars == before - report.chars_freed
+    assert not any(isinstance(b, ThinkingBlock) for m in warm for b in m.blocks)
+    edited = _finished_turns()
+    assert tier.run(edited, cache_cold=False, history_edited=True, chars_per_token=4.0)
+
+
+def test_clear_thinking_never_touches_an_open_loop() -> None:
+    from mini_claude.context.thinking import ClearThinkingTier
+
+    loop = Conversation(_open_loop())
+    assert ClearThinkingTier().run(loop, cache_cold=True, history_edited=True,
+                                   chars_per_token=4.0) is None
+    assert isinstance(loop.messages[1].blocks[0], ThinkingBlock)
