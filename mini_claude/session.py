@@ -157,7 +157,7 @@ class Session:
     def switch_model(self, model: str) -> None:
         """`/model NAME`: later requests use the new model; the window follows it."""
         self.settings = self.settings.with_overrides(
-            model=model, reported_window=None, window_reported_by=None
+            model=model, reported_window=None, window_reported_by=None, reported_thinking=None
         )
         self._look_up_model()
         self.agent.reconfigure(self.settings)
@@ -192,8 +192,13 @@ class Session:
             return None
         if self.settings.reported_window == facts.window:
             return None
+        thinking = (
+            "adaptive" if facts.thinking_adaptive
+            else "enabled" if facts.thinking_enabled else None
+        )
         self.settings = self.settings.with_overrides(
-            reported_window=facts.window, window_reported_by=facts.source
+            reported_window=facts.window, window_reported_by=facts.source,
+            reported_thinking=thinking,
         )
         return self.settings
 

@@ -82,6 +82,7 @@ def test_unknown_model_gets_its_window_from_the_simulators_models_api(
         assert session.agent.settings.window == 48_000
         assert session.agent.status().window == 48_000
         assert "Models API" in session.agent.settings.window_source
+        assert session.agent.settings.reported_thinking == "adaptive"  # from its capabilities
         assert [r.path for r in simulator.model_requests] == [f"/v1/models/{UNKNOWN}"]
         assert simulator.model_requests[0].protocol == "anthropic"
         cached = json.loads((home / "models.json").read_text())
