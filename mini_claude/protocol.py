@@ -28,9 +28,9 @@ class ToolSpec:
 class ThinkingConfig:
     """How much the model may reason before answering, in neutral words.
 
-    Anthropic: ``adaptive`` (the model decides, ``effort`` steers it) or a
-    ``budget_tokens`` of at least 1,024. OpenAI reasoning models: ``effort`` is
-    the ``reasoning_effort``.
+    Anthropic: ``adaptive`` (the model decides, ``effort`` steers it; the budget
+    then only sizes ``max_tokens``) or a ``budget_tokens`` of at least 1,024.
+    OpenAI reasoning models: ``effort`` is the ``reasoning_effort``.
     """
 
     budget_tokens: int = 0

@@ -184,6 +184,7 @@ def test_adaptive_thinking_and_effort_for_a_model_that_thinks_adaptively(
         assert finished_text(turn(session.agent, "hello"))
     body = simulator.requests[0].body
     assert body["thinking"] == {"type": "adaptive"}
+    assert body["max_tokens"] > 2048  # room to think
     assert body["output_config"] == {"effort": "low"}
     assert "temperature" not in body
 

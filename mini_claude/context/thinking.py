@@ -65,13 +65,16 @@ def thinking_config(settings: Settings) -> ThinkingConfig | None:
     if settings.thinking_tokens <= 0:
         return None
     if thinks_adaptively(settings):
-        return ThinkingConfig(adaptive=True, effort=settings.effort)
+        # The budget is not sent; it only sizes max_tokens so thinking has room.
+        return ThinkingConfig(budget_tokens=settings.thinking_tokens, adaptive=True,
+                              effort=settings.effort)
     return ThinkingConfig(budget_tokens=max(MIN_BUDGET, settings.thinking_tokens),
                           effort=settings.effort)
 
 
 def max_tokens_for(thinking: ThinkingConfig | None, max_tokens: int) -> int:
-    """``max_tokens`` must exceed a thinking budget, with room left for the answer."""
+    """``max_tokens`` must exceed a thinking budget (adaptive thinking too needs the room),
+    with room left for the answer."""
     if thinking is None or not thinking.budget_tokens:
         return max_tokens
     return max(max_tokens, thinking.budget_tokens + MIN_BUDGET)
