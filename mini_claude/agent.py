@@ -8,7 +8,6 @@ compactor summarizes. Every message goes to the transcript as it happens.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -20,9 +19,7 @@ from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.meter import TokenMeter
-from mini_claude.context.persist import admit_result
 from mini_claude.context.pipeline import ContextPipeline
-from mini_claude.context.placeholders import count_lines
 from mini_claude.context.thinking import (
     ClearThinkingTier,
     close_thinking_loop,
@@ -30,17 +27,15 @@ from mini_claude.context.thinking import (
     thinking_config,
     thinking_loop_open,
 )
+from mini_claude.context.tier import cache_is_cold
 from mini_claude.conversation import (
-    INTERRUPTED_RESULT,
-    Block,
     Conversation,
     Message,
     TextBlock,
-    ToolResultBlock,
     ToolUseBlock,
-    target_of,
     user_text,
 )
+from mini_claude.history import AdmittedResult, History
 from mini_claude.metered import MeteredProvider
 from mini_claude.pricing import CostTracker
 from mini_claude.protocol import (
@@ -59,7 +54,7 @@ from mini_claude.protocol import (
     ToolOutput,
     ToolUseStarted,
 )
-from mini_claude.sanitize import EMPTY_REPLY_NOTICE, clean_message, clean_text
+from mini_claude.sanitize import EMPTY_REPLY_NOTICE, clean_text
 from mini_claude.secrets import api_keys, mask
 from mini_claude.settings import Settings
 from mini_claude.tools.base import ToolContext
@@ -93,9 +88,6 @@ class Agent:
         self.tools = registry.specs()
         self.store = store
         self.clock = clock
-        self.meter = TokenMeter(settings, fixed_chars=self.fixed_chars)
-        self.pipeline = ContextPipeline(settings, store, self.meter, root=tool_context.root)
-        self.compactor = Compactor(settings, self.meter, store)
         self.costs = CostTracker()
         self.cache_misses = CacheMissLog()
         self.clear_thinking = ClearThinkingTier()
@@ -105,8 +97,6 @@ class Agent:
         self.last_call_at: float | None = None
         # Called at each turn start; new settings (a window the Models API reported) or None.
         self.settings_update: Callable[[], Settings | None] | None = None
-        self.transcript = transcript
-        self.conversation = Conversation()
         self.attach(transcript, conversation or Conversation())
 
     # ---- session plumbing -------------------------------------------------------------
@@ -117,12 +107,21 @@ class Agent:
         schemas = json.dumps([asdict(t) for t in self.tools], ensure_ascii=False)
         return len(self.system_prompt) + len(schemas)
 
+    @property
+    def conversation(self) -> Conversation:
+        return self.history.conversation
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.history.transcript
+
     def attach(self, transcript: Transcript, conversation: Conversation) -> None:
-        """Start over on a new (or resumed) conversation and transcript."""
-        self.transcript = transcript
-        self.conversation = conversation
-        self.conversation.on_replace = self._record_edit
-        self._tool_ids = {u.id for m in conversation.messages for u in m.tool_uses}
+        """Start over on a new (or resumed) conversation and transcript.
+
+        The meter, the pipeline and the compactor are built here, once per history:
+        their anchors, indexes and breaker describe one history under one set of settings.
+        """
+        self.history = History(transcript, conversation, self.store, self.settings)
         self.meter = TokenMeter(self.settings, fixed_chars=self.fixed_chars)
         self.pipeline = ContextPipeline(
             self.settings, self.store, self.meter, root=self.tool_context.root
@@ -139,20 +138,14 @@ class Agent:
     def status(self) -> ContextStatus:
         return self.meter.status(self.conversation)
 
-    def _record_edit(self, block: ToolResultBlock) -> None:
-        self.transcript.edit(block.state.name.lower(), block)
-
-    def _append(self, message: Message, original: Message | None = None) -> None:
-        """Add to the conversation and the transcript (the original, untouched text)."""
-        message = clean_message(message)  # the one door into history: always replayable
-        original = clean_message(original) if original is not None else None
-        self.transcript.message(original or message)
-        self.conversation.append(message)
-
     # ---- turns ------------------------------------------------------------------------
 
-    async def turn(self, text: str) -> AsyncIterator[ev.Event]:
-        """Run one user request to completion, yielding events as they happen."""
+    async def turn(self, text: str, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
+        """Run one user request to completion, yielding events as they happen.
+
+        With ``max_requests`` the turn stops, once the tools of that many model
+        calls have run, with :class:`TurnLimitReached` (print mode's ``--max-turns``).
+        """
         yield ev.TurnStarted(text)
         if not text.strip():
             yield ev.TurnError("nothing to send: the prompt is empty", "error")
@@ -161,7 +154,7 @@ class Agent:
         if updated is not None:
             self.reconfigure(updated)
         self.compactor.note_turn_start()
-        self._append(user_text(text))
+        self.history.append(user_text(text))
         if self.compactor.should_auto_compact(self.conversation):
             async for event in self._compact("auto"):
                 yield event
@@ -172,14 +165,12 @@ class Agent:
                 yield event
         elif self.compactor.thrash_warning:
             yield ev.Notice(self.compactor.thrash_warning, "warning")
-        async for event in self._loop():
+        async for event in self._loop(max_requests):
             yield event
 
     def _cache_is_cold(self) -> bool:
-        """The provider's prompt cache has surely expired since the last call."""
-        if self.last_call_at is None:
-            return False
-        return self.clock() - self.last_call_at > self.settings.microcompact_idle_seconds
+        idle = self.settings.microcompact_idle_seconds
+        return cache_is_cold(self.clock(), self.last_call_at, idle)
 
     def _history_tokens(self) -> int:
         """Estimated tokens of the messages alone (what a summary would replace)."""
@@ -190,7 +181,7 @@ class Agent:
         async for event in self._compact("manual", focus):
             yield event
 
-    async def _loop(self) -> AsyncIterator[ev.Event]:
+    async def _loop(self, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
         requests = 0
         retried_too_long = False
         while True:
@@ -232,6 +223,10 @@ class Agent:
                 return
             async for event in self._run_tools(uses):
                 yield event
+            if max_requests is not None and requests >= max_requests:
+                self.transcript.event("turn_limit", requests=requests)
+                yield ev.TurnLimitReached(requests)
+                return
 
     async def _prepare_context(self) -> AsyncIterator[ev.Event]:
         """Tiers 1-3, then the mid-turn safety net; all before the next request."""
@@ -329,7 +324,7 @@ class Agent:
                     yield event
         except (asyncio.CancelledError, GeneratorExit):
             if "".join(partial).strip():
-                self._append(
+                self.history.append(
                     Message("assistant", [TextBlock("".join(partial) + "\n" + INTERRUPTED_TEXT)])
                 )
             self.transcript.event("interrupted", during="model call")
@@ -351,83 +346,32 @@ class Agent:
                 "cache_miss", reason=missed.reason, missed_tokens=missed.missed_tokens,
                 after=list(missed.after),
             )
-        message = self._with_fresh_ids(clean_message(response.message))
+        message = self.history.append_reply(response.message)
         if message is not response.message:
             response = replace(response, message=message)
-        empty = Message("assistant", [TextBlock("(no response)")])
-        self._append(message if message.blocks else empty)
         if response.usage is not None:
             self.transcript.event("usage", **asdict(response.usage))
         return response
 
-    def _with_fresh_ids(self, message: Message) -> Message:
-        """Rename tool call ids the server used before (some OpenAI-compatible servers
-        number calls per reply: ``call_0`` every time). An id must name one call, or an
-        edit of its result lands on another one when the transcript is replayed."""
-        blocks: list[Block] = []
-        for block in message.blocks:
-            if isinstance(block, ToolUseBlock):
-                if block.id in self._tool_ids:
-                    fresh = next(
-                        f"{block.id}_{n}"
-                        for n in itertools.count(2)
-                        if f"{block.id}_{n}" not in self._tool_ids
-                    )
-                    block = replace(block, id=fresh)
-                self._tool_ids.add(block.id)
-            blocks.append(block)
-        if blocks == message.blocks:
-            return message
-        return Message(message.role, blocks)
-
     async def _run_tools(self, uses: list[ToolUseBlock]) -> AsyncIterator[ev.Event]:
-        admitted: list[ToolResultBlock] = []
-        originals: list[ToolResultBlock] = []
+        results: list[AdmittedResult] = []
         try:
             for use in uses:
                 yield ev.ToolStarted(use.id, use.name, use.input)
                 output = await self._execute(use)
-                original = ToolResultBlock(
-                    use.id,
-                    output.content,
-                    output.is_error,
-                    use.name,
-                    target_of(use),
-                    len(output.content),
-                    count_lines(output.content),
+                result = self.history.admit(use, output)
+                if result.report is not None:
+                    self._count_freed(result.report)
+                    yield ev.TierFired(result.report)
+                results.append(result)
+                yield ev.ToolFinished(
+                    use.id, use.name, result.block, output.display, output.display_kind,
+                    original=output.content,
                 )
-                block, report = admit_result(output, use, self.store, self.settings)
-                if report is not None:
-                    self._count_freed(report)
-                    yield ev.TierFired(report)
-                originals.append(original)
-                admitted.append(block)
-                yield ev.ToolFinished(use.id, use.name, block, output.display, output.display_kind,
-                                      original=output.content)
         except (asyncio.CancelledError, GeneratorExit):
-            self._close_results(uses, admitted, originals, interrupted=True)
+            self.history.close_results(uses, results, interrupted=True)
             raise
-        self._close_results(uses, admitted, originals)
-
-    def _close_results(
-        self,
-        uses: list[ToolUseBlock],
-        admitted: list[ToolResultBlock],
-        originals: list[ToolResultBlock],
-        *,
-        interrupted: bool = False,
-    ) -> None:
-        """Answer every tool_use, marking the unfinished ones as interrupted."""
-        for use in uses[len(admitted) :]:
-            block = ToolResultBlock(use.id, INTERRUPTED_RESULT, True, use.name, target_of(use))
-            admitted.append(block)
-            originals.append(block)
-        self._append(Message("user", list(admitted)), Message("user", list(originals)))
-        for original, block in zip(originals, admitted, strict=True):
-            if block is not original and block.content != original.content:
-                self.transcript.edit(block.state.name.lower(), block)
-        if interrupted:
-            self.transcript.event("interrupted", during="tools")
+        self.history.close_results(uses, results)
 
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
         output = await self.registry.execute(use.name, use.input, self.tool_context)
@@ -484,12 +428,8 @@ class Agent:
             self.conversation.replace_all(closed)
         self.cache_misses.note_edit(f"compaction ({reason})")
         self.last_call_at = self.clock()  # the summary call was a model call too
-        self.transcript.compaction(
-            reason,
-            result.summary,
-            result.tokens_before,
-            result.tokens_after,
-            self.conversation.messages,
+        self.history.record_compaction(
+            reason, result.summary, result.tokens_before, result.tokens_after
         )
         yield ev.CompactionFinished(
             reason, result.tokens_before, result.tokens_after, result.summary

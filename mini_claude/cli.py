@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow run_shell, write_file and edit_file without asking",
     )
+    add_headless_arguments(parser)
     parser.add_argument(
         "--provider",
         choices=("anthropic", "openai"),
@@ -96,6 +97,70 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on internal errors")
     parser.add_argument("--version", action="version", version=f"mini-claude {__version__}")
     return parser
+
+
+def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags for scripted runs (print mode), named as Claude Code names them."""
+    parser.add_argument(
+        "--max-turns",
+        type=_positive_int,
+        metavar="N",
+        help="print mode: stop after N model calls (exit 1, subtype error_max_turns)",
+    )
+    parser.add_argument(
+        "--allowed-tools",
+        "--allowedTools",
+        dest="allowed_tools",
+        action="extend",
+        nargs="+",
+        metavar="RULE",
+        help="print mode: tools allowed without asking, e.g. write_file 'run_shell(git diff:*)'",
+    )
+    parser.add_argument(
+        "--disallowed-tools",
+        "--disallowedTools",
+        dest="disallowed_tools",
+        action="extend",
+        nargs="+",
+        metavar="RULE",
+        help="print mode: tools (or run_shell commands) never allowed; deny wins over allow",
+    )
+    parser.add_argument(
+        "--append-system-prompt",
+        metavar="TEXT",
+        help="print mode: add these instructions at the end of the system prompt",
+    )
+    parser.add_argument(
+        "--system-prompt-file",
+        metavar="PATH",
+        help="print mode: use this file instead of the built-in instructions",
+    )
+
+
+PRINT_ONLY_FLAGS = {
+    "max_turns": "--max-turns",
+    "allowed_tools": "--allowed-tools",
+    "disallowed_tools": "--disallowed-tools",
+    "append_system_prompt": "--append-system-prompt",
+    "system_prompt_file": "--system-prompt-file",
+}
+
+
+def _refuse_print_only_flags(args: argparse.Namespace) -> None:
+    """Say so rather than ignore them: the REPL reads rules from the settings files only."""
+    given = [flag for name, flag in PRINT_ONLY_FLAGS.items() if getattr(args, name, None)]
+    if given:
+        raise UsageError(f"{', '.join(given)} only apply to print mode (-p)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
 
 
 def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
@@ -145,6 +210,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_demo(args)
     prompt = _print_prompt(args)
+    if prompt is None:
+        _refuse_print_only_flags(args)
     settings = load_settings(args, cwd)
     if prompt is not None:
         from mini_claude.printmode import run_print_mode

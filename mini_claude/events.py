@@ -119,6 +119,13 @@ class TurnFinished:
     requests: int
 
 
+@dataclass(frozen=True, slots=True)
+class TurnLimitReached:
+    """The turn stopped after the most model calls it was allowed; the history is valid."""
+
+    requests: int
+
+
 Event = (
     TurnStarted
     | ModelCallStarted
@@ -136,4 +143,5 @@ Event = (
     | Notice
     | TurnError
     | TurnFinished
+    | TurnLimitReached
 )

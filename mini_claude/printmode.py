@@ -4,62 +4,111 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from mini_claude import __version__, stop_signals
 from mini_claude import events as ev
-from mini_claude import stop_signals
 from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from mini_claude.headless import HeadlessReporter, RunInfo
+from mini_claude.headless.options import HeadlessOptions
 from mini_claude.protocol import ProviderError
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE
 from mini_claude.settings import Settings
+from mini_claude.system_prompt import build_system_prompt
 from mini_claude.text import format_tokens
 from mini_claude.tools.base import allow_all, deny_all
+from mini_claude.tools.permission_rules import RuleError
+from mini_claude.tools.registry import default_registry
+
+if TYPE_CHECKING:
+    from mini_claude.agent import Agent
+    from mini_claude.session import Session
 
 
 def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace) -> int:
     # `kill` stops the turn as Ctrl-C does, so a running shell command is stopped with it;
     # a tool thread that cannot be stopped does not keep the process alive.
     restore_signals = stop_signals.install()
+    run = PrintRun()
     try:
-        return asyncio.run(_run(settings, cwd, prompt, args, sys.stdout, sys.stderr))
-    except KeyboardInterrupt:
+        return asyncio.run(_run(settings, cwd, prompt, args, sys.stdout, sys.stderr, run))
+    except (KeyboardInterrupt, asyncio.CancelledError):
         print("mini-claude: interrupted", file=sys.stderr)
+        if run.headless is not None:
+            run.headless.finish(interrupted=True)  # the JSON formats still end with a result
         return EXIT_INTERRUPTED
     finally:
         restore_signals()
 
 
+class PrintRun:
+    """What outlives an interrupted event loop: the reporter that owes a result line."""
+
+    def __init__(self) -> None:
+        self.headless: HeadlessReporter | None = None
+
+
 async def _run(
-    settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace, out: TextIO, err: TextIO
+    settings: Settings,
+    cwd: Path,
+    prompt: str,
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+    run: PrintRun | None = None,
 ) -> int:
     from mini_claude.providers import create_provider
     from mini_claude.session import Session, SessionError, startup_housekeeping
 
+    stop_signals.cancel_in_loop()
+    options = HeadlessOptions.from_args(args)
     startup_housekeeping(settings)
+    try:
+        extra_prompt = options.read_system_prompt(cwd)
+    except OSError as exc:
+        print(f"mini-claude: cannot read --system-prompt-file: {exc}", file=err)
+        return EXIT_USAGE
+    try:
+        loaded = options.load_rules(cwd, settings.home, default_registry().names())
+    except RuleError as exc:
+        print(f"mini-claude: {exc}", file=err)
+        return EXIT_USAGE
     try:
         provider = create_provider(settings)
     except ProviderError as exc:
         print(f"mini-claude: {exc.message}", file=err)
         return EXIT_USAGE
-    session = Session(settings, cwd, provider, allow_all if args.yes else deny_all)
+    approver = allow_all if args.yes else deny_all
+    session = Session(settings, cwd, provider, approver, rules=loaded.rules)
+    session.system_prompt = build_system_prompt(cwd, session.instructions, **extra_prompt)
     try:
         if args.continue_session or args.resume:
             agent = session.resume(args.resume)
         else:
             agent = session.start_new()
     except SessionError as exc:
+        await session.provider.close()
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
-    for warning in session.warnings:
+    for warning in [*session.warnings, *loaded.warnings]:
         print(f"warning: {warning}", file=err)
     reporter = PrintReporter(args.output_format, out, err)
+    headless: HeadlessReporter | None = None
+    if args.output_format in ("json", "stream-json"):
+        narrate = reporter.narrate_only if args.output_format == "json" else None
+        headless = HeadlessReporter(args.output_format, out, narrate)
+        headless.begin(run_info(session, agent, options, yes=bool(args.yes)), agent)
+        if run is not None:
+            run.headless = headless
     try:
-        async for event in agent.turn(prompt):
-            reporter.handle(event)
+        async for event in agent.turn(prompt, options.max_turns):
+            if headless is not None:
+                headless.handle(event)
+                reporter.note_outcome(event)
+            else:
+                reporter.handle(event)
     finally:
         await session.provider.close()
         agent.transcript.close()
@@ -69,8 +118,29 @@ async def _run(
                 "this session will not be saved in full",
                 file=err,
             )
+    if headless is not None:
+        subtype = headless.finish()
+        return EXIT_OK if subtype == "success" else EXIT_FAILED
     reporter.finish(session.session_id, agent.stats())
-    return EXIT_OK if reporter.error is None else EXIT_FAILED
+    return EXIT_OK if reporter.error is None and not reporter.limited else EXIT_FAILED
+
+
+def run_info(session: Session, agent: Agent, options: HeadlessOptions, *, yes: bool) -> RunInfo:
+    settings = session.settings
+    status = agent.status()
+    return RunInfo(
+        session_id=session.session_id,
+        cwd=str(session.cwd),
+        model=settings.model,
+        provider=settings.provider,
+        tools=tuple(session.registry.names()),
+        permission_mode="bypassPermissions" if yes else "default",
+        version=__version__,
+        context_window=status.window,
+        effective_window=status.effective_window,
+        autocompact_at=status.autocompact_at,
+        max_turns=options.max_turns,
+    )
 
 
 class PrintReporter:
@@ -82,17 +152,29 @@ class PrintReporter:
         self.err = err
         self.final_text = ""
         self.error: str | None = None
+        self.limited = False
 
     def handle(self, event: ev.Event) -> None:
-        if self.format == "stream-json":
-            self._emit_json(event)
+        self.note_outcome(event)
+        self._narrate(event)
+
+    def note_outcome(self, event: ev.Event) -> None:
+        """The answer or the error, whatever the format (errors also go to stderr)."""
         if isinstance(event, ev.TurnFinished):
             self.final_text = event.final_text
         elif isinstance(event, ev.TurnError):
             self.error = event.message
             print(f"mini-claude: {event.message}", file=self.err)
-        if self.format != "stream-json":
-            self._narrate(event)
+        elif isinstance(event, ev.TurnLimitReached):
+            self.limited = True
+            print(
+                f"mini-claude: stopped after {event.requests} model calls (--max-turns); "
+                "continue with -c",
+                file=self.err,
+            )
+
+    def narrate_only(self, event: ev.Event) -> None:
+        self._narrate(event)
 
     def _narrate(self, event: ev.Event) -> None:
         line = narration(event)
@@ -101,23 +183,9 @@ class PrintReporter:
         if line:
             print(line, file=self.err, flush=True)
 
-    def _emit_json(self, event: ev.Event) -> None:
-        payload: dict[str, Any] = {"type": type(event).__name__}
-        payload.update(_jsonable(asdict(event)))
-        print(json.dumps(payload, ensure_ascii=False, default=str), file=self.out, flush=True)
-
     def finish(self, session_id: str, stats: dict[str, Any]) -> None:
-        if self.format == "text":
-            if self.final_text:
-                print(self.final_text, file=self.out, flush=True)
-        elif self.format == "json":
-            result = {
-                "result": self.final_text,
-                "error": self.error,
-                "session_id": session_id,
-                **stats,
-            }
-            print(json.dumps(result, ensure_ascii=False), file=self.out, flush=True)
+        if self.final_text:
+            print(self.final_text, file=self.out, flush=True)
 
 
 def narration(event: ev.Event) -> str | None:
@@ -156,13 +224,3 @@ def _is_terminal(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return str(value)

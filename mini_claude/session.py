@@ -21,6 +21,7 @@ from mini_claude.session_lock import SessionBusy, SessionLock, lock_path
 from mini_claude.settings import Settings
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
 from mini_claude.tools.base import Approver, ToolContext
+from mini_claude.tools.permission_rules import PermissionRules, load_rules
 from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment
 from mini_claude.transcript import (
@@ -53,12 +54,23 @@ class Session:
     model_lookup: ModelLookup | None = field(init=False, default=None)
     _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
+    rules: PermissionRules | None = None  # None: the rules of the settings files
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
             ensure_private_dir(self.settings.home)
         self.instructions = find_instructions(self.cwd, self.settings.home)
         self.system_prompt = build_system_prompt(self.cwd, self.instructions)
+        if self.rules is None:
+            loaded = load_rules(
+                allowed=(),
+                disallowed=(),
+                cwd=self.cwd,
+                home=self.settings.home,
+                known_tools=self.registry.names(),
+            )
+            self.rules = loaded.rules
+            self.warnings.extend(loaded.warnings)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -77,6 +89,7 @@ class Session:
             approve=self.approver,
             session_id=self.session_id,
             env=child_environment(os.environ, self.settings),
+            rules=self.rules,
         )
         agent = Agent(
             settings=self.settings,

@@ -9,6 +9,8 @@ shortly after. Transcript lines are flushed as they are written: nothing is lost
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -26,11 +28,31 @@ def _force_exit() -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
+def _start_watchdog() -> None:
     watchdog = threading.Timer(EXIT_GRACE_SECONDS, _force_exit)
     watchdog.daemon = True
     watchdog.start()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    _start_watchdog()
     raise KeyboardInterrupt
+
+
+def cancel_in_loop() -> None:
+    """Inside the event loop, SIGTERM cancels the running task at its next await, as Ctrl-C
+    does, rather than raising in the middle of whatever runs (a half-spawned shell command);
+    the watchdog still ends the process if a tool thread will not stop."""
+    task = asyncio.current_task()
+    if task is None:
+        return
+
+    def stop() -> None:
+        _start_watchdog()
+        task.cancel()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
 
 
 def install() -> Callable[[], None]:

@@ -57,7 +57,11 @@ def find_instructions(cwd: Path, home: Path) -> ProjectInstructions:
     return ProjectInstructions(tuple(found), "\n\n".join(parts))
 
 
-def build_system_prompt(cwd: Path, instructions: ProjectInstructions) -> str:
+def build_system_prompt(
+    cwd: Path, instructions: ProjectInstructions, *, base: str = BASE_PROMPT, append: str = ""
+) -> str:
+    """``base`` replaces the built-in instructions (--system-prompt-file); ``append``
+    (--append-system-prompt) goes last, after the project instructions."""
     environment = (
         f"\nEnvironment:\n- Working folder: {cwd}\n- Platform: {platform.system()} "
         f"{platform.release()}\n"
@@ -65,4 +69,5 @@ def build_system_prompt(cwd: Path, instructions: ProjectInstructions) -> str:
     project = (
         f"\nProject instructions (follow them):\n{instructions.text}\n" if instructions.text else ""
     )
-    return BASE_PROMPT + environment + project
+    extra = f"\nAdditional instructions (follow them):\n{append}\n" if append else ""
+    return base + environment + project + extra

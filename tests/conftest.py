@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from mini_claude.settings import Settings
     from mini_claude.simulator import Simulator
 
 # Variables that could point a test at a real account or a real server.
@@ -43,3 +44,11 @@ def simulator() -> Iterator[Simulator]:
 
     with Simulator() as sim:
         yield sim
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Settings with a 100K-token window and a private home, as the context tests use them."""
+    from tests.context_builders import isolated_settings
+
+    return isolated_settings(tmp_path, monkeypatch)

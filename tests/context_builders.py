@@ -8,7 +8,9 @@ from typing import Any, SupportsIndex, TypeVar, overload
 
 import pytest
 
+from mini_claude.context.meter import TokenMeter
 from mini_claude.context.store import DiskResultStore
+from mini_claude.context.tier import PassContext
 from mini_claude.conversation import (
     Conversation,
     Message,
@@ -31,6 +33,17 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **changes
     return Settings(home=home, context_window=100_000, output_reserve=20_000).with_overrides(
         **changes
     )
+
+
+def tier_pass(
+    settings: Settings,
+    utilization: float = 0.0,
+    *,
+    now: float = 0.0,
+    last_call_at: float | None = None,
+) -> PassContext:
+    """One pipeline pass as a tier sees it, at a chosen utilization, with a fresh meter."""
+    return PassContext(TokenMeter(settings, fixed_chars=0), utilization, now, last_call_at)
 
 
 def blocked_settings(settings: Settings, tmp_path: Path) -> Settings:

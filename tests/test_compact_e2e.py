@@ -30,7 +30,7 @@ from mini_claude.conversation import (
     validate,
 )
 from mini_claude.prompts import SUMMARY_HEADING
-from mini_claude.protocol import ModelRequest, ResponseComplete, ToolSpec
+from mini_claude.protocol import CompactReason, ModelRequest, ResponseComplete, ToolSpec
 from mini_claude.providers import create_provider
 from mini_claude.settings import Settings
 from mini_claude.simulator import Fault, RecordedRequest, Reply, ScriptedPolicy, Simulator
@@ -111,7 +111,9 @@ class Harness:
         self.conversation.append(final.message)
         return final
 
-    async def compact(self, reason: str = "auto", focus: str | None = None) -> CompactionResult:
+    async def compact(
+        self, reason: CompactReason = "auto", focus: str | None = None
+    ) -> CompactionResult:
         return await self.compactor.compact(self.conversation, self.ctx, reason=reason,
                                             focus=focus)
 

@@ -4,26 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from mini_claude.context.budget import BudgetTier
+from mini_claude.context.meter import shape_tokens
 from mini_claude.conversation import ResultState, validate
 from mini_claude.settings import Settings
 from tests.context_builders import (
     Session,
     blocked_settings,
-    isolated_settings,
     numbered_lines,
     saved_files,
     store_for,
+    tier_pass,
 )
-
-RATIO = 4.0
-
-
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    return isolated_settings(tmp_path, monkeypatch)
 
 
 def _session_with(*sizes: int) -> tuple[Session, list[str]]:
@@ -37,16 +29,16 @@ def _session_with(*sizes: int) -> tuple[Session, list[str]]:
 def _tier(settings: Settings, session: Session) -> BudgetTier:
     """A budget tier that has seen the session's results go out whole once."""
     tier = BudgetTier(settings, store_for(settings))
-    assert tier.run(session.conversation, 0.0, chars_per_token=RATIO) is None
+    assert tier.run(session.conversation, tier_pass(settings, 0.0)) is None
     return tier
 
 
 def test_a_result_goes_out_whole_once_before_it_can_be_cut(settings: Settings) -> None:
     session, texts = _session_with(40_000)
     tier = BudgetTier(settings, store_for(settings))
-    assert tier.run(session.conversation, 0.9, chars_per_token=RATIO) is None
+    assert tier.run(session.conversation, tier_pass(settings, 0.9)) is None
     assert session.result(session.conversation.results[0]).content == texts[0]
-    assert tier.run(session.conversation, 0.9, chars_per_token=RATIO) is not None
+    assert tier.run(session.conversation, tier_pass(settings, 0.9)) is not None
 
 
 def test_on_a_small_window_the_limits_shrink_with_it(settings: Settings) -> None:
@@ -60,7 +52,7 @@ def test_on_a_small_window_the_limits_shrink_with_it(settings: Settings) -> None
 def test_below_half_full_nothing_is_cut(settings: Settings) -> None:
     session, texts = _session_with(40_000)
     tier = _tier(settings, session)
-    assert tier.run(session.conversation, 0.49, chars_per_token=RATIO) is None
+    assert tier.run(session.conversation, tier_pass(settings, 0.49)) is None
     assert session.result(session.conversation.results[0]).content == texts[0]
 
 
@@ -68,27 +60,28 @@ def test_from_half_full_results_over_30k_are_cut(settings: Settings) -> None:
     session, texts = _session_with(40_000, 20_000)
     big, medium = session.conversation.results
     tier = _tier(settings, session)
-    report = tier.run(session.conversation, 0.50, chars_per_token=RATIO)
+    report = tier.run(session.conversation, tier_pass(settings, 0.50))
     assert report is not None and report.tier == "budget" and report.results_touched == 1
     cut = session.result(big)
     assert len(cut.content) <= 30_000 and cut.state == ResultState.BUDGETED
     assert session.result(medium).content == texts[1]
     assert report.chars_freed == len(texts[0]) - len(cut.content)
-    assert report.tokens_freed == round(report.chars_freed / RATIO)  # no meter: chars / ratio
+    # weighed by the shape of the text that went, not by characters at an average ratio
+    assert report.tokens_freed == round(shape_tokens(texts[0]) - shape_tokens(cut.content))
 
 
 def test_from_seventy_percent_the_limit_drops_to_15k(settings: Settings) -> None:
     session, _ = _session_with(20_000)
     tier = _tier(settings, session)
-    assert tier.run(session.conversation, 0.69, chars_per_token=RATIO) is None
-    report = tier.run(session.conversation, 0.70, chars_per_token=RATIO)
+    assert tier.run(session.conversation, tier_pass(settings, 0.69)) is None
+    report = tier.run(session.conversation, tier_pass(settings, 0.70))
     assert report is not None
     assert len(session.result(session.conversation.results[0]).content) <= 15_000
 
 
 def test_the_marker_names_a_file_that_holds_the_original(settings: Settings) -> None:
     session, texts = _session_with(40_000)
-    _tier(settings, session).run(session.conversation, 0.6, chars_per_token=RATIO)
+    _tier(settings, session).run(session.conversation, tier_pass(settings, 0.6))
     cut = session.result(session.conversation.results[0])
     assert cut.saved_path is not None
     assert f"full text at {cut.saved_path}" in cut.content
@@ -100,7 +93,7 @@ def test_the_marker_names_a_file_that_holds_the_original(settings: Settings) -> 
 def test_a_result_already_on_disk_is_not_written_again(settings: Settings) -> None:
     session = Session()
     ref = session.shell("make", "x" * 40_000, saved_path="/kept/elsewhere.txt")
-    _tier(settings, session).run(session.conversation, 0.6, chars_per_token=RATIO)
+    _tier(settings, session).run(session.conversation, tier_pass(settings, 0.6))
     assert "full text at /kept/elsewhere.txt" in session.result(ref).content
     assert saved_files(settings) == []
 
@@ -109,9 +102,9 @@ def test_rising_pressure_cuts_again_and_still_points_at_the_original(settings: S
     session, texts = _session_with(40_000)
     ref = session.conversation.results[0]
     tier = _tier(settings, session)
-    tier.run(session.conversation, 0.55, chars_per_token=RATIO)
+    tier.run(session.conversation, tier_pass(settings, 0.55))
     first_path = session.result(ref).saved_path
-    report = tier.run(session.conversation, 0.75, chars_per_token=RATIO)
+    report = tier.run(session.conversation, tier_pass(settings, 0.75))
     again = session.result(ref)
     assert report is not None and len(again.content) <= 15_000
     assert again.saved_path == first_path and len(saved_files(settings)) == 1
@@ -121,10 +114,10 @@ def test_rising_pressure_cuts_again_and_still_points_at_the_original(settings: S
 def test_a_second_pass_changes_nothing(settings: Settings) -> None:
     session, _ = _session_with(40_000, 35_000)
     tier = _tier(settings, session)
-    assert tier.run(session.conversation, 0.8, chars_per_token=RATIO) is not None
+    assert tier.run(session.conversation, tier_pass(settings, 0.8)) is not None
     snapshot = [session.result(r) for r in session.conversation.results]
     version = session.conversation.version
-    assert tier.run(session.conversation, 0.8, chars_per_token=RATIO) is None
+    assert tier.run(session.conversation, tier_pass(settings, 0.8)) is None
     assert [session.result(r) for r in session.conversation.results] == snapshot
     assert session.conversation.version == version
 
@@ -133,15 +126,15 @@ def test_when_the_disk_refuses_nothing_is_cut(settings: Settings, tmp_path: Path
     blocked = blocked_settings(settings, tmp_path)
     session, texts = _session_with(40_000)
     tier = BudgetTier(blocked, store_for(blocked))
-    tier.run(session.conversation, 0.0, chars_per_token=RATIO)
-    assert tier.run(session.conversation, 0.9, chars_per_token=RATIO) is None
+    tier.run(session.conversation, tier_pass(settings, 0.0))
+    assert tier.run(session.conversation, tier_pass(settings, 0.9)) is None
     assert session.result(session.conversation.results[0]).content == texts[0]
 
 
 def test_tool_uses_stay_and_the_history_stays_valid(settings: Settings) -> None:
     session, _ = _session_with(40_000, 50_000, 10)
     uses_before = [session.use(r) for r in session.conversation.results]
-    _tier(settings, session).run(session.conversation, 0.9, chars_per_token=RATIO)
+    _tier(settings, session).run(session.conversation, tier_pass(settings, 0.9))
     assert [session.use(r) for r in session.conversation.results] == uses_before
     assert validate(session.conversation.messages) == []
 
@@ -149,20 +142,20 @@ def test_tool_uses_stay_and_the_history_stays_valid(settings: Settings) -> None:
 def test_results_appended_later_are_picked_up(settings: Settings) -> None:
     session, _ = _session_with(100)
     tier = _tier(settings, session)
-    assert tier.run(session.conversation, 0.6, chars_per_token=RATIO) is None
+    assert tier.run(session.conversation, tier_pass(settings, 0.6)) is None
     ref = session.shell("cat big", "y" * 45_000)
-    assert tier.run(session.conversation, 0.6, chars_per_token=RATIO) is None  # first sight
-    assert tier.run(session.conversation, 0.6, chars_per_token=RATIO) is not None
+    assert tier.run(session.conversation, tier_pass(settings, 0.6)) is None  # first sight
+    assert tier.run(session.conversation, tier_pass(settings, 0.6)) is not None
     assert len(session.result(ref).content) <= 30_000
 
 
 def test_a_rebuilt_history_is_indexed_afresh(settings: Settings) -> None:
     session, _ = _session_with(100, 100, 100)
     tier = BudgetTier(settings, store_for(settings))
-    tier.run(session.conversation, 0.6, chars_per_token=RATIO)
+    tier.run(session.conversation, tier_pass(settings, 0.6))
     fresh = Session()
     fresh.shell("cat big", "z" * 45_000)
     session.conversation.replace_all(fresh.conversation.messages)
-    assert tier.run(session.conversation, 0.6, chars_per_token=RATIO) is None  # first sight
-    report = tier.run(session.conversation, 0.6, chars_per_token=RATIO)
+    assert tier.run(session.conversation, tier_pass(settings, 0.6)) is None  # first sight
+    report = tier.run(session.conversation, tier_pass(settings, 0.6))
     assert report is not None and report.results_touched == 1

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from mini_claude.context.microcompact import MicrocompactTier
 from mini_claude.conversation import ResultRef, ResultState, validate
 from mini_claude.protocol import TierReport
@@ -13,19 +11,13 @@ from mini_claude.settings import Settings
 from tests.context_builders import (
     Session,
     blocked_settings,
-    isolated_settings,
     numbered_lines,
     saved_files,
     store_for,
+    tier_pass,
 )
 
-RATIO = 4.0
 LAST_CALL = 10_000.0
-
-
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    return isolated_settings(tmp_path, monkeypatch)
 
 
 def _session(count: int = 6, size: int = 3_000) -> tuple[Session, list[ResultRef], list[str]]:
@@ -38,9 +30,7 @@ def _session(count: int = 6, size: int = 3_000) -> tuple[Session, list[ResultRef
 def _run(tier: MicrocompactTier, session: Session, idle: float) -> TierReport | None:
     return tier.run(
         session.conversation,
-        now=LAST_CALL + idle,
-        last_call_at=LAST_CALL,
-        chars_per_token=RATIO,
+        tier_pass(tier.settings, now=LAST_CALL + idle, last_call_at=LAST_CALL),
     )
 
 
@@ -48,7 +38,7 @@ def test_nothing_happens_until_more_than_the_idle_limit_passed(settings: Setting
     session, refs, _ = _session()
     tier = MicrocompactTier(settings, store_for(settings))
     assert _run(tier, session, 300.0) is None
-    assert tier.run(session.conversation, now=1e9, last_call_at=None, chars_per_token=RATIO) is None
+    assert tier.run(session.conversation, tier_pass(settings, now=1e9)) is None
     assert all(session.result(r).state == ResultState.FULL for r in refs)
     report = _run(tier, session, 300.5)
     assert report is not None and report.tier == "microcompact"

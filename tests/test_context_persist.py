@@ -4,26 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from mini_claude.context.persist import admit_result
 from mini_claude.conversation import ResultState, ToolUseBlock
 from mini_claude.protocol import ToolOutput
 from mini_claude.settings import Settings
 from tests.context_builders import (
     blocked_settings,
-    isolated_settings,
     numbered_lines,
     saved_files,
     store_for,
 )
 
 THRESHOLD = 30 * 1024
-
-
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    return isolated_settings(tmp_path, monkeypatch)
 
 
 def _use(name: str = "run_shell", **tool_input: object) -> ToolUseBlock:

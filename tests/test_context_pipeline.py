@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from mini_claude.context.meter import MESSAGE_OVERHEAD_TOKENS, TokenMeter
@@ -14,7 +12,6 @@ from tests.context_builders import (
     CountingList,
     Session,
     count_reads,
-    isolated_settings,
     numbered_lines,
     store_for,
 )
@@ -22,11 +19,6 @@ from tests.context_builders import (
 NOW = 50_000.0
 BUSY = NOW - 1.0  # the last call was a second ago: the cache is warm
 IDLE = NOW - 600.0
-
-
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    return isolated_settings(tmp_path, monkeypatch)
 
 
 def _anchor_at(meter: TokenMeter, conversation: Conversation, utilization: float) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from mini_claude.context.snip import SnipTier
 from mini_claude.conversation import ResultRef, ResultState, validate
 from mini_claude.protocol import TierReport
@@ -14,19 +12,13 @@ from mini_claude.settings import Settings
 from tests.context_builders import (
     Session,
     blocked_settings,
-    isolated_settings,
     numbered_lines,
     saved_files,
     store_for,
+    tier_pass,
 )
 
-RATIO = 4.0
 BIG = 20_000  # one stale result of this size is worth a cache break (minimum 16,000 chars)
-
-
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    return isolated_settings(tmp_path, monkeypatch)
 
 
 def _text(tag: str, size: int = BIG) -> str:
@@ -40,7 +32,7 @@ def _pad(session: Session, count: int = 3) -> None:
 
 
 def _snip(tier: SnipTier, session: Session, utilization: float = 0.65) -> TierReport | None:
-    return tier.run(session.conversation, utilization, chars_per_token=RATIO)
+    return tier.run(session.conversation, tier_pass(tier.settings, utilization))
 
 
 def _state(session: Session, ref: ResultRef) -> ResultState:

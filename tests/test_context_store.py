@@ -7,8 +7,6 @@ import re
 import stat
 from pathlib import Path
 
-import pytest
-
 from mini_claude.context.store import (
     DiskResultStore,
     cleanup_old_results,
@@ -16,15 +14,10 @@ from mini_claude.context.store import (
 )
 from mini_claude.conversation import ToolResultBlock
 from mini_claude.settings import Settings
-from tests.context_builders import blocked_settings, isolated_settings, saved_files
+from tests.context_builders import blocked_settings, saved_files
 
 DAY = 86_400.0
 NOW = 1_700_000_000.0
-
-
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    return isolated_settings(tmp_path, monkeypatch)
 
 
 def _mode(path: Path) -> int:

@@ -141,9 +141,11 @@ def test_stream_json_emits_one_event_per_line(
     simulator.policy = ScriptedPolicy([Reply(text="hi there")])
     point_at(simulator, "openai", monkeypatch)
     assert main(["-p", "hello", "--output-format", "stream-json"]) == 0
-    kinds = [json.loads(line)["type"] for line in capsys.readouterr().out.splitlines()]
-    assert kinds[0] == "TurnStarted" and kinds[-1] == "TurnFinished"
-    assert "TextDelta" in kinds and "UsageReported" in kinds
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    kinds = [line["type"] for line in lines]
+    assert kinds[0] == "system" and kinds[-1] == "result"
+    assert "assistant" in kinds and lines[-1]["result"] == "hi there"
+    assert any(line.get("subtype") == "usage" for line in lines)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

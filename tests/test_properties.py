@@ -40,9 +40,9 @@ from hypothesis import strategies as st
 
 from mini_claude.context.compact import Compactor
 from mini_claude.context.meter import MESSAGE_OVERHEAD_TOKENS, TokenMeter
-from mini_claude.context.persist import admit_result
 from mini_claude.context.pipeline import ContextPipeline
 from mini_claude.context.rebuild import Limits, Planner, RebuildError
+from mini_claude.context.tier import PassContext, Tier
 from mini_claude.conversation import (
     Block,
     Conversation,
@@ -57,6 +57,7 @@ from mini_claude.conversation import (
     user_text,
     validate,
 )
+from mini_claude.history import AdmittedResult, History
 from mini_claude.protocol import ModelRequest, ToolOutput, ToolSpec
 from mini_claude.providers import anthropic as anthropic_adapter
 from mini_claude.providers import openai as openai_adapter
@@ -266,11 +267,12 @@ class Seen:
 
 @dataclass
 class Player:
-    """Plays a script the way the agent does, with the checks each invariant needs."""
+    """Plays a script through the agent's own history unit, with the checks each invariant
+    needs; ``originals`` is the test's own record of what the tools returned."""
 
     settings: Settings
     script: Script
-    transcript: Transcript | None = None
+    transcript: Transcript
     store: MemoryStore = field(default_factory=MemoryStore)
     conversation: Conversation = field(default_factory=Conversation)
     admitted: dict[str, ToolResultBlock] = field(default_factory=dict)  # as tier 0 let it in
@@ -289,8 +291,7 @@ class Player:
         self.meter = TokenMeter(self.settings, FIXED_CHARS)
         self.pipeline = ContextPipeline(self.settings, self.store, self.meter)
         self.ids = IdMaker(self.script.id_prefix)
-        if self.transcript is not None:
-            self.conversation.on_replace = self._record_edit
+        self.history = History(self.transcript, self.conversation, self.store, self.settings)
         if self.script.summary_start:
             for message in boundary_messages(self.script.summary_start):
                 self._append(message)
@@ -298,18 +299,11 @@ class Player:
     @property
     def transcript_path(self) -> str:
         """Where a rebuild may point a cleared result when the store refuses it."""
-        return str(self.transcript.path) if self.transcript else f"{HOME}/transcripts/x.jsonl"
+        return str(self.transcript.path)
 
-    def _record_edit(self, block: ToolResultBlock) -> None:
-        assert self.transcript is not None
-        self.transcript.edit(block.state.name.lower(), block)
-
-    def _append(self, message: Message, original: Message | None = None) -> None:
-        """As the agent does: the transcript gets the original text, the context tier 0's."""
-        self.originals.append(original or message)
-        if self.transcript is not None:
-            self.transcript.message(original or message)
-        self.conversation.append(message)
+    def _append(self, message: Message) -> None:
+        self.originals.append(message)
+        self.history.append(message)
 
     def call_points(self) -> Iterator[None]:
         """Append the script's events; yield wherever the next model call would be made."""
@@ -326,39 +320,33 @@ class Player:
     def _append_round(self, event: ToolRound) -> None:
         uses = [ToolUseBlock(self.ids.next(), s.name, dict(s.input)) for s in event.steps]
         text = [TextBlock(event.text)] if event.text else []
-        self._append(Message("assistant", [*text, *uses]))
-        admitted: list[ToolResultBlock] = []
-        originals: list[ToolResultBlock] = []
+        reply = self.history.append_reply(Message("assistant", [*text, *uses]))
+        self.originals.append(reply)
+        uses = reply.tool_uses
+        results: list[AdmittedResult] = []
         for use, step in zip(uses, event.steps, strict=True):
-            output = ToolOutput(step.output, step.is_error)
-            block, _ = admit_result(output, use, self.store, self.settings)
-            admitted.append(block)
-            originals.append(raw_result(use, step))
-            self.admitted[use.id] = self.baseline[use.id] = block
-        self._append(Message("user", [*admitted]), Message("user", [*originals]))
-        if self.transcript is not None:
-            for block, original in zip(admitted, originals, strict=True):
-                if block.content != original.content:
-                    self.transcript.edit(block.state.name.lower(), block)
+            result = self.history.admit(use, ToolOutput(step.output, step.is_error))
+            results.append(result)
+            self.admitted[use.id] = self.baseline[use.id] = result.block
+        self.history.close_results(uses, results)
+        self.originals.append(
+            Message("user", [raw_result(u, s) for u, s in zip(uses, event.steps, strict=True)])
+        )
 
     # ---- steps -------------------------------------------------------------------------
 
     def run(self, action: Action) -> None:
         """One step before a model call."""
-        conversation, ratio = self.conversation, self.meter.chars_per_token
+        conversation = self.conversation
         self.store.refusing = action == "refuse"
         if action in ("microcompact", "idle"):
             self.now += self.settings.microcompact_idle_seconds + 1
-        if action == "budget":
+        tiers: dict[str, Tier] = {"budget": self.pipeline.budget, "snip": self.pipeline.snip,
+                                  "microcompact": self.pipeline.microcompact}
+        if action in tiers:
             utilization = self.meter.utilization(conversation)
-            self.pipeline.budget.run(conversation, utilization, chars_per_token=ratio)
-        elif action == "snip":
-            utilization = self.meter.utilization(conversation)
-            self.pipeline.snip.run(conversation, utilization, chars_per_token=ratio)
-        elif action == "microcompact":
-            self.pipeline.microcompact.run(
-                conversation, now=self.now, last_call_at=self.last_call_at, chars_per_token=ratio
-            )
+            context = PassContext(self.meter, utilization, self.now, self.last_call_at)
+            tiers[action].run(conversation, context)
         elif action == "rebuild":
             self.rebuild()
         else:
@@ -387,8 +375,7 @@ class Player:
         for block in (b for m in rebuilt.messages for b in m.blocks):
             if isinstance(block, ToolResultBlock):
                 self.baseline[block.tool_use_id] = block
-        if self.transcript is not None:
-            self.transcript.compaction("auto", SUMMARY, 0, 0, self.conversation.messages)
+        self.history.record_compaction("auto", SUMMARY, 0, 0)
         return True
 
     def model_call(self, pressure: float) -> None:
@@ -568,14 +555,14 @@ def test_every_step_keeps_the_session_valid_whole_and_recoverable(
 
 
 def play_estimates(
-    settings: Settings, script: Script, data: st.DataObject, project: Path
+    settings: Settings, script: Script, data: st.DataObject, project: Path, transcript: Transcript
 ) -> None:
     """Before each call, as the agent is: anchored on the real usage of the call before.
 
     Whenever the meter says the request fits the effective window, the real count may be
     at most the output reserve above the estimate, or the request could exceed the window.
     """
-    player = Player(settings, script, root=project)
+    player = Player(settings, script, transcript, root=project)
     protocol = data.draw(PROTOCOLS, label="protocol")
     counter = shared_counter()
     for _ in player.call_points():
@@ -598,8 +585,16 @@ def play_estimates(
 @FUZZ
 @given(settings=settings_for(HOME), script=scripts(max_rounds=2), data=st.data())
 def test_the_estimate_stays_within_the_output_reserve_of_the_real_count(
-    project: Path, settings: Settings, script: Script, data: st.DataObject
+    transcript_folder: Path, project: Path, settings: Settings, script: Script,
+    data: st.DataObject,
 ) -> None:
     """Any text: prose and code, but also JSON, hex digests, CJK, emoji and logs, which take
     far more tokens per character."""
-    play_estimates(settings, script, data, project)
+    handle, name = tempfile.mkstemp(suffix=".jsonl", dir=transcript_folder)
+    os.close(handle)
+    transcript = Transcript(Path(name))
+    try:
+        play_estimates(settings, script, data, project, transcript)
+    finally:
+        transcript.close()
+        Path(name).unlink()

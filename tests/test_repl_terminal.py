@@ -195,11 +195,15 @@ def test_ctrl_o_shows_the_whole_collapsed_result(spawn: Spawn) -> None:
         screen.at_rest()
 
 
+# An unusual duration, so that no other process on the machine matches it.
+SLEEP = "29.713"
+
+
 def test_sigterm_closes_the_session_and_kills_the_running_command(
         spawn: Spawn, project: Path) -> None:
     policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("run_shell",
-                                   {"command": "touch started; sleep 30; touch late"})]),
+                                   {"command": f"touch started; sleep {SLEEP}; touch late"})]),
     ])
     with Simulator(policy) as sim:
         screen = spawn(sim, "--yes")
@@ -216,7 +220,7 @@ def test_sigterm_closes_the_session_and_kills_the_running_command(
         assert screen.child.exitstatus == 130
         time.sleep(0.5)
         assert not (project / "late").exists()
-        assert not any("sleep 30" in _cmdline(pid) for pid in _processes())
+        assert not any(f"sleep {SLEEP}" in _cmdline(pid) for pid in _processes())
 
 
 def _processes() -> list[str]:

@@ -430,11 +430,12 @@ def test_unknown_path_is_a_404() -> None:
 
 def test_count_tokens_endpoint_agrees_with_usage() -> None:
     messages: list[Any] = [{"role": "user", "content": "count me please"}]
+    expected = tokens("count me please") + MESSAGE_OVERHEAD + BLOCK_OVERHEAD  # the tokenizer's
     with Simulator() as sim:
         client = claude(sim)
         counted = client.messages.count_tokens(model=MODEL, messages=messages)
         used = client.messages.create(model=MODEL, max_tokens=5, messages=messages)
-    assert counted.input_tokens == used.usage.input_tokens > 0
+    assert counted.input_tokens == used.usage.input_tokens == expected
 
 
 def test_async_clients_work_too() -> None:

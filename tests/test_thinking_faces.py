@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from mini_claude.cli import main
+from mini_claude.headless import load_schema
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from tests.repl_support import ReplDriver, running_repl, sim_settings
 
@@ -70,10 +72,14 @@ def test_stream_json_emits_thinking_as_its_own_event(
     monkeypatch.setenv("MINI_CLAUDE_THINKING_TOKENS", "2048")
     assert main(["-p", "hi", "--output-format", "stream-json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    thinking = [line for line in lines if line["type"] == "Thinking"]
-    assert thinking == [{"type": "Thinking", "chars": len(THOUGHT), "redacted": False}]
-    kinds = [line["type"] for line in lines]
-    assert kinds.index("Thinking") < kinds.index("AssistantMessage")
+    thinking = [line for line in lines if line.get("subtype") == "thinking"]
+    assert len(thinking) == 1 and thinking[0]["type"] == "mini_claude"
+    assert (thinking[0]["chars"], thinking[0]["redacted"]) == (len(THOUGHT), False)
+    kinds = [line.get("subtype") or line["type"] for line in lines]
+    assert kinds.index("thinking") < kinds.index("assistant")
+    validator = Draft202012Validator(load_schema())
+    for line in lines:
+        validator.validate(line)
 
 
 def test_a_bad_thinking_budget_is_a_one_line_settings_error(

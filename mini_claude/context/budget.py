@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mini_claude.context.base import ResultStore
-from mini_claude.context.meter import TokenMeter, apply_edit
+from mini_claude.context.meter import apply_edit
 from mini_claude.context.placeholders import budget_marker, cut_to_head_and_tail, with_original_size
 from mini_claude.context.store import ensure_saved
+from mini_claude.context.tier import HistoryWatch, PassContext
 from mini_claude.conversation import Conversation, ResultState, ToolResultBlock
 from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
@@ -24,8 +25,7 @@ class BudgetTier:
     def __init__(self, settings: Settings, store: ResultStore) -> None:
         self.settings = settings
         self.store = store
-        self._conversation: Conversation | None = None
-        self._epoch = -1
+        self._history = HistoryWatch()
         self._cursor = 0
         self._long: set[int] = set()  # result indexes still longer than the smallest limit
 
@@ -48,15 +48,8 @@ class BudgetTier:
         """Characters a share of the effective window holds (only binds on small windows)."""
         return int(self.settings.effective_window * share * self.settings.chars_per_token)
 
-    def run(
-        self,
-        conversation: Conversation,
-        utilization: float,
-        *,
-        chars_per_token: float,
-        meter: TokenMeter | None = None,
-    ) -> TierReport | None:
-        """One pass; with a meter, freed tokens are weighed by shape and the meter told."""
+    def run(self, conversation: Conversation, context: PassContext) -> TierReport | None:
+        utilization = context.utilization
         seen = self._index_new_results(conversation)
         limit = self.limit_for(utilization)
         if limit is None or not self._long:
@@ -77,9 +70,7 @@ class BudgetTier:
             shorter = self._shorter(block, limit)
             if shorter is None:
                 continue  # the disk refused: keep the text rather than lose it
-            chars, weight = apply_edit(
-                conversation, ref, shorter, meter=meter, chars_per_token=chars_per_token
-            )
+            chars, weight = apply_edit(conversation, ref, shorter, context.meter)
             freed += chars
             tokens += weight
             touched += 1
@@ -107,9 +98,7 @@ class BudgetTier:
         Results present at the last pass went out with the last request, so the
         model has read them; the newer ones it has not seen yet.
         """
-        if conversation is not self._conversation or conversation.epoch != self._epoch:
-            self._conversation = conversation
-            self._epoch = conversation.epoch
+        if self._history.changed(conversation):
             self._cursor = 0
             self._long.clear()
         seen = self._cursor

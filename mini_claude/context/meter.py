@@ -413,20 +413,13 @@ def _clamp(value: float, low: float, high: float) -> float:
 
 
 def apply_edit(
-    conversation: Conversation,
-    ref: ResultRef,
-    new: ToolResultBlock,
-    *,
-    meter: TokenMeter | None,
-    chars_per_token: float,
+    conversation: Conversation, ref: ResultRef, new: ToolResultBlock, meter: TokenMeter
 ) -> tuple[int, float]:
     """Swap a tool result; returns the characters and tokens it freed.
 
-    With a meter the tokens are weighed by shape and the meter keeps its estimate
-    exact about the edit; without one they are characters at the given ratio.
+    The tokens are weighed by shape and the meter keeps its estimate exact about
+    the edit.
     """
     old = conversation.result_at(ref)
     chars = conversation.replace_result(ref, new)
-    if meter is None:
-        return chars, chars / chars_per_token
     return chars, meter.note_edit(conversation, ref, old, new)

@@ -12,6 +12,7 @@ from mini_claude.context.base import ResultStore
 from mini_claude.context.meter import TokenMeter, apply_edit
 from mini_claude.context.placeholders import cleared_block
 from mini_claude.context.store import ensure_saved, typical_saved_path
+from mini_claude.context.tier import HistoryWatch, PassContext, cache_is_cold
 from mini_claude.conversation import Conversation, ResultState, ToolResultBlock
 from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
@@ -25,45 +26,31 @@ class MicrocompactTier:
     def __init__(self, settings: Settings, store: ResultStore) -> None:
         self.settings = settings
         self.store = store
-        self._conversation: Conversation | None = None
-        self._epoch = -1
+        self._history = HistoryWatch()
         self._done_before = 0  # results below this index were handled by an earlier pass
         self._retry: list[int] = []  # results the disk refused to save last time
         self._path_standin = typical_saved_path(settings)
 
-    def cache_is_cold(self, now: float, last_call_at: float | None) -> bool:
-        if last_call_at is None:
-            return False
-        return now - last_call_at > self.settings.microcompact_idle_seconds
-
-    def run(
-        self,
-        conversation: Conversation,
-        *,
-        now: float,
-        last_call_at: float | None,
-        chars_per_token: float,
-        meter: TokenMeter | None = None,
-    ) -> TierReport | None:
-        """One pass; with a meter, freed tokens are weighed by shape and the meter told."""
-        if last_call_at is None or not self.cache_is_cold(now, last_call_at):
+    def run(self, conversation: Conversation, context: PassContext) -> TierReport | None:
+        now, last_call_at = context.now, context.last_call_at
+        idle = self.settings.microcompact_idle_seconds
+        if last_call_at is None or not cache_is_cold(now, last_call_at, idle):
             return None
         idle_minutes = (now - last_call_at) / 60
         detail = f"idle {idle_minutes:.0f} min, prompt cache expired"
-        return self.clear_all_but_recent(conversation, chars_per_token, meter, detail)
+        return self.clear_all_but_recent(conversation, context.meter, detail)
 
     def clear_all_but_recent(
         self,
         conversation: Conversation,
-        chars_per_token: float,
-        meter: TokenMeter | None,
+        meter: TokenMeter,
         detail: str,
         *,
         stop_at_tokens: int | None = None,
     ) -> TierReport | None:
         """Clear old results, oldest first, keeping the newest few.
 
-        With ``stop_at_tokens`` (and a meter) it stops once the estimate is down to
+        With ``stop_at_tokens`` it stops once the estimate is down to
         that many tokens: the relief before a mid-turn summary clears only what it
         must, so newer results keep their text.
         """
@@ -89,9 +76,7 @@ class MicrocompactTier:
             placeholder = cleared_block(block, saved_path, label="cleared", why=IDLE_REASON)
             if placeholder is None:
                 continue
-            chars, weight = apply_edit(
-                conversation, ref, placeholder, meter=meter, chars_per_token=chars_per_token
-            )
+            chars, weight = apply_edit(conversation, ref, placeholder, meter)
             freed += chars
             tokens += weight
             touched += 1
@@ -103,9 +88,9 @@ class MicrocompactTier:
 
     @staticmethod
     def _low_enough(
-        conversation: Conversation, meter: TokenMeter | None, stop_at_tokens: int | None
+        conversation: Conversation, meter: TokenMeter, stop_at_tokens: int | None
     ) -> bool:
-        if stop_at_tokens is None or meter is None:
+        if stop_at_tokens is None:
             return False
         return meter.estimate(conversation) <= stop_at_tokens
 
@@ -115,8 +100,6 @@ class MicrocompactTier:
         return cleared_block(block, path, label="cleared", why=IDLE_REASON) is not None
 
     def _sync(self, conversation: Conversation) -> None:
-        if conversation is not self._conversation or conversation.epoch != self._epoch:
-            self._conversation = conversation
-            self._epoch = conversation.epoch
+        if self._history.changed(conversation):
             self._done_before = 0
             self._retry = []

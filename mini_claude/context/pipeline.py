@@ -16,6 +16,7 @@ from mini_claude.context.budget import BudgetTier
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.microcompact import MicrocompactTier
 from mini_claude.context.snip import SnipTier
+from mini_claude.context.tier import PassContext, Tier
 from mini_claude.conversation import Conversation
 from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
@@ -37,32 +38,19 @@ class ContextPipeline:
         self.budget = BudgetTier(settings, store)
         self.snip = SnipTier(settings, store, root=root)
         self.microcompact = MicrocompactTier(settings, store)
+        self.tiers: tuple[Tier, ...] = (self.budget, self.snip, self.microcompact)
 
     def run(
         self, conversation: Conversation, *, now: float, last_call_at: float | None
     ) -> list[TierReport]:
         """One pass; returns a report for each tier that changed something, in order."""
-        meter = self.meter
-        reports: list[TierReport | None] = []
-        utilization = meter.utilization(conversation)
-        ratio = meter.chars_per_token
-        reports.append(
-            self.budget.run(conversation, utilization, chars_per_token=ratio, meter=meter)
-        )
-        utilization = meter.utilization(conversation)  # after what budget freed
-        reports.append(
-            self.snip.run(conversation, utilization, chars_per_token=ratio, meter=meter)
-        )
-        reports.append(
-            self.microcompact.run(
-                conversation,
-                now=now,
-                last_call_at=last_call_at,
-                chars_per_token=ratio,
-                meter=meter,
-            )
-        )
-        return [report for report in reports if report is not None]
+        reports: list[TierReport] = []
+        for tier in self.tiers:
+            utilization = self.meter.utilization(conversation)  # after what earlier tiers freed
+            report = tier.run(conversation, PassContext(self.meter, utilization, now, last_call_at))
+            if report is not None:
+                reports.append(report)
+        return reports
 
     def relieve_pressure(self, conversation: Conversation) -> TierReport | None:
         """Inside a turn that is about to need a summary: clear old results first.
@@ -74,7 +62,6 @@ class ContextPipeline:
         target = int(self.settings.effective_window * self.settings.post_compact_target_pct)
         return self.microcompact.clear_all_but_recent(
             conversation,
-            self.meter.chars_per_token,
             self.meter,
             "context pressure inside a turn",
             stop_at_tokens=target,

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from mini_claude.conversation import ResultState, ToolResultBlock
+from mini_claude.text import human_size, short_target
 
-TARGET_DISPLAY_CHARS = 100
 # Cut points move to a line break when one lies this close (as a share of what is kept).
 LINE_SNAP_SHARE = 0.25
 # Room left for the marker's own digits changing between two measurements.
@@ -28,22 +28,6 @@ def count_lines(text: str) -> int:
 
 def utf8_size(text: str) -> int:
     return len(text.encode("utf-8", errors="surrogatepass"))
-
-
-def human_size(n_bytes: int) -> str:
-    if n_bytes >= 1024 * 1024:
-        return f"{n_bytes / (1024 * 1024):.1f} MB"
-    if n_bytes >= 1024:
-        return f"{n_bytes / 1024:.1f} KB"
-    return f"{n_bytes} B"
-
-
-def short_target(target: str) -> str:
-    """A target on one line and short enough for a placeholder."""
-    flat = " ".join(target.split())
-    if len(flat) <= TARGET_DISPLAY_CHARS:
-        return flat
-    return flat[: TARGET_DISPLAY_CHARS - 1] + "…"
 
 
 def describe_result(block: ToolResultBlock) -> str:

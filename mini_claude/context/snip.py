@@ -17,6 +17,7 @@ from mini_claude.context.base import ResultStore
 from mini_claude.context.meter import TokenMeter, apply_edit
 from mini_claude.context.placeholders import cleared_block, cleared_placeholder
 from mini_claude.context.store import ensure_saved, typical_saved_path
+from mini_claude.context.tier import HistoryWatch, PassContext
 from mini_claude.conversation import Conversation, ResultRef, ResultState, ToolResultBlock
 from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
@@ -39,11 +40,10 @@ class SnipTier:
         self.store = store
         self.root = root
         self._path_standin = typical_saved_path(settings)
-        self._reset(None)
+        self._history = HistoryWatch()
+        self._reset()
 
-    def _reset(self, conversation: Conversation | None) -> None:
-        self._conversation = conversation
-        self._epoch = conversation.epoch if conversation is not None else -1
+    def _reset(self) -> None:
         self._cursor = 0
         self._latest_view: dict[ViewKey, tuple[int, bool]] = {}  # view -> (index, is_error)
         self._latest_command: dict[str, int] = {}
@@ -56,30 +56,24 @@ class SnipTier:
     def stale_count(self) -> int:
         return len(self._stale)
 
-    def run(
-        self,
-        conversation: Conversation,
-        utilization: float,
-        *,
-        chars_per_token: float,
-        meter: TokenMeter | None = None,
-    ) -> TierReport | None:
-        """One pass; with a meter, freed tokens are weighed by shape and the meter told."""
+    def run(self, conversation: Conversation, context: PassContext) -> TierReport | None:
         self._index_new_results(conversation)
-        if utilization < self.settings.snip_pct or not self._stale:
+        if context.utilization < self.settings.snip_pct or not self._stale:
             return None
-        worth = self.settings.snip_min_free_pct * self.settings.effective_window * chars_per_token
+        worth = (
+            self.settings.snip_min_free_pct
+            * self.settings.effective_window
+            * context.chars_per_token
+        )
         if self._estimated_total - self._protected_estimate(conversation) < worth:
             return None
         if self._measure(conversation) < worth:
             return None
-        return self._clear_stale(conversation, chars_per_token, meter)
+        return self._clear_stale(conversation, context.meter)
 
     # ---- clearing ------------------------------------------------------------------
 
-    def _clear_stale(
-        self, conversation: Conversation, chars_per_token: float, meter: TokenMeter | None
-    ) -> TierReport | None:
+    def _clear_stale(self, conversation: Conversation, meter: TokenMeter) -> TierReport | None:
         touched = freed = 0
         tokens = 0.0
         reasons: dict[str, int] = {}
@@ -99,9 +93,7 @@ class SnipTier:
             self._forget(index)
             if placeholder is None:
                 continue
-            chars, weight = apply_edit(
-                conversation, ref, placeholder, meter=meter, chars_per_token=chars_per_token
-            )
+            chars, weight = apply_edit(conversation, ref, placeholder, meter)
             freed += chars
             tokens += weight
             touched += 1
@@ -140,8 +132,8 @@ class SnipTier:
     # ---- indexing ------------------------------------------------------------------
 
     def _index_new_results(self, conversation: Conversation) -> None:
-        if conversation is not self._conversation or conversation.epoch != self._epoch:
-            self._reset(conversation)
+        if self._history.changed(conversation):
+            self._reset()
         results = conversation.results
         for index in range(self._cursor, len(results)):
             self._index(conversation, index, results[index])

@@ -1,7 +1,7 @@
 """The Anthropic Messages adapter: neutral conversation in, stream events out.
 
 The SDK is imported on first use (it costs over a second), and every SDK or
-transport failure leaves as one of the error types in ``providers/base.py``.
+transport failure leaves as one of the error types in ``protocol.py``.
 """
 
 from __future__ import annotations

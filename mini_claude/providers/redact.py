@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 
 from mini_claude.secrets import MASK, mask, secret_values
+from mini_claude.text import shorten
 
 # Shapes of well-known API keys; the partial echoes use '*' or '.' in the middle.
 _KEY_PATTERNS = (
@@ -40,11 +41,6 @@ def _mask_match(match: re.Match[str]) -> str:
     return f"{scheme} {MASK}" if scheme else MASK
 
 
-def one_line(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
-    """Collapse whitespace and cap the length: user-facing errors are one line."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
 def clean_message(text: str, secrets: Iterable[str | None] = ()) -> str:
-    return one_line(redact(text, secrets))
+    """Secrets masked, on one line, capped: user-facing errors are one line."""
+    return shorten(redact(text, secrets), _MAX_MESSAGE_CHARS)

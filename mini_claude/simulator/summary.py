@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from mini_claude.prompts import SUMMARY_HEADING
 from mini_claude.simulator.tokens import TokenCounter
 from mini_claude.simulator.types import SimConversation, SimMessage, TextPart, ToolUsePart
+from mini_claude.text import shorten
 
 FACT_PATTERN = re.compile(r"FACT-[A-Za-z0-9_-]+[^\n]{0,80}")
 FOCUS_LINE = re.compile(r"^\s*focus\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
@@ -25,11 +26,6 @@ READ_TOOLS = ("read_file",)
 CHANGE_TOOLS = ("write_file", "edit_file")
 SHELL_TOOLS = ("run_shell",)
 SEARCH_TOOLS = ("grep_search",)
-
-
-def shorten(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
+from mini_claude.tools.permission_rules import PermissionDenied, PermissionRules
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,8 @@ class ToolContext:
     # File -> (inode, size, mtime_ns) when the model last read or wrote it: a whole-file
     # write over a file changed since then is refused.
     read_stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    rules: PermissionRules | None = None  # --allowed-tools / settings.json rules
+    denials: list[PermissionDenied] = field(default_factory=list)  # refused calls, in order
 
 
 class Tool(Protocol):

@@ -74,12 +74,6 @@ def diff_counts(diff: str) -> tuple[int, int]:
     return added, removed
 
 
-def shorten(text: str, limit: int) -> str:
-    """One line, at most ``limit`` characters, for quoting input back in an error."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     """Replace ``path`` in one step: readers see the old file or the new one, never half.
 

@@ -23,8 +23,9 @@ from typing import Any, Protocol
 from pathspec import GitIgnoreSpec
 
 from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.text import shorten
 from mini_claude.tools.base import PermissionRequest, ToolContext
-from mini_claude.tools.common import ToolError, error_output, shorten
+from mini_claude.tools.common import ToolError, error_output
 from mini_claude.tools.grep_worker import WorkerQuery
 from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS
 from mini_claude.tools.paths import project_root, read_permission, resolve
@@ -124,7 +125,7 @@ class RipgrepBackend:
     def pattern_error(self, stderr: str) -> str | None:
         if "regex parse error" not in stderr and "error parsing" not in stderr:
             return None
-        return shorten(stderr, 400)
+        return shorten(stderr, 400, marker="...")
 
 
 class PythonBackend:
@@ -230,7 +231,7 @@ class GrepSearchTool:
         glob = str(args.get("glob") or "") or None
         request = SearchRequest(pattern, project_root(ctx), target.path, glob)
         collected, returncode, stderr = await self._collect(request)
-        problems = shorten(stderr, 400) if returncode == 2 and stderr.strip() else ""
+        problems = shorten(stderr, 400, marker="...") if returncode == 2 and stderr.strip() else ""
         if problems and not collected.total:
             reason = self.backend.pattern_error(stderr)
             if reason:

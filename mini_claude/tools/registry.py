@@ -14,12 +14,14 @@ from typing import Any
 
 from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
 from mini_claude.sanitize import has_non_finite
+from mini_claude.text import shorten
 from mini_claude.tools.base import Tool, ToolContext
-from mini_claude.tools.common import error_output, shorten
+from mini_claude.tools.common import error_output
 from mini_claude.tools.compact import CompactTool
 from mini_claude.tools.edit_file import EditFileTool
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
 from mini_claude.tools.list_files import ListFilesTool
+from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.read_file import ReadFileTool
 from mini_claude.tools.run_shell import RunShellTool
 from mini_claude.tools.write_file import WriteFileTool
@@ -71,7 +73,7 @@ class ToolRegistry:
                 f"Expected {signature(tool.spec)}"
             )
         if RAW_ARGUMENTS_KEY in args:
-            sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200)
+            sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200, marker="...")
             if has_invalid_number(str(args[RAW_ARGUMENTS_KEY])):
                 return error_output(
                     f"invalid number in arguments for {name}: {sent!r} (JSON has no NaN, "
@@ -109,12 +111,19 @@ async def _ask_permission(
     tool: Tool, args: dict[str, Any], ctx: ToolContext
 ) -> ToolOutput | None:
     """None to go ahead; an error result the model reads when the user said no."""
+    verdict = ctx.rules.check(tool.spec.name, args) if ctx.rules else None
+    if verdict is not None and not verdict.allowed:
+        ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), verdict.reason))
+        return error_output(f"Permission denied by {verdict.reason}")
     request = tool.permission(args, ctx)
     if request is None or request.subject in ctx.allowed_subjects:
         return None
+    if verdict is not None:
+        return None  # an allow rule answered for the user
     decision = await ctx.approve(request)
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
+        ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), decision.reason or ""))
         return error_output(f"Permission denied by the user{reason}")
     if decision.remember:
         ctx.allowed_subjects.add(request.subject)
@@ -123,7 +132,7 @@ async def _ask_permission(
 
 def _one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
-    detail = shorten(lines[0], 300) if lines else ""
+    detail = shorten(lines[0], 300, marker="...") if lines else ""
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 

@@ -12,7 +12,7 @@ from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from mini_claude.context.placeholders import short_target
+from mini_claude.text import short_target
 from mini_claude.tools.base import PermissionDecision, PermissionRequest
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS

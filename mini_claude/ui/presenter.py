@@ -98,6 +98,10 @@ class TurnPresenter:
                 await self._flush_text()
                 hint = [note(AUTH_HINT, "warning")] if event.kind == "auth" else []
                 await self._print(error_line(event.message), *hint)
+            case ev.TurnLimitReached():
+                await self._flush_text()
+                await self._print(note(f"stopped after {event.requests} model calls "
+                                       "(the turn limit)", "warning"))
             case ev.TurnStarted() | ev.UsageReported() | ev.TurnFinished():
                 pass  # the status bar and the REPL read these
             case _:

@@ -18,10 +18,10 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from mini_claude.context.placeholders import count_lines, human_size, short_target, utf8_size
+from mini_claude.context.placeholders import count_lines, utf8_size
 from mini_claude.events import ToolFinished
 from mini_claude.protocol import TierReport
-from mini_claude.text import format_tokens
+from mini_claude.text import format_tokens, human_size, short_target
 
 CODE_THEME = "monokai"
 RESULT_PREVIEW_LINES = 4

@@ -1,0 +1,254 @@
+"""The public lines of ``--output-format json`` and ``stream-json``, built from internal events.
+
+This module is the whole contract between the agent's internal events and
+scripts that parse our output: each public line is written out field by
+field here, so renaming an internal event or field cannot change what a
+script sees (the suite validates every line against
+``mini_claude/schemas/stream-json.v1.json``). The shapes of ``system/init``,
+``assistant``, ``user`` and ``result`` lines follow Claude Code's headless
+output; our own context events are lines of ``type: "mini_claude"``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mini_claude import events as ev
+from mini_claude.conversation import Message, TextBlock, ToolUseBlock
+from mini_claude.protocol import Usage
+
+SCHEMA_VERSION = 1
+OWN_TYPE = "mini_claude"  # the type of our own lines, and the key of our extras
+
+Subtype = Literal["success", "error_max_turns", "error_during_execution"]
+Line = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What the init line says about the run."""
+
+    session_id: str
+    cwd: str
+    model: str
+    provider: str
+    tools: tuple[str, ...]
+    permission_mode: str  # "default", or "bypassPermissions" with --yes
+    version: str
+    context_window: int
+    effective_window: int
+    autocompact_at: int
+    max_turns: int | None
+
+
+@dataclass
+class Outcome:
+    """How the run ended, and the numbers the result line reports."""
+
+    subtype: Subtype
+    is_error: bool
+    result: str
+    stop_reason: str | None
+    num_turns: int
+    duration_ms: int
+    duration_api_ms: int
+    total_cost_usd: float
+    usage: Usage
+    errors: list[str] = field(default_factory=list)
+    permission_denials: list[Line] = field(default_factory=list)
+    compactions: int = 0
+    tokens_freed: dict[str, int] = field(default_factory=dict)
+    peak_context_tokens: int = 0
+    context_window: int = 0
+    requests: int = 0
+    cost_known: bool = True
+
+
+# Internal events without a line of their own: what they say reaches scripts another way
+# (the answer and errors in the result, tool calls in the assistant message).
+UNPUBLISHED: tuple[type, ...] = (
+    ev.TurnStarted,
+    ev.ModelCallStarted,
+    ev.TextDelta,
+    ev.ToolStarted,
+    ev.TurnError,
+    ev.TurnFinished,
+    ev.TurnLimitReached,
+)
+
+
+def _uuid() -> str:
+    return str(uuid.uuid4())
+
+
+def usage_object(usage: Usage) -> Line:
+    """Anthropic's usage field names, which Claude Code's result uses too."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_creation_input_tokens": usage.cache_write_tokens,
+        "cache_read_input_tokens": usage.cache_read_tokens,
+    }
+
+
+def init_line(info: RunInfo) -> Line:
+    return {
+        "type": "system",
+        "subtype": "init",
+        "session_id": info.session_id,
+        "uuid": _uuid(),
+        "cwd": info.cwd,
+        "model": info.model,
+        "tools": list(info.tools),
+        "mcp_servers": [],
+        "permissionMode": info.permission_mode,
+        OWN_TYPE: {
+            "schema_version": SCHEMA_VERSION,
+            "version": info.version,
+            "provider": info.provider,
+            "context_window": info.context_window,
+            "effective_window": info.effective_window,
+            "autocompact_at": info.autocompact_at,
+            "max_turns": info.max_turns,
+        },
+    }
+
+
+def assistant_line(
+    message: Message, session_id: str, model: str, usage: Usage | None
+) -> Line:
+    content: list[Line] = []
+    for block in message.blocks:
+        if isinstance(block, TextBlock):
+            content.append({"type": "text", "text": block.text})
+        elif isinstance(block, ToolUseBlock):
+            content.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+            )
+    return {
+        "type": "assistant",
+        "message": {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": None,
+            "usage": usage_object(usage) if usage is not None else None,
+        },
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+        "uuid": _uuid(),
+    }
+
+
+def tool_result_line(event: ev.ToolFinished, session_id: str) -> Line:
+    return {
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": event.id,
+                    "content": event.result.content,
+                    "is_error": event.result.is_error,
+                }
+            ],
+        },
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+        "uuid": _uuid(),
+    }
+
+
+def own_line(event: ev.Event, session_id: str) -> Line | None:
+    """Our context events as ``type: "mini_claude"`` lines; None for events not published."""
+    body: Line
+    if isinstance(event, ev.TierFired):
+        report = event.report
+        body = {
+            "subtype": "tier_fired",
+            "tier": report.tier,
+            "results_touched": report.results_touched,
+            "tokens_freed": report.tokens_freed,
+            "chars_freed": report.chars_freed,
+            "detail": report.detail,
+        }
+    elif isinstance(event, ev.CompactionStarted):
+        body = {
+            "subtype": "compaction_started",
+            "reason": event.reason,
+            "tokens_before": event.tokens_before,
+        }
+    elif isinstance(event, ev.CompactionFinished):
+        body = {
+            "subtype": "compaction_finished",
+            "reason": event.reason,
+            "tokens_before": event.tokens_before,
+            "tokens_after": event.tokens_after,
+        }
+    elif isinstance(event, ev.CompactionFailed):
+        body = {
+            "subtype": "compaction_failed",
+            "reason": event.reason,
+            "error": event.error,
+            "auto_compact_stopped": event.breaker_open,
+        }
+    elif isinstance(event, ev.UsageReported):
+        status = event.status
+        body = {
+            "subtype": "usage",
+            "usage": usage_object(event.usage),
+            "context_tokens": status.tokens,
+            "context_window": status.window,
+            "effective_window": status.effective_window,
+            "autocompact_at": status.autocompact_at,
+            "total_cost_usd": round(event.cost_usd, 6),
+        }
+    elif isinstance(event, ev.Retrying):
+        body = {
+            "subtype": "retry",
+            "attempt": event.attempt,
+            "delay_ms": round(event.delay_seconds * 1000),
+            "error": event.error,
+        }
+    elif isinstance(event, ev.Notice):
+        body = {"subtype": "notice", "level": event.level, "text": event.text}
+    elif isinstance(event, ev.Thinking):
+        body = {"subtype": "thinking", "chars": event.chars, "redacted": event.redacted}
+    else:
+        return None
+    return {"type": OWN_TYPE, **body, "session_id": session_id, "uuid": _uuid()}
+
+
+def result_line(outcome: Outcome, session_id: str) -> Line:
+    line: Line = {
+        "type": "result",
+        "subtype": outcome.subtype,
+        "is_error": outcome.is_error,
+        "duration_ms": outcome.duration_ms,
+        "duration_api_ms": outcome.duration_api_ms,
+        "num_turns": outcome.num_turns,
+        "result": outcome.result,
+        "stop_reason": outcome.stop_reason,
+        "session_id": session_id,
+        "total_cost_usd": round(outcome.total_cost_usd, 6),
+        "usage": usage_object(outcome.usage),
+        "permission_denials": outcome.permission_denials,
+        "uuid": _uuid(),
+    }
+    if outcome.is_error:
+        line["errors"] = list(outcome.errors)
+    line[OWN_TYPE] = {
+        "schema_version": SCHEMA_VERSION,
+        "requests": outcome.requests,
+        "compactions": outcome.compactions,
+        "tokens_freed": dict(outcome.tokens_freed),
+        "peak_context_tokens": outcome.peak_context_tokens,
+        "context_window": outcome.context_window,
+        "cost_known": outcome.cost_known,
+    }
+    return line

@@ -1,0 +1,199 @@
+"""Print mode's ``json`` and ``stream-json`` output: events in, public lines out."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
+
+from mini_claude import events as ev
+from mini_claude.headless.lines import (
+    Line,
+    Outcome,
+    RunInfo,
+    Subtype,
+    assistant_line,
+    init_line,
+    own_line,
+    result_line,
+    tool_result_line,
+)
+from mini_claude.protocol import Usage
+
+if TYPE_CHECKING:
+    from mini_claude.agent import Agent
+
+INTERRUPTED = "interrupted"
+
+
+class HeadlessReporter:
+    """Follows one print-mode turn and writes its JSON lines.
+
+    ``stream-json`` writes a line per published event as it happens and the
+    result last; ``json`` writes the result alone. Either way exactly one
+    result line is written, also when the run is interrupted.
+    """
+
+    def __init__(
+        self,
+        output_format: str,
+        out: TextIO,
+        narrate: Callable[[ev.Event], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.streaming = output_format == "stream-json"
+        self.out = out
+        self.narrate = narrate
+        self.clock = clock
+        self.started_at = clock()
+        self.info: RunInfo | None = None
+        self.agent: Agent | None = None
+        self.final_text: str | None = None
+        self.stop_reason: str | None = None
+        self.last_text = ""
+        self.last_had_tools = False
+        self.error: str | None = None
+        self.limit_reached = False
+        self.num_turns = 0
+        self.api_seconds = 0.0
+        self.peak_context = 0
+        self.finished = False
+        self._last_usage: Usage | None = None
+        self._call_started: float | None = None
+        self._compaction_started: float | None = None
+        self._denials_before: dict[str, int] = {}
+        self._denials: list[Line] = []
+
+    # ---- the run ----------------------------------------------------------------------
+
+    def begin(self, info: RunInfo, agent: Agent) -> None:
+        self.info = info
+        self.agent = agent
+        self.peak_context = agent.status().tokens
+        if self.streaming:
+            self._write(init_line(info))
+
+    def handle(self, event: ev.Event) -> None:
+        self._track(event)
+        if self.narrate is not None:
+            self.narrate(event)
+        if not self.streaming or self.info is None:
+            return
+        session_id = self.info.session_id
+        if isinstance(event, ev.AssistantMessage):
+            usage = self._last_usage
+            self._write(assistant_line(event.message, session_id, self.info.model, usage))
+        elif isinstance(event, ev.ToolFinished):
+            self._write(tool_result_line(event, session_id))
+        else:
+            line = own_line(event, session_id)
+            if line is not None:
+                self._write(line)
+
+    def _track(self, event: ev.Event) -> None:
+        now = self.clock()
+        if isinstance(event, ev.ModelCallStarted):
+            self._call_started = now
+            self._last_usage = None
+            self.peak_context = max(self.peak_context, event.status.tokens)
+        elif isinstance(event, ev.UsageReported):
+            self._last_usage = event.usage
+            self.peak_context = max(self.peak_context, event.status.tokens)
+        elif isinstance(event, ev.AssistantMessage):
+            self.num_turns += 1
+            self._end_call(now)
+            self.last_text = event.message.text
+            self.last_had_tools = bool(event.message.tool_uses)
+        elif isinstance(event, ev.CompactionStarted):
+            self._compaction_started = now
+        elif isinstance(event, ev.CompactionFinished | ev.CompactionFailed):
+            if self._compaction_started is not None:
+                self.api_seconds += now - self._compaction_started
+                self._compaction_started = None
+        elif isinstance(event, ev.ToolStarted):
+            self._denials_before[event.id] = self._denial_count()
+        elif isinstance(event, ev.ToolFinished):
+            self._note_denial(event)
+        elif isinstance(event, ev.TurnFinished):
+            self.final_text = event.final_text
+            self.stop_reason = event.stop_reason
+        elif isinstance(event, ev.TurnError):
+            self._end_call(now)
+            self.error = event.message
+        elif isinstance(event, ev.TurnLimitReached):
+            self.limit_reached = True
+
+    def _end_call(self, now: float) -> None:
+        if self._call_started is not None:
+            self.api_seconds += now - self._call_started
+            self._call_started = None
+
+    def _denial_count(self) -> int:
+        return len(self.agent.tool_context.denials) if self.agent is not None else 0
+
+    def _note_denial(self, event: ev.ToolFinished) -> None:
+        before = self._denials_before.pop(event.id, None)
+        if before is None or self.agent is None or self._denial_count() <= before:
+            return
+        denied = self.agent.tool_context.denials[-1]
+        self._denials.append(
+            {
+                "tool_name": denied.tool_name,
+                "tool_use_id": event.id,
+                "tool_input": denied.tool_input,
+            }
+        )
+
+    # ---- the result -------------------------------------------------------------------
+
+    def finish(self, *, interrupted: bool = False) -> Subtype | None:
+        """Write the result line (once); returns its subtype, None if already written."""
+        if self.finished or self.info is None:
+            return None
+        self.finished = True
+        outcome = self.outcome(interrupted=interrupted)
+        self._write(result_line(outcome, self.info.session_id))
+        return outcome.subtype
+
+    def outcome(self, *, interrupted: bool = False) -> Outcome:
+        subtype: Subtype = "success"
+        errors: list[str] = []
+        if interrupted:
+            subtype, errors = "error_during_execution", [INTERRUPTED]
+        elif self.error is not None:
+            subtype, errors = "error_during_execution", [self.error]
+        elif self.limit_reached:
+            turns = self.num_turns
+            subtype, errors = "error_max_turns", [f"reached the limit of {turns} model calls"]
+        success = subtype == "success"
+        agent = self.agent
+        costs = agent.costs if agent is not None else None
+        return Outcome(
+            subtype=subtype,
+            is_error=not success,
+            result=self.final_text if success and self.final_text is not None else self.last_text,
+            stop_reason=self.stop_reason if success else self._last_stop_reason(),
+            num_turns=self.num_turns,
+            duration_ms=round((self.clock() - self.started_at) * 1000),
+            duration_api_ms=round(self.api_seconds * 1000),
+            total_cost_usd=costs.dollars if costs is not None else 0.0,
+            usage=costs.usage if costs is not None else Usage(),
+            errors=errors,
+            permission_denials=list(self._denials),
+            compactions=agent.compactions if agent is not None else 0,
+            tokens_freed=dict(agent.tokens_freed) if agent is not None else {},
+            peak_context_tokens=self.peak_context,
+            context_window=self.info.context_window if self.info is not None else 0,
+            requests=costs.requests if costs is not None else 0,
+            cost_known=costs.priced if costs is not None else True,
+        )
+
+    def _last_stop_reason(self) -> str | None:
+        if self.num_turns == 0:
+            return None
+        return "tool_use" if self.last_had_tools else "end_turn"
+
+    def _write(self, line: Line) -> None:
+        self.out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self.out.flush()
