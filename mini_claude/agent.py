@@ -400,6 +400,7 @@ class Agent:
             tools=self.tools,
             root=self.tool_context.root,
             transcript_path=str(self.transcript.path),
+            thinking=thinking_config(self.settings) if not self.settings.compact_model else None,
         )
 
     async def _compact(

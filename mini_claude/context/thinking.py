@@ -130,6 +130,15 @@ class ClearThinkingTier:
 # ---- a summary inside a tool loop --------------------------------------------------
 
 
+def without_thinking(messages: Sequence[Message]) -> list[Message]:
+    """Copies with no thinking blocks (for a request whose history was reshaped)."""
+    return [
+        Message(m.role, [b for b in m.blocks if not isinstance(b, THINKING_BLOCKS)] or
+                [TextBlock(THINKING_CLEARED)])
+        for m in messages
+    ]
+
+
 def close_thinking_loop(messages: Sequence[Message]) -> list[Message] | None:
     """The history after a summary, without thinking whose prefix the summary replaced.
 
@@ -140,11 +149,7 @@ def close_thinking_loop(messages: Sequence[Message]) -> list[Message] | None:
     """
     if not any(has_thinking(m) for m in messages):
         return None
-    stripped = [
-        Message(m.role, [b for b in m.blocks if not isinstance(b, THINKING_BLOCKS)] or
-                [TextBlock(THINKING_CLEARED)])
-        for m in messages
-    ]
+    stripped = without_thinking(messages)
     index = open_loop_assistant(stripped)
     if index is None:
         return stripped

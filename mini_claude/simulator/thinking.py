@@ -5,8 +5,9 @@ message and every earlier block of its own message, ``cache_control`` left
 out). A request with thinking enabled is refused when a block sent back was
 modified, when anything before it changed (a tier edit, a summary, a dropped
 earlier block), or when its tool loop's last assistant message does not start
-with a thinking block. Requests without thinking are not checked, and a reply
-to one has no thinking.
+with a thinking block. Blocks sent back are checked whether or not the request
+enables thinking (the loop rule only applies when it does); a reply to a
+request without thinking has none.
 """
 
 from __future__ import annotations
@@ -130,10 +131,11 @@ def check_thinking(
     messages: list[dict[str, Any]],
     tool_choice: Any,
 ) -> None:
-    """Refuse what the API refuses when thinking is on; nothing when it is off."""
-    if mode is None:
-        return
-    if isinstance(tool_choice, dict) and tool_choice.get("type") in ("any", "tool"):
+    """Refuse what the API refuses: a thinking block sent back must be intact and bound to
+    its prefix whatever the request says; with thinking on, the tool loop rules too."""
+    if mode is not None and isinstance(tool_choice, dict) and tool_choice.get("type") in (
+        "any", "tool"
+    ):
         raise WireError("Thinking may not be enabled when tool_choice forces tool use.")
     for m_index, message in enumerate(messages):
         if message["role"] != "assistant":
@@ -142,7 +144,8 @@ def check_thinking(
             if block.get("type") in THINKING_TYPES:
                 _verify(block, chain.before(m_index, message["content"][:b_index]),
                         f"messages.{m_index}.content.{b_index}")
-    _check_final_assistant(messages)
+    if mode is not None:
+        _check_final_assistant(messages)
 
 
 def _verify(block: dict[str, Any], prefix: bytes, where: str) -> None:
