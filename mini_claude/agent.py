@@ -54,9 +54,10 @@ from mini_claude.protocol import (
     ToolOutput,
     ToolUseStarted,
 )
-from mini_claude.sanitize import EMPTY_REPLY_NOTICE, clean_text
+from mini_claude.sanitize import EMPTY_REPLY_NOTICE, SurrogateHold, clean_text
 from mini_claude.secrets import api_keys, mask
 from mini_claude.settings import Settings
+from mini_claude.text import format_tokens
 from mini_claude.tools.base import ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
@@ -129,6 +130,14 @@ class Agent:
         self.compactor = Compactor(self.settings, self.meter, self.store)
         self.last_call_at = None
 
+    def refresh_tools(self) -> None:
+        """The registry gained tools (an MCP server connected): later requests carry them."""
+        tools = self.registry.specs()
+        if tools == self.tools:
+            return
+        self.tools = tools
+        self.meter.schemas_changed(self.fixed_chars)
+
     def reconfigure(self, settings: Settings) -> None:
         """New settings (e.g. another model) for the same conversation; totals carry over."""
         self.settings = settings
@@ -150,6 +159,10 @@ class Agent:
         if not text.strip():
             yield ev.TurnError("nothing to send: the prompt is empty", "error")
             return
+        unsendable = self._prompt_cannot_fit(text)
+        if unsendable is not None:
+            yield ev.TurnError(unsendable, "prompt_too_long")
+            return
         updated = self.settings_update() if self.settings_update is not None else None
         if updated is not None:
             self.reconfigure(updated)
@@ -167,6 +180,19 @@ class Agent:
             yield ev.Notice(self.compactor.thrash_warning, "warning")
         async for event in self._loop(max_requests):
             yield event
+
+    def _prompt_cannot_fit(self, text: str) -> str | None:
+        """Refuse up front a prompt that alone outgrows the window: no tier can shrink the
+        newest request, so sending it would only be refused (and retried)."""
+        tokens = self.meter.tokens_for(len(text)) + round(self.meter.fixed_tokens)
+        room = self.settings.effective_window
+        if tokens <= room:
+            return None
+        return (
+            f"the prompt is too long to send: about {format_tokens(tokens)} tokens with the "
+            f"system prompt and tools, and the window holds {format_tokens(room)} after room "
+            "for the answer; shorten it or send less"
+        )
 
     def _cache_is_cold(self) -> bool:
         idle = self.settings.microcompact_idle_seconds
@@ -300,7 +326,7 @@ class Agent:
         yield ev.ModelCallStarted(number, self.status())
         request = self._request()
         partial: list[str] = []
-        held = _SurrogateHold()
+        held = SurrogateHold()
         started = time.perf_counter()
         try:
             async for event in self.provider.stream(request):
@@ -311,13 +337,16 @@ class Agent:
                         yield ev.TextDelta(shown)
                 elif isinstance(event, StreamRestarted):
                     partial.clear()
-                    held = _SurrogateHold()
+                    held = SurrogateHold()
                     yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
                 elif isinstance(event, ModelThinking):
                     yield ev.Thinking(event.chars, event.redacted)
                 elif isinstance(event, ToolUseStarted):
                     continue
                 elif isinstance(event, ResponseComplete):
+                    rest = held.flush()
+                    if rest:
+                        yield ev.TextDelta(rest)
                     event = self._record_response(event)
                     if event.usage is not None:
                         yield ev.UsageReported(event.usage, self.status(), self.costs.dollars)
@@ -376,8 +405,9 @@ class Agent:
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
         output = await self.registry.execute(use.name, use.input, self.tool_context)
         content = clean_text(output.content)
-        if content is not output.content:
-            output = replace(output, content=content)
+        display = clean_text(output.display) if output.display else output.display
+        if content is not output.content or display is not output.display:
+            output = replace(output, content=content, display=display)
         return self._without_keys(output)
 
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
@@ -450,21 +480,3 @@ class Agent:
             "tokens_freed": dict(self.tokens_freed),
             "cache_misses": len(self.cache_misses.misses),
         }
-
-
-class _SurrogateHold:
-    """Deltas for the screen, never with half a surrogate pair in them.
-
-    A stream may split one character's pair across two deltas; the high half waits
-    for the next delta, and whatever stays unpaired becomes U+FFFD.
-    """
-
-    def __init__(self) -> None:
-        self._pending = ""
-
-    def feed(self, text: str) -> str:
-        text = self._pending + text
-        self._pending = ""
-        if text and "\ud800" <= text[-1] <= "\udbff":
-            text, self._pending = text[:-1], text[-1]
-        return clean_text(text)

@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_headless_arguments(parser)
     parser.add_argument(
+        "--trust-project-mcp",
+        action="store_true",
+        help="start the MCP servers in this project's .mcp.json for this run without asking "
+        "(--yes alone never does)",
+    )
+    parser.add_argument(
         "--provider",
         choices=("anthropic", "openai"),
         help="model provider (default: from the environment)",
@@ -171,6 +177,8 @@ def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     layered = layered_environment(cwd, os.environ)
     for warning in layered.warnings:
         print(f"mini-claude: warning: {warning}", file=sys.stderr)
+    for note in layered.notes:
+        print(f"mini-claude: {note}", file=sys.stderr)
     environ = layered.values
     try:
         return from_environment(environ, provider=args.provider, model=args.model)
@@ -209,6 +217,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         from mini_claude.demo import run_demo
 
         return run_demo(args)
+    if args.resume is not None and not args.resume.strip():
+        raise UsageError(
+            "--resume needs a session id (or a prefix of one); --continue resumes the newest "
+            "session of this folder"
+        )
     prompt = _print_prompt(args)
     if prompt is None:
         _refuse_print_only_flags(args)

@@ -72,7 +72,7 @@ def _one_call_each(step: Step) -> list[Step]:
 
 
 def _describe(call: Call) -> str:
-    target = call.input.get("path") or call.input.get("command") or call.input.get("pattern")
+    target = call.input.get("pattern") or call.input.get("path") or call.input.get("command")
     verbs = {"read_file": "reading", "run_shell": "running", "grep_search": "searching for",
              "list_files": "listing"}
     return f"{verbs.get(call.name, 'using ' + call.name)} {target}"

@@ -5,9 +5,10 @@ A repository is not trusted: its `.env` travels with a clone. So a project `.env
 - may set any ``MINI_CLAUDE_*`` setting except ``MINI_CLAUDE_HOME`` (where transcripts
   and saved results go: a repository must not be able to pull them into itself);
 - may set an API key;
-- may set a base URL (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``) only when the key
-  sent there comes from that same file (or no key is sent at all), so a repository
-  can never route the user's own key to a host it names.
+- may set a base URL (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``) only together with
+  the key for it in that same file, and only when that key is the one sent (the
+  environment does not override it): a repository can never route the user's own key
+  to a host it names. A base URL taken from a project file is announced in one line.
 
 The home `.env` (``$MINI_CLAUDE_HOME/.env``) is the user's and may set anything.
 The real environment wins over both files. Each ignored setting gets one warning line.
@@ -30,6 +31,7 @@ class LayeredEnvironment:
 
     values: dict[str, str]
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def home_folder(environ: Mapping[str, str]) -> Path:
@@ -58,6 +60,7 @@ def layered_environment(
     home_values = _read(home_file)
     project_values = {} if _same_file(project_file, home_file) else _read(project_file)
     warnings: list[str] = []
+    notes: list[str] = []
     for name in NEVER_FROM_PROJECT:
         if name in project_values:
             del project_values[name]
@@ -69,17 +72,18 @@ def layered_environment(
         if not _is_set(project_values, url_name) or _is_set(environ, url_name):
             continue
         key_from_project = _is_set(project_values, key_name) and not _is_set(environ, key_name)
-        key_elsewhere = _is_set(environ, key_name) or _is_set(home_values, key_name)
-        if key_elsewhere and not key_from_project:
+        if not key_from_project:
             del project_values[url_name]
             warnings.append(
                 f"ignored {url_name} from {project_file}: a project .env may set a base URL "
                 f"only together with {key_name} in the same file"
             )
+        else:
+            notes.append(f"using {url_name} and {key_name} from {project_file}")
     merged = dict(home_values)
     merged.update(project_values)
     merged.update(environ)
-    return LayeredEnvironment(merged, warnings)
+    return LayeredEnvironment(merged, warnings, notes)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -103,6 +103,7 @@ async def _run(
         if run is not None:
             run.headless = headless
     try:
+        await start_mcp_servers(session, getattr(args, "trust_project_mcp", False), err)
         async for event in agent.turn(prompt, options.max_turns):
             if headless is not None:
                 headless.handle(event)
@@ -110,6 +111,7 @@ async def _run(
             else:
                 reporter.handle(event)
     finally:
+        await session.mcp.close()
         await session.provider.close()
         agent.transcript.close()
         if agent.transcript.write_failed:
@@ -141,6 +143,26 @@ def run_info(session: Session, agent: Agent, options: HeadlessOptions, *, yes: b
         autocompact_at=status.autocompact_at,
         max_turns=options.max_turns,
     )
+
+
+async def start_mcp_servers(session: Session, trust_project: bool, err: TextIO) -> None:
+    """Connect the allowed MCP servers before the turn; project ones only with the flag
+    or an earlier approval (``--yes`` is about tool calls, not about starting programs)."""
+    manager = session.mcp
+    if not manager.configured:
+        return
+    if trust_project:
+        manager.approve_project(remember=False)
+    notice = manager.unapproved_notice(
+        "approve them once in the REPL (mini-claude), or pass --trust-project-mcp"
+    )
+    if notice:
+        print(f"mini-claude: {notice}", file=err)
+    manager.start()
+    await manager.wait_settled()  # each server settles within its own connect timeout
+    for view in manager.views():
+        if view.state.startswith("failed"):
+            print(f"warning: MCP server {view.name!r} {view.state}", file=err)
 
 
 class PrintReporter:

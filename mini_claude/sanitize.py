@@ -134,9 +134,33 @@ def strict_json_loads(text: str) -> Any:
     return json.loads(text, parse_constant=_refuse_constant)
 
 
+class SurrogateHold:
+    """Deltas for the screen, never with half a surrogate pair in them.
+
+    A stream may split one character's pair across two deltas; the high half waits
+    for the next delta, and whatever stays unpaired becomes U+FFFD.
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, text: str) -> str:
+        text = self._pending + text
+        self._pending = ""
+        if text and "\ud800" <= text[-1] <= "\udbff":
+            text, self._pending = text[:-1], text[-1]
+        return clean_text(text)
+
+    def flush(self) -> str:
+        """The held half at the end of the stream: unpaired, so U+FFFD."""
+        rest, self._pending = self._pending, ""
+        return clean_text(rest)
+
+
 __all__ = [
     "EMPTY_REPLY_NOTICE",
     "REPLACEMENT",
+    "SurrogateHold",
     "clean_block",
     "clean_message",
     "clean_text",

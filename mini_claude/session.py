@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import time
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from pathlib import Path
 from mini_claude.agent import Agent
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
+from mini_claude.mcp.manager import McpManager
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.protocol import Provider
 from mini_claude.providers import PLACEHOLDER_KEY
@@ -55,6 +57,9 @@ class Session:
     _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
     rules: PermissionRules | None = None  # None: the rules of the settings files
+    mcp: McpManager = field(init=False)
+    # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
+    wall_clock: Callable[[], float] = time.time
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -71,6 +76,17 @@ class Session:
             )
             self.rules = loaded.rules
             self.warnings.extend(loaded.warnings)
+        # Reads the server lists only; servers start when the UI calls ``mcp.start()``.
+        self.mcp = McpManager(self.settings, self.cwd, self.registry)
+        self.mcp.on_tools_changed.append(self._tools_changed)
+        self.warnings.extend(self.mcp.notices)
+        self.mcp.notices.clear()
+
+    def _tools_changed(self) -> None:
+        """An MCP server's tools arrived: the running conversation sees them from now on."""
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None:
+            agent.refresh_tools()
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -82,7 +98,7 @@ class Session:
 
     def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
         self._look_up_model()
-        store = DiskResultStore(self.settings, self.session_id)
+        store = DiskResultStore(self.settings, self.session_id, self.wall_clock)
         context = ToolContext(
             root=self.cwd,
             settings=self.settings,
@@ -105,47 +121,55 @@ class Session:
         agent.settings_update = self._reported_settings
         return agent
 
-    def start_new(self) -> Agent:
+    def start_new(self, session_id: str | None = None) -> Agent:
         """A fresh conversation with its own transcript (also what /clear does)."""
-        self.session_id = new_session_id()
+        self.session_id = session_id or new_session_id()
         transcript = Transcript.create(
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )
-        self._hold(transcript.path, transcript)
+        self._adopt(self._lock_for(transcript.path), transcript)
         self.agent = self._build_agent(transcript, Conversation())
         return self.agent
 
     def resume(self, session_id: str | None) -> Agent:
         """Continue the newest session of this folder, or the one named."""
         path = self._find_transcript(session_id)
-        self._hold(path)  # before loading: the other process may still be writing
-        loaded = load_session(path)
+        lock = self._lock_for(path)  # before loading: the other process may still be writing
+        try:
+            loaded = load_session(path)
+        except BaseException:
+            if lock is not None and lock is not self.lock:
+                lock.release()  # the session in use (if any) stays as it was
+            raise
         self.warnings.extend(loaded.warnings)
         self.session_id = loaded.session_id
         transcript = Transcript(path, secrets=self.secrets)
-        if self.lock is not None:
-            transcript.on_close(self.lock.attach())
+        self._adopt(lock, transcript)
         if loaded.repair is not None:
             transcript.message(loaded.repair)
         transcript.event("resumed")
         self.agent = self._build_agent(transcript, loaded.conversation)
         return self.agent
 
-    def _hold(self, path: Path, transcript: Transcript | None = None) -> None:
-        """This process alone writes the session from now on (the last one is let go).
+    def _lock_for(self, path: Path) -> SessionLock | None:
+        """The lock of the session at ``path``: ours already, or taken now (or SessionError)."""
+        if self.lock is not None and self.lock.path == lock_path(path):
+            return self.lock  # resuming the session in use
+        try:
+            return SessionLock.acquire(path)
+        except SessionBusy as exc:
+            raise SessionError(str(exc)) from None
+
+    def _adopt(self, lock: SessionLock | None, transcript: Transcript) -> None:
+        """This process alone writes the session from now on; the previous one is let go.
 
         Closing the transcript lets the lock go too.
         """
-        if self.lock is not None and self.lock.path == lock_path(path):
-            return  # already ours (resuming the session in use)
-        try:
-            lock = SessionLock.acquire(path)
-        except SessionBusy as exc:
-            raise SessionError(str(exc)) from None
-        self._release()
-        self.lock = lock
-        if self.lock is not None and transcript is not None:
-            transcript.on_close(self.lock.attach())
+        if lock is not self.lock:
+            self._release()
+            self.lock = lock
+        if lock is not None:
+            transcript.on_close(lock.attach())
 
     def _release(self) -> None:
         if self.lock is not None:
@@ -155,10 +179,19 @@ class Session:
     def _find_transcript(self, session_id: str | None) -> Path:
         directory = self.settings.transcripts_dir
         if session_id:
+            if "/" in session_id or session_id.startswith("."):
+                raise SessionError(f"{session_id!r} is not a session id")
             path = directory / f"{session_id}.jsonl"
             if not path.is_file():
-                matches = sorted(directory.glob(f"{session_id}*.jsonl"))
-                if len(matches) != 1:
+                matches = sorted(directory.glob(f"{glob.escape(session_id)}*.jsonl"))
+                if len(matches) > 1:
+                    names = ", ".join(m.stem for m in matches[:5])
+                    more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+                    raise SessionError(
+                        f"{session_id!r} matches {len(matches)} sessions ({names}{more}); "
+                        "give more of the id"
+                    )
+                if not matches:
                     raise SessionError(f"no session {session_id!r} under {directory}")
                 path = matches[0]
             return path

@@ -165,7 +165,7 @@ class Settings:
     # Tier 4: auto-compact
     auto_compact: bool = True
     autocompact_pct: float = 0.85
-    post_compact_target_pct: float = 0.50
+    post_compact_target_pct: float = 0.30
     summary_max_tokens: int = 4_096
     kept_user_tokens: int = 20_000
     reattach_max_files: int = 5
@@ -176,12 +176,21 @@ class Settings:
     # old results comes before another summary.
     summary_min_work: int = 20
     summary_retry_limit: int = 3
+    # Share of the effective window for the newest messages kept as they were beside a summary.
+    compact_tail_share: float = 0.05
+    # The summary request asks for every path, command and search in full: the pointers that
+    # let the model read back what the summary left out.
+    summary_keep_pointers: bool = True
 
     # Provider calls
     max_retries: int = 4
     # Ask the server why a cached prefix was not reused (Anthropic ``diagnostics``).
     cache_diagnostics: bool = True
     request_timeout_seconds: float = 600.0
+    # A stream that sends nothing (not even a ping) for this long is given up and retried.
+    # 90 s is Claude Code's default (CLAUDE_STREAM_IDLE_TIMEOUT_MS, 90,000 ms); the SDKs
+    # alone would wait their whole 600 s request timeout on each attempt.
+    stream_idle_timeout_seconds: float = 90.0
 
     # Tools
     shell_timeout_seconds: float = 120.0
@@ -190,6 +199,10 @@ class Settings:
 
     # REPL: every tier report on its own line instead of one summary line per model call
     verbose: bool = False
+
+    # MCP servers
+    mcp_connect_timeout_seconds: float = 30.0
+    mcp_tool_timeout_seconds: float = 120.0
 
     @property
     def window(self) -> int:
@@ -256,6 +269,7 @@ ENV_NAMES: dict[str, str] = {
     "openai_base_url": "OPENAI_BASE_URL",
     "auto_compact": "MINI_CLAUDE_AUTO_COMPACT",
     "autocompact_pct": "MINI_CLAUDE_AUTOCOMPACT_PCT",
+    "stream_idle_timeout_seconds": "MINI_CLAUDE_STREAM_IDLE_TIMEOUT",
 }
 # Learnt at run time, not configured.
 NOT_FROM_ENVIRONMENT = {"reported_window", "window_reported_by", "reported_thinking"}
@@ -273,6 +287,7 @@ _PERCENT_FIELDS = {
     "budget_high_window_share",
     "snip_min_free_pct",
     "post_compact_target_pct",
+    "compact_tail_share",
 }
 
 
@@ -365,7 +380,30 @@ def from_environment(
         values["model"] = model
     elif "model" not in values:
         values["model"] = DEFAULT_MODELS[values["provider"]]
-    return replace(base, **values)
+    settings = replace(base, **values)
+    check_base_url(settings)
+    return settings
+
+
+def check_base_url(settings: Settings) -> None:
+    """The endpoint in use must be an http(s) URL with a host; anything else would only be
+    retried as a lost connection."""
+    from urllib.parse import urlsplit
+
+    url = settings.base_url
+    if url is None:
+        return
+    name = ENV_NAMES[f"{settings.provider}_base_url"]
+    try:
+        parts = urlsplit(url.strip())
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # a port that is not a number raises here
+    except ValueError:
+        valid = False
+    if not valid:
+        raise SettingsError(
+            f"{name}={url!r} is not a valid base URL: it needs http:// or https:// and a host"
+        )
 
 
 def _choose_provider(environ: Mapping[str, str]) -> ProviderName:

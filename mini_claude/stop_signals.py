@@ -18,12 +18,14 @@ from collections.abc import Callable
 from types import FrameType
 
 from mini_claude.exit_codes import EXIT_INTERRUPTED
+from mini_claude.tools.process import kill_live_groups
 
 EXIT_GRACE_SECONDS = 2.0
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def _force_exit() -> None:
+    kill_live_groups()  # shell commands go with us, as on a normal interrupt
     os.write(2, b"mini-claude: interrupted (a tool did not stop; exiting)\n")
     os._exit(EXIT_INTERRUPTED)
 

@@ -11,16 +11,19 @@ changes the file after approval has to be approved again.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from mini_claude.private_dirs import make_private_dirs
 
 TRUST_FILE_NAME = "trusted-projects.json"
+LOCK_FILE_NAME = ".trusted-projects.lock"
 TRUST_FILE_MODE = 0o600
 TRUST_FORMAT_VERSION = 1
 
@@ -57,11 +60,23 @@ class ProjectTrust:
         self._record(project, file, content, "denied")
 
     def _record(self, project: Path, file: Path, content: bytes, decision: Decision) -> None:
-        """Read, change one record, write back atomically (a torn file would forget all)."""
-        projects = self._load()
-        files = projects.setdefault(_project_key(project), {})
-        files[_file_key(project, file)] = {"hash": content_hash(content), "decision": decision}
-        self._save(projects)
+        """Read, change one record, write back atomically (a torn file would forget all),
+        under a lock so two sessions deciding at once do not drop each other's record."""
+        make_private_dirs(self.home)
+        with self._locked():
+            projects = self._load()
+            files = projects.setdefault(_project_key(project), {})
+            files[_file_key(project, file)] = {"hash": content_hash(content), "decision": decision}
+            self._save(projects)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        fd = os.open(self.home / LOCK_FILE_NAME, os.O_RDWR | os.O_CREAT, TRUST_FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     def _load(self) -> dict[str, dict[str, Any]]:
         """The stored records; a missing or unreadable file counts as no decisions yet."""
@@ -75,7 +90,6 @@ class ProjectTrust:
         return {k: v for k, v in projects.items() if isinstance(v, dict)}
 
     def _save(self, projects: dict[str, dict[str, Any]]) -> None:
-        make_private_dirs(self.home)
         text = json.dumps(
             {"version": TRUST_FORMAT_VERSION, "projects": projects}, indent=2, sort_keys=True
         )

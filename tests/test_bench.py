@@ -16,7 +16,8 @@ from mini_claude.bench.startup import measure as measure_startup
 ROW_FIELDS = {
     "requests", "summary_requests", "overflowed", "peak_utilization", "input_tokens",
     "cache_read_share", "cache_write_tokens", "output_tokens", "cost_usd", "compactions",
-    "retained", "needed", "retention", "estimate_error_mean_pct", "estimate_error_worst_pct",
+    "retained", "needed", "retention", "recovered", "lost", "recovery_calls",
+    "recovery_cost_usd", "estimate_error_mean_pct", "estimate_error_worst_pct",
     "pipeline_ms_median", "pipeline_ms_worst",
 }
 
@@ -48,7 +49,7 @@ def test_quick_run_has_a_complete_row_per_strategy(quick_report: tuple[int, Path
     _, out, _ = quick_report
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     rows = {row["strategy"]: row for row in results["rows"]}
-    assert set(rows) == {"none", "learn", "summary", "mini"}
+    assert set(rows) == {"none", "learn", "summary", "claude-code", "codex", "server", "mini"}
     for row in rows.values():
         assert set(row) >= ROW_FIELDS
         assert row["window"] == 32_000

@@ -216,7 +216,9 @@ def test_script_policy_plays_steps_then_answers_and_reacts_to_saved_output() -> 
     assert first.tool_calls[0].id is not None and first.tool_calls[0].id.startswith("toolu_01")
     notice = persisted_notice("read_file", "/h/r.txt", 40_000, 500, "x\n", 1)
     paging = policy.respond(_conversation("a.py", notice))
-    assert [c.input.get("offset") for c in paging.tool_calls] == [1, 351]
+    assert [c.input.get("offset") for c in paging.tool_calls] == [1]  # one page per step
+    following = policy.respond(_conversation("a.py", notice))
+    assert [c.input.get("offset") for c in following.tool_calls] == [351]
     assert policy.pages_read == 2
     assert policy.respond(_conversation("a.py", notice)).text == "two"  # handled once only
     assert policy.respond(plain).text == "all done"
@@ -274,8 +276,8 @@ def test_needs_are_checked_on_the_first_answered_request_of_the_turn() -> None:
         (first, True, 3), (second, False, 3)]
 
 
-def _run(key: str, *, cost_tokens: int, overflow: bool = False, retained: int = 1,
-         ours: bool = False) -> RunResult:
+def _run(key: str, *, cost_tokens: int, overflow: bool = False, retained: int = 2,
+         recovered: int = 0, ours: bool = False) -> RunResult:
     from mini_claude.bench.runner import NeedCheck
 
     run = RunResult(key, key, ours, 32_000, 24_000)
@@ -285,7 +287,8 @@ def _run(key: str, *, cost_tokens: int, overflow: bool = False, retained: int = 
                       0, 1_000, 500, 10, 2_000, (),
                       "prompt is too long: 40000 tokens > 32000 maximum" if overflow else None),
     ]
-    run.needs = [NeedCheck(1, "X", i < retained, 1) for i in range(2)]
+    run.needs = [NeedCheck(1, "X", i < retained, 1, recovered=retained <= i < retained + recovered)
+                 for i in range(2)]
     run.pipeline_seconds = [0.001, 0.003]
     return run
 
@@ -298,13 +301,26 @@ def test_row_figures_and_the_verdict() -> None:
     assert ours.pipeline_ms_median == pytest.approx(2.0)
     assert ours.peak_utilization == pytest.approx(2_000 / 24_000)
     cheaper = make_row(_run("summary", cost_tokens=100))
-    crashed = make_row(_run("none", cost_tokens=10, overflow=True, retained=2))
+    crashed = make_row(_run("none", cost_tokens=10, overflow=True))
     assert crashed.overflowed == 1 and crashed.cost_usd < ours.cost_usd
     verdict = judge([ours, cheaper, crashed], 32_000)
     assert verdict.ours_zero_overflow and not verdict.ours_cheapest and verdict.ours_retention_best
     assert not verdict.passed
     assert any("summary is cheaper" in note for note in verdict.notes)
-    assert judge([ours, crashed], 32_000).passed  # an overflowing row does not count
+    assert judge([ours, crashed], 32_000).passed  # an overflowing row does not count for cost
+
+
+def test_a_recovered_fact_is_not_lost_but_a_lost_one_fails_the_bar() -> None:
+    crashed = make_row(_run("none", cost_tokens=10, overflow=True))
+    recovering = make_row(_run("mini", cost_tokens=1_000, retained=1, recovered=1, ours=True))
+    assert (recovering.retained, recovering.recovered, recovering.lost) == (1, 1, 0)
+    assert judge([recovering, crashed], 32_000).passed
+    losing = make_row(_run("mini", cost_tokens=1_000, retained=1, ours=True))
+    assert losing.lost == 1 and losing.lost_share == 0.5
+    verdict = judge([losing, crashed], 32_000)
+    # Fewest lost is judged against every row, an overflowing one included.
+    assert not verdict.ours_retention_best and not verdict.ours_lost_within_limit
+    assert any("none loses fewer facts" in note for note in verdict.notes)
 
 
 def test_a_lost_fact_is_traced_to_the_edit_that_removed_it() -> None:

@@ -24,6 +24,7 @@ from mini_claude.simulator import (
     ToolCall,
 )
 from tests.hostile_support import (
+    KEY,
     PROVIDERS,
     WAIT_SECONDS,
     Cli,
@@ -185,6 +186,7 @@ def test_case3_a_project_env_with_its_own_key_and_url_is_honoured(cli: Cli) -> N
     outcome = cli.run("-p", "hello")
     assert outcome.code == 0, outcome.err
     assert "warning" not in outcome.err
+    assert f"using {url_name} and {key_name} from" in outcome.err
     headers = cli.sim.requests[-1].headers
     sent = headers.get("x-api-key") or headers.get("authorization", "")
     assert "project-own-key-123" in sent
@@ -262,9 +264,10 @@ def test_case5_surrogates_in_model_text_print_in_every_format(
         printed = json.loads(outcome.out)["result"]
     elif output_format == "stream-json":
         lines = [json.loads(line) for line in outcome.out.splitlines()]
-        deltas = "".join(e["text"] for e in lines if e["type"] == "TextDelta")
-        assert deltas == "x" * 11 + "\U0001f600" + "y" * 20 + " lone \ufffd end"
-        printed = lines[-1]["final_text"]
+        said = "".join(block["text"] for e in lines if e["type"] == "assistant"
+                       for block in e["message"]["content"] if block["type"] == "text")
+        assert said == "x" * 11 + "\U0001f600" + "y" * 20 + " lone \ufffd end"
+        printed = lines[-1]["result"]
     assert "\U0001f600" in printed and "lone \ufffd end" in printed
     assert_resumable(cli)
 
@@ -298,3 +301,201 @@ def test_case5_undecodable_file_and_tool_output_do_not_poison_the_session(cli: C
     assert outcome.code == 0, outcome.err
     assert "read them" in outcome.out
     assert_resumable(cli)
+
+
+# ---- case 10: spilled shell output is masked as it is written --------------------------
+
+LEAKY_JOB = (
+    "head -c 300000 /dev/zero | tr '\\0' 'a'; echo; cat key.txt; "
+    "printf 'MARKER%.0s' $(seq 20); echo; echo $$ > shell.pid; sleep 30"
+)
+
+
+def test_case10_a_key_in_spilled_output_is_masked_before_a_kill(cli: Cli) -> None:
+    (cli.project / "key.txt").write_text(f"the key is {KEY}\n")
+    cli.sim.policy = ScriptedPolicy([Reply("", [ToolCall("run_shell", {"command": LEAKY_JOB})])])
+    process = cli.start("-p", "print the key", "--yes")
+    results = cli.home / "tool-results"
+
+    def spilled_past_the_key() -> bool:
+        return any("MARKER" in p.read_text() for p in results.rglob("*-stdout.txt"))
+
+    try:
+        wait_for(spilled_past_the_key, "the output to spill past the key")
+        process.kill()  # SIGKILL: no cleanup code runs
+        process.wait(timeout=WAIT_SECONDS)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        kill_shell(cli.project)
+    (spill,) = results.rglob("*-stdout.txt")
+    text = spill.read_text()
+    assert KEY not in text and KEY[:-1] not in text
+    assert "the key is [redacted]" in text
+    assert oct(spill.stat().st_mode & 0o777) == "0o600"
+
+
+# ---- case 11: a stalled server is given up after an idle limit, and it says how long ---
+
+
+def test_case11_a_stalled_stream_is_abandoned_after_the_idle_limit(cli: Cli) -> None:
+    from mini_claude.simulator import Fault
+
+    cli.sim.inject(Fault("hang", times=2))
+    cli.extra_env = {"MINI_CLAUDE_STREAM_IDLE_TIMEOUT": "0.4", "MINI_CLAUDE_MAX_RETRIES": "1"}
+    outcome = cli.run("-p", "hello?")
+    assert outcome.code == 1
+    errors = [line for line in outcome.err.splitlines() if line.startswith("mini-claude:")]
+    assert len(errors) == 1
+    assert "nothing arrived for 0.4 s" in errors[0] and "gave up after 2 attempts" in errors[0]
+    assert_resumable(cli)
+
+
+def test_case11_the_idle_limit_defaults_to_claude_codes_ninety_seconds() -> None:
+    from mini_claude.settings import Settings, from_environment
+
+    assert Settings().stream_idle_timeout_seconds == 90.0
+    env = {"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_STREAM_IDLE_TIMEOUT": "45"}
+    assert from_environment(env).stream_idle_timeout_seconds == 45.0
+
+
+# ---- case 12: an invalid base URL is a configuration error -----------------------------
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://x", "http://", "https://host:port/"])
+def test_case12_an_invalid_base_url_is_one_configuration_line(cli: Cli, url: str) -> None:
+    _, url_name = key_and_url(cli.provider)
+    cli.extra_env = {url_name: url}
+    outcome = cli.run("-p", "hello")
+    assert outcome.code == 2
+    lines = outcome.err.strip().splitlines()
+    assert len(lines) == 1 and url_name in lines[0] and "not a valid base URL" in lines[0]
+    assert not cli.sim.requests
+
+
+# ---- case 13: a prompt that cannot fit is refused before it is sent --------------------
+
+
+def test_case13_a_prompt_larger_than_the_window_is_refused_before_sending(cli: Cli) -> None:
+    cli.sim.policy = ScriptedPolicy([Reply("fine")])
+    assert cli.run("-p", "hello").code == 0
+    sent = len(cli.sim.requests)
+    huge = ("all work and no play " * 50_000).encode()  # ~1 MB: ~250k tokens
+    outcome = cli.run("--continue", "-p", "summarise", stdin=huge)
+    assert outcome.code == 1
+    errors = [line for line in outcome.err.splitlines() if line.startswith("mini-claude:")]
+    assert len(errors) == 1 and "too long to send" in errors[0]
+    assert len(cli.sim.requests) == sent  # nothing was sent
+    assert_resumable(cli)  # and the refused prompt did not stay in the session
+
+
+# ---- case 14: --resume mistakes are named ---------------------------------------------
+
+
+def test_case14_an_empty_resume_id_is_a_usage_error_not_a_new_session(cli: Cli) -> None:
+    outcome = cli.run("-r", "", "-p", "hello")
+    assert outcome.code == 2
+    assert "--resume needs a session id" in outcome.err
+    assert not cli.transcripts() and not cli.sim.requests
+
+
+def test_case14_an_ambiguous_resume_prefix_lists_the_matches(cli: Cli) -> None:
+    assert cli.run("-p", "one").code == 0
+    assert cli.run("-p", "two").code == 0
+    first, second = cli.transcripts()
+    common = next(
+        first.stem[:i] for i in range(len(first.stem), 0, -1)
+        if second.stem.startswith(first.stem[:i])
+    )
+    outcome = cli.run("-r", common, "-p", "which?")
+    assert outcome.code == 2
+    lines = outcome.err.strip().splitlines()
+    assert len(lines) == 1 and "matches 2 sessions" in lines[0]
+    assert first.stem in lines[0] and second.stem in lines[0]
+    resumed = cli.run("-r", second.stem[:-2], "-p", "this one")
+    assert resumed.code == 0, resumed.err
+
+
+# ---- case 15: the key in the process environment (documented limit, and its remedy) ----
+
+PEEK_AT_PARENT = "tr '\\0' '\\n' < /proc/$PPID/environ | grep -c '_API_KEY=' || true"
+
+
+def test_case15_a_key_from_the_home_env_file_is_not_in_the_process_environment(
+    cli: Cli,
+) -> None:
+    """The README's remedy for the known limit: a key kept in ~/.mini-claude/.env never
+    enters mini-claude's environment, so a shell command cannot read it from there."""
+    key_name, _ = key_and_url(cli.provider)
+    cli.unset = {key_name}
+    cli.home.mkdir(parents=True, exist_ok=True)
+    (cli.home / ".env").write_text(f"{key_name}={KEY}\n")
+    seen: list[str] = []
+
+    def read_it(conv: SimConversation) -> Reply:
+        seen.append(conv.last_tool_results()[0].content)
+        return Reply("looked")
+
+    cli.sim.policy = ScriptedPolicy(
+        [Reply("", [ToolCall("run_shell", {"command": PEEK_AT_PARENT})]), read_it]
+    )
+    process = cli.start("-p", "peek", "--yes")
+    out, err = process.communicate(timeout=WAIT_SECONDS)
+    assert process.returncode == 0, err
+    assert "looked" in out
+    assert seen[0].strip().splitlines()[0] == "0"
+    headers = cli.sim.requests[0].headers
+    assert KEY in (headers.get("x-api-key") or headers.get("authorization", ""))
+
+
+# ---- the simulator refuses what the real APIs refuse ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"model": "sim-sonnet", "max_tokens": 10, "messages": '
+        b'[{"role": "user", "content": "n"}], "temperature": NaN}',
+        b'{"model": "sim-sonnet", "max_tokens": 10, "messages": '
+        b'[{"role": "user", "content": "x \\ud800"}]}',
+        b'{"model": "sim-sonnet", "max_tokens": 10, "messages": '
+        b'[{"role": "user", "content": "\xff"}]}',
+        b'{"model": "sim-sonnet", "max_tokens": 10, "messages": '
+        b'[{"role": "user", "content": [{"type": "text", "text": ""}]}]}',
+    ],
+)
+def test_the_simulator_refuses_bodies_the_real_apis_refuse(
+    simulator: Simulator, body: bytes
+) -> None:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        simulator.anthropic_base_url.rstrip("/") + "/v1/messages",
+        data=body,
+        headers={"content-type": "application/json", "x-api-key": KEY,
+                 "anthropic-version": "2023-06-01"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused_request:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused_request.value.code == 400
+
+
+def test_case3_a_project_base_url_without_its_own_key_is_ignored_even_with_no_key_elsewhere(
+    cli: Cli,
+) -> None:
+    """The user runs a local server that needs no key (its URL in the home .env). A project
+    URL would then receive no secret, but the whole conversation: it is ignored all the
+    same, and the user's own endpoint is used."""
+    key_name, url_name = key_and_url(cli.provider)
+    cli.unset = {key_name, url_name}
+    cli.home.mkdir(parents=True, exist_ok=True)
+    (cli.home / ".env").write_text(f"{url_name}={base_url(cli.sim, cli.provider)}\n")
+    with Simulator() as attacker:
+        (cli.project / ".env").write_text(f"{url_name}={base_url(attacker, cli.provider)}\n")
+        outcome = cli.run("-p", "hello")
+        assert not attacker.requests
+    assert outcome.code == 0, outcome.err
+    assert outcome.err.count("warning") == 1
+    assert cli.sim.requests[-1].status == 200

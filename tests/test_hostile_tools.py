@@ -19,7 +19,7 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.providers import create_provider
-from mini_claude.session import Session
+from mini_claude.session import Session, SessionError
 from mini_claude.settings import Settings
 from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
 from mini_claude.tools.base import (
@@ -305,3 +305,134 @@ def test_case9_other_sessions_and_the_home_env_ask_but_own_results_do_not(
     result = asyncio.run(registry.execute("read_file", {"path": saved[0]}, ctx))
     assert not result.is_error and "line of output" in result.content
     assert len(asked) == 3  # its own saved result was read without asking
+
+
+# ---- case 14: small things that lost or hid data ---------------------------------------
+
+
+def write_once(
+    sim: Simulator, provider: Provider, project: Path, home: Path, opened: list[Session],
+    path: str, content: str,
+) -> str:
+    """One write_file call by the model; returns the result it read back."""
+    seen: list[str] = []
+    sim.policy = ScriptedPolicy([
+        Reply("", [ToolCall("write_file", {"path": path, "content": content})]),
+        reads_result(seen),  # type: ignore[list-item]
+    ])
+    session = start(sim, provider, project, home, opened)
+    assert finished_text(turn(session.agent, "write it")) == "noted"
+    assert_history_valid(session.agent, sim)
+    return seen[0]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_case14_writing_over_a_hard_link_keeps_the_link(
+    provider: Provider, project: Path, simulator: Simulator, opened: list[Session],
+    isolated_home: Path,
+) -> None:
+    linked = project / "linked.txt"
+    linked.write_text("old\n")
+    os.link(linked, project / "other-name.txt")
+    result = write_once(simulator, provider, project, isolated_home, opened,
+                        "linked.txt", "new\n")
+    assert "Wrote linked.txt" in result
+    assert (project / "other-name.txt").read_text() == "new\n"  # the link still shares it
+    assert os.stat(linked).st_nlink == 2
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_case14_a_parent_that_is_a_file_is_named(
+    provider: Provider, project: Path, simulator: Simulator, opened: list[Session],
+    isolated_home: Path,
+) -> None:
+    (project / "real.txt").write_text("a file\n")
+    result = write_once(simulator, provider, project, isolated_home, opened,
+                        "real.txt/x", "nested\n")
+    assert "real.txt is a file, not a folder" in result
+    assert "File exists" not in result
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_case14_a_large_write_counts_the_lines_it_changed(
+    provider: Provider, project: Path, simulator: Simulator, opened: list[Session],
+    isolated_home: Path,
+) -> None:
+    big_old = "".join(f"row {i}\n" for i in range(250_000))  # over the diff size limit
+    (project / "big.txt").write_text(big_old)
+    result = write_once(simulator, provider, project, isolated_home, opened,
+                        "big.txt", "row 7\nrow seven\n")
+    assert "+1 -249999" in result and "+0 -0" not in result
+
+
+KILLED_WRITER = """
+import sys
+from pathlib import Path
+from mini_claude.tools.common import atomic_write
+data = b"x" * (16 << 20)
+target = Path(sys.argv[1])
+Path(sys.argv[2]).write_text("writing")
+while True:
+    atomic_write(target, data)
+"""
+
+
+def test_case14_a_kill_mid_write_leaves_no_temporary_file(project: Path) -> None:
+    started = project / "started"
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(project / "big.bin"), str(started)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(started.exists, "the writer to start")
+        wait_for((project / "big.bin").exists, "the first write to land")
+        process.kill()
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert not list(project.glob(".big.bin.*.tmp"))
+
+
+def test_case14_a_temporary_left_by_an_older_crash_is_swept_on_the_next_write(
+    project: Path,
+) -> None:
+    stale = project / ".notes.txt.0123456789ab.tmp"
+    stale.write_text("half a write")
+    os.utime(stale, (1_000_000_000, 1_000_000_000))
+    fresh = project / ".notes.txt.ba9876543210.tmp"  # another writer's, in progress
+    fresh.write_text("in progress")
+    ctx = ToolContext(root=project, settings=Settings(home=project.parent / "home"),
+                      approve=allow_all)
+    result = asyncio.run(WriteFileTool().run({"path": "notes.txt", "content": "hi\n"}, ctx))
+    assert not result.is_error, result.content
+    assert not stale.exists() and fresh.exists()
+
+
+# ---- case 4, in one process: the lock follows the transcripts that use it --------------
+
+
+def test_case4_the_lock_is_let_go_when_the_last_transcript_using_it_closes(
+    project: Path, simulator: Simulator, isolated_home: Path,
+) -> None:
+    settings = session_settings(simulator, "anthropic", isolated_home)
+    holder = Session(settings, project, create_provider(settings), allow_all)
+    other = Session(settings, project, create_provider(settings), allow_all)
+    first = holder.start_new()
+    with pytest.raises(SessionError, match="in use by another mini-claude process"):
+        other.resume(holder.session_id)
+    again = holder.resume(holder.session_id)  # /resume of the session in use
+    first.transcript.close()  # the old transcript closes; the resumed one still holds it
+    with pytest.raises(SessionError, match="in use"):
+        other.resume(holder.session_id)
+    broken = isolated_home / "transcripts" / "20000101-000000-broken.jsonl"
+    broken.mkdir()  # cannot be loaded: the session in use must stay held
+    with pytest.raises(OSError):
+        holder.resume(broken.stem)
+    with pytest.raises(SessionError, match="in use"):
+        other.resume(holder.session_id)
+    again.transcript.close()
+    resumed = other.resume(holder.session_id)
+    assert resumed.conversation is not None
+    resumed.transcript.close()

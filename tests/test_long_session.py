@@ -68,7 +68,7 @@ def test_single_turn_of_300_tool_calls(provider: str, tmp_path: Path) -> None:
     assert max(r.prompt_tokens for r in sim.requests) <= WINDOW
     compactions = record.of(ev.CompactionFinished)
     assert compactions, "the mid-turn safety net never fired"
-    assert len(compactions) <= 300 // 10, f"{len(compactions)} compactions: too many"
+    assert len(compactions) <= 10, f"{len(compactions)} compactions: too many"
     tiers = {e.report.tier for e in record.of(ev.TierFired)}
     assert {"persist", "budget", "snip", "microcompact"} <= tiers, tiers
     assert_nothing_lost(agent.transcript.path, root)

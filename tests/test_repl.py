@@ -837,3 +837,19 @@ def _offered() -> list[str]:
 def _line() -> str:
     app = get_app_or_none()
     return app.current_buffer.text if app is not None else ""
+
+
+def test_the_verbose_setting_shows_every_tier_report(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "seq 1 20000"})]),
+        Reply(text="Counted."),
+    ])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("count")
+        await repl.wait_for("Counted.", after=mark)
+        assert re.search(r"· persist: 1 result \w+, [\d.]+k? tokens freed", repl.text[mark:])
+        assert "· context:" not in repl.text[mark:]
+
+    drive(scenario, approver=allow_all, verbose=True)

@@ -232,3 +232,25 @@ def _cmdline(pid: str) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+def test_esc_at_the_question_cancels_the_turn_and_the_status_line_stays(
+        spawn: Spawn, project: Path) -> None:
+    policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "touch made.txt"})]),
+        Reply(text="Should never be asked for."),
+    ])
+    with Simulator(policy) as sim:
+        screen = spawn(sim)
+        screen.at_rest()
+        screen.type("make it\r")
+        screen.wait_text("esc cancels the turn")
+        screen.wait(lambda s: PERCENT.search(s.last_row) is not None
+                    and "running run_shell" in s.last_row, "the status line under the question")
+        requests = len(sim.requests)
+        screen.type("\x1b")
+        screen.wait_text("Interrupted")
+        screen.at_rest()
+        assert len(sim.requests) == requests
+        assert "What should the agent do instead?" not in screen.text
+        assert not (project / "made.txt").exists()

@@ -1,4 +1,4 @@
-"""The deterministic summary keeps what a compaction must not lose."""
+"""The simulated model's summary: short, selective, seeded; and the poor mode."""
 
 from __future__ import annotations
 
@@ -14,12 +14,14 @@ from mini_claude.simulator import (
     SimConversation,
     SimMessage,
     Simulator,
+    SummaryStyle,
     TextPart,
     ToolResultPart,
     ToolUsePart,
     build_summary,
     count_tokens,
 )
+from mini_claude.simulator.summary import POOR, REALISTIC
 from mini_claude.simulator.tokens import shared_counter
 
 
@@ -102,20 +104,23 @@ def test_focus_is_echoed() -> None:
 def test_earlier_summary_is_carried_forward() -> None:
     boundary = (
         "[This session was compacted: earlier messages were replaced by the summary below.]\n\n"
-        "## User requests\n- Set up CI for the project\n- FACT-ci_runner is buildkite"
+        "## User requests\n- Set up CI for the project\n"
+        "## Details from tool output\n- FACT-ci_runner is buildkite"
     )
     conv = session()
     conv.messages.insert(0, SimMessage("user", [TextPart(boundary)]))
     text = summary_of(conv)
-    carried = text.split("## Earlier summary (carried forward)")[1].split("\n## ")[0]
-    assert "Set up CI for the project" in carried
-    assert "FACT-ci_runner is buildkite" in text.split("## Facts to keep")[1]
-    assert "This session was compacted" not in text.split("## User requests")[1].split("##")[0]
+    requests = text.split("## User requests")[1].split("\n## ")[0]
+    assert requests.index("Set up CI for the project") < requests.index("Fix the failing login")
+    assert "FACT-ci_runner is buildkite" in text.split("## Details from tool output")[1]
+    assert "This session was compacted" not in text
+    assert text.count("## User requests") == 1
 
 
-def test_summary_stays_bounded_but_keeps_every_fact() -> None:
+def big_session(turns: int = 400) -> SimConversation:
+    """Many turns; each reads a module (a raw fact every 20th) and states one finding."""
     messages: list[SimMessage] = []
-    for n in range(400):
+    for n in range(turns):
         messages.append(
             SimMessage("user", [TextPart(f"Request {n}: " + "refactor the module " * 12)])
         )
@@ -127,11 +132,53 @@ def test_summary_stays_bounded_but_keeps_every_fact() -> None:
         )
         messages.append(SimMessage("assistant", [TextPart(f"Done with {n}.")]))
     messages.append(instruction())
-    text = summary_of(SimConversation("openai", "sim", "", messages))
-    assert count_tokens(text) <= 1_800
-    for n in range(0, 400, 20):
-        assert f"FACT-item{n} value {n}" in text
+    return SimConversation("openai", "sim", "", messages)
+
+
+def test_summary_stays_within_a_realistic_budget_and_drops_old_raw_detail() -> None:
+    conv = big_session()
+    budget = REALISTIC.budget(conv)
+    assert 1_000 <= budget <= 3_000
+    text = summary_of(conv)
+    assert count_tokens(text) <= budget + 120  # the analysis scratchpad and the tags
     assert "Request 399" in text and "Request 0:" not in text  # oldest detail went first
+    assert "pkg/module_399.py" in text.split("## Files read")[1]
+    kept = [n for n in range(0, 400, 20) if f"FACT-item{n} value {n}" in text]
+    assert len(kept) < 20  # raw details do not all fit: that is the point
+    # Whatever raw detail is kept is the newest: no gap below the newest fact.
+    assert kept == list(range(380 - 20 * (len(kept) - 1), 400, 20))
+
+
+def test_what_the_assistant_said_outlives_raw_tool_output() -> None:
+    conv = big_session(200)
+    said = SimMessage("assistant", [TextPart("The port is set in FACT-port: 8123, I checked.")])
+    conv.messages.insert(3, said)
+    text = build_summary(conv, shared_counter(), budget=1_200)
+    assert "FACT-port: 8123" in text.split("## Findings and decisions")[1]
+    assert "FACT-item0 value 0" not in text  # an old raw detail only a tool result showed
+
+
+def test_raw_details_are_kept_newest_first_when_room_is_left() -> None:
+    text = summary_of(session())  # a short session: everything fits
+    assert "FACT-port the dev server listens on 8123" in text.split("## Details from tool")[1]
+
+
+def test_poor_summary_keeps_only_the_user_requests() -> None:
+    text = build_summary(session(), shared_counter(), POOR)
+    body = text.split("<summary>\n")[1]
+    assert "## User requests" in body and "Fix the failing login test" in body
+    assert "FACT-owner_name is Dana Whitfield." in body  # the user said it
+    headings = [line for line in body.splitlines() if line.startswith("## ")]
+    assert headings == ["## User requests"]
+    assert "FACT-port the dev server" not in body and "pytest tests/test_login.py" not in body
+
+
+def test_budget_is_seeded() -> None:
+    conv = big_session(30)
+    budgets = {SummaryStyle(seed=seed).budget(conv) for seed in range(12)}
+    assert all(1_000 <= b <= 3_000 for b in budgets) and len(budgets) > 3
+    assert SummaryStyle(seed=5).budget(conv) == SummaryStyle(seed=5).budget(big_session(30))
+    assert summary_of(conv) == summary_of(big_session(30))
 
 
 def test_summary_request_through_the_server_does_not_consume_steps() -> None:
@@ -177,8 +224,8 @@ def test_repeated_compactions_do_not_nest_summaries() -> None:
         summary = summary_of(SimConversation("anthropic", "sim", "", messages))
         previous = summary.split("<summary>\n")[1].removesuffix("\n</summary>")
         sizes.append(count_tokens(summary))
-    assert previous.count("## Earlier summary") == 1
-    assert previous.count("## Facts to keep") == 1
+    assert previous.count("## User requests") == 1
+    assert previous.count("## Commands run") == 1
     assert all(f"FACT-round{n} done" in previous for n in range(6))
     assert "make step0" in previous  # old detail is carried, once
     assert previous.count("make step0") == 1

@@ -93,3 +93,22 @@ def test_corrupt_store_counts_as_no_decision_and_is_rewritten(tmp_path: Path) ->
     assert trust.status(project, Path(".mcp.json"), CONTENT) == "unknown"
     trust.approve(project, Path(".mcp.json"), CONTENT)
     assert trust.status(project, Path(".mcp.json"), CONTENT) == "approved"
+
+
+def test_decisions_from_two_sessions_at_once_are_all_kept(tmp_path: Path) -> None:
+    import threading
+
+    home = tmp_path / "home"
+    projects = [tmp_path / f"p{n}" for n in range(8)]
+    for project in projects:
+        project.mkdir()
+    threads = [
+        threading.Thread(target=ProjectTrust(home).approve, args=(p, Path(".mcp.json"), CONTENT))
+        for p in projects
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    trust = ProjectTrust(home)
+    assert all(trust.status(p, Path(".mcp.json"), CONTENT) == "approved" for p in projects)

@@ -39,7 +39,7 @@ def _windows(text: str) -> tuple[int, ...]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mini-claude bench",
-        description="Run the scripted long session under four context strategies against the "
+        description="Run the scripted long session under several context strategies against the "
                     "simulated model and report cost, overflows and retention.",
     )
     parser.add_argument("--quick", action="store_true",
@@ -50,7 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="folder for report.md, results.json and the plot "
                              "(default bench-report/)")
     parser.add_argument("--strategies", default=None,
-                        help="comma-separated subset of: none, learn, summary, mini")
+                        help="comma-separated subset of: none, learn, summary, claude-code, "
+                             "codex, server, mini")
+    parser.add_argument("--summarizer", choices=("realistic", "poor"), default="realistic",
+                        help="how the simulated model writes summaries: a realistic 1-3K token "
+                             "summary (default), or a poor one that keeps only the user's "
+                             "requests")
     parser.add_argument("--turns", type=int, default=None, help="override the number of turns")
     parser.add_argument("--seed", type=int, default=7, help="workload seed (default 7)")
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS,

@@ -37,6 +37,9 @@ class Row:
     compactions: int
     retained: int
     needed: int
+    recovered: int
+    recovery_calls: int
+    recovery_cost_usd: float
     estimate_error_mean_pct: float
     estimate_error_worst_pct: float
     pipeline_ms_median: float
@@ -48,6 +51,14 @@ class Row:
     @property
     def retention(self) -> float:
         return self.retained / self.needed if self.needed else 1.0
+
+    @property
+    def lost(self) -> int:
+        return self.needed - self.retained - self.recovered
+
+    @property
+    def lost_share(self) -> float:
+        return self.lost / self.needed if self.needed else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +89,14 @@ class Verdict:
     window: int
     ours_zero_overflow: bool
     ours_cheapest: bool
-    ours_retention_best: bool
+    ours_retention_best: bool  # fewest lost facts of all rows
+    ours_lost_within_limit: bool = True  # lost at most LOST_LIMIT of the needed facts
     notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return self.ours_zero_overflow and self.ours_cheapest and self.ours_retention_best
+        return (self.ours_zero_overflow and self.ours_cheapest and self.ours_retention_best
+                and self.ours_lost_within_limit)
 
 
 def _answered(requests: Iterable[RequestRecord]) -> list[RequestRecord]:
@@ -120,6 +133,9 @@ def make_row(run: RunResult) -> Row:
         compactions=len(run.compactions),
         retained=sum(1 for n in run.needs if n.retained),
         needed=len(run.needs),
+        recovered=sum(1 for n in run.needs if n.recovered),
+        recovery_calls=run.recovery.calls,
+        recovery_cost_usd=run.recovery.cost,
         estimate_error_mean_pct=100 * statistics.fmean(errors) if errors else 0.0,
         estimate_error_worst_pct=100 * max(errors, default=0.0),
         pipeline_ms_median=statistics.median(pipeline_ms),
@@ -167,7 +183,7 @@ LOSS_CAUSES = ("compact", "microcompact", "snip", "budget")
 
 
 def loss_cause(check: NeedCheck) -> str:
-    """Why a needed fact was missing, in one word."""
+    """Why a needed fact was missing from the turn's first call, in one word."""
     if check.retained:
         return "kept"
     if check.request_index is None:
@@ -181,31 +197,38 @@ def loss_cause(check: NeedCheck) -> str:
 
 
 def loss_note(run: RunResult) -> str:
-    """``mini-claude lost 25 of 27 needed facts: 24 microcompact, 1 snip``."""
+    """``mini-claude lost 2 of 27 needed facts (removed by: 2 compaction; 5 more recovered)``."""
     causes: dict[str, int] = {}
     for check in run.needs:
-        cause = loss_cause(check)
-        if cause != "kept":
+        if check.lost:
+            cause = loss_cause(check)
             causes[cause] = causes.get(cause, 0) + 1
     lost = sum(causes.values())
+    recovered = sum(1 for check in run.needs if check.recovered)
     detail = ", ".join(f"{count} {cause}" for cause, count in
                        sorted(causes.items(), key=lambda item: -item[1]))
-    return f"{run.title} lost {lost} of {len(run.needs)} needed facts" + (
-        f" (removed by: {detail})" if detail else "")
+    return (f"{run.title} lost {lost} of {len(run.needs)} needed facts"
+            + (f" (removed by: {detail})" if detail else "")
+            + (f"; {recovered} more were read back" if recovered else ""))
+
+
+LOSS_COLUMNS = ("turn failed", "never in context", "compaction", "microcompact", "snip",
+                "budget", "other")
 
 
 def loss_table(runs: Sequence[RunResult]) -> str:
-    causes = ["turn failed", "never in context", "compaction", "microcompact", "snip", "budget",
-              "other"]
-    lines = ["| strategy | window | needed | kept | " + " | ".join(causes) + " |",
-             "|" + "---|" * (4 + len(causes))]
+    """Missing facts by cause; "recovered" counts those of them read back through a pointer."""
+    lines = ["| strategy | window | needed | in context | " + " | ".join(LOSS_COLUMNS)
+             + " | recovered | lost |", "|" + "---|" * (6 + len(LOSS_COLUMNS))]
     for run in runs:
-        counts = {cause: 0 for cause in ["kept", *causes]}
+        counts = {cause: 0 for cause in ["kept", *LOSS_COLUMNS]}
         for check in run.needs:
             counts[loss_cause(check)] += 1
-        cells = " | ".join(str(counts[c]) for c in causes)
+        recovered = sum(1 for check in run.needs if check.recovered)
+        lost = sum(1 for check in run.needs if check.lost)
+        cells = " | ".join(str(counts[c]) for c in LOSS_COLUMNS)
         lines.append(f"| {run.title} | {run.window // 1000}K | {len(run.needs)} | "
-                     f"{counts['kept']} | {cells} |")
+                     f"{counts['kept']} | {cells} | {recovered} | {lost} |")
     return "\n".join(lines)
 
 
@@ -228,27 +251,35 @@ def _one_line(text: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+LOST_LIMIT = 0.05
+
+
 def judge(rows: Sequence[Row], window: int) -> Verdict:
-    """The bar: zero overflows, cheapest zero-overflow row, retention at least the others'."""
+    """The bar: zero overflows, cheapest zero-overflow row, fewest lost facts, lost <= 5%."""
     mine = [r for r in rows if r.window == window and r.ours]
     if not mine:
-        return Verdict(window, False, False, False, ["no mini-claude row at this window"])
+        return Verdict(window, False, False, False, False, ["no mini-claude row at this window"])
     ours = mine[0]
-    rivals = [r for r in rows
-              if r.window == window and not r.ours and not r.ablation and r.overflowed == 0]
+    others = [r for r in rows if r.window == window and not r.ours and not r.ablation]
+    rivals = [r for r in others if r.overflowed == 0]
     verdict = Verdict(
         window,
         ours_zero_overflow=ours.overflowed == 0,
         ours_cheapest=all(ours.cost_usd <= r.cost_usd for r in rivals),
-        ours_retention_best=all(ours.retention >= r.retention for r in rivals),
+        ours_retention_best=all(ours.lost <= r.lost for r in others),
+        ours_lost_within_limit=ours.lost_share <= LOST_LIMIT,
     )
     for rival in rivals:
         if rival.cost_usd < ours.cost_usd:
             verdict.notes.append(f"{rival.title} is cheaper: ${rival.cost_usd:.2f} against "
                                  f"${ours.cost_usd:.2f}")
-        if rival.retention > ours.retention:
-            verdict.notes.append(f"{rival.title} retains more: {rival.retained}/{rival.needed} "
-                                 f"against {ours.retained}/{ours.needed}")
+    for other in others:
+        if other.lost < ours.lost:
+            verdict.notes.append(f"{other.title} loses fewer facts: {other.lost}/{other.needed} "
+                                 f"against {ours.lost}/{ours.needed}")
+    if not verdict.ours_lost_within_limit:
+        verdict.notes.append(f"mini-claude lost {ours.lost} of {ours.needed} needed facts "
+                             f"({ours.lost_share:.0%}, the limit is {LOST_LIMIT:.0%})")
     if ours.overflowed:
         verdict.notes.append(f"mini-claude overflowed {ours.overflowed} times")
     return verdict
@@ -261,7 +292,8 @@ COLUMNS = (
     ("overflowed", "overflowed"), ("peak", "peak util."), ("input", "input tokens"),
     ("read_share", "cache-read share"), ("writes", "cache-write tokens"),
     ("output", "output tokens"), ("cost", "cost"), ("compactions", "compactions"),
-    ("retention", "retention"), ("estimate", "estimate error mean / worst"),
+    ("retention", "facts in context"), ("recovered", "recovered (calls, $)"),
+    ("lost", "lost"), ("estimate", "estimate error mean / worst"),
     ("pipeline", "pipeline ms median / worst"),
 )
 
@@ -280,7 +312,9 @@ def _cells(row: Row) -> dict[str, str]:
         "output": f"{row.output_tokens:,}",
         "cost": f"${row.cost_usd:.2f}",
         "compactions": str(row.compactions),
-        "retention": f"{row.retained}/{row.needed} ({row.retention:.0%})",
+        "retention": f"{row.retained}/{row.needed}",
+        "recovered": f"{row.recovered} ({row.recovery_calls}, ${row.recovery_cost_usd:.2f})",
+        "lost": f"{row.lost} ({row.lost_share:.0%})",
         "estimate": f"{row.estimate_error_mean_pct:.1f}% / {row.estimate_error_worst_pct:.1f}%",
         "pipeline": f"{row.pipeline_ms_median:.2f} / {row.pipeline_ms_worst:.1f}",
     }
@@ -332,7 +366,8 @@ def verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
         status = "PASS" if v.passed else "NOT MET"
         checks = (f"zero overflows: {'yes' if v.ours_zero_overflow else 'no'}; "
                   f"cheapest zero-overflow row: {'yes' if v.ours_cheapest else 'no'}; "
-                  f"retention at least the others': {'yes' if v.ours_retention_best else 'no'}")
+                  f"fewest lost facts: {'yes' if v.ours_retention_best else 'no'}; "
+                  f"lost <= {LOST_LIMIT:.0%}: {'yes' if v.ours_lost_within_limit else 'no'}")
         lines.append(f"- {v.window // 1000}K window: **{status}** ({checks})")
         lines.extend(f"  - {note}" for note in v.notes)
     return lines
@@ -342,7 +377,7 @@ def to_json(runs: Sequence[RunResult], rows: Sequence[Row], verdicts: Sequence[V
             extra: dict[str, Any]) -> dict[str, Any]:
     """Everything needed to redo the analysis: rows, per-request records, checks."""
     return {
-        "rows": [asdict(r) | {"retention": r.retention} for r in rows],
+        "rows": [asdict(r) | {"retention": r.retention, "lost": r.lost} for r in rows],
         "verdicts": [asdict(v) | {"passed": v.passed} for v in verdicts],
         "runs": [
             {
@@ -351,6 +386,7 @@ def to_json(runs: Sequence[RunResult], rows: Sequence[Row], verdicts: Sequence[V
                 "effective_window": run.effective_window,
                 "wall_seconds": round(run.wall_seconds, 2),
                 "pages_read_after_saved_output": run.pages_read,
+                "recovery": asdict(run.recovery),
                 "tokens_freed": run.tokens_freed,
                 "tier_events": run.tier_events,
                 "turn_errors": [list(e) for e in run.turn_errors],

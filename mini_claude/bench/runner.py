@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import time
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,15 +23,19 @@ from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
 from mini_claude.scenario.policy import ScriptPolicy
 from mini_claude.scenario.script import Script
+from mini_claude.scenario.workload import Fact
 from mini_claude.session import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, SimClock, Simulator
+from mini_claude.simulator.summary import REALISTIC, SummaryStyle
 from mini_claude.tools.base import allow_all
 
 MODEL = "sim-sonnet"
 MODEL_SECONDS = 4.0  # simulated time a model reply takes
 TOOL_SECONDS = 1.0  # simulated time a tool call takes
 CLOCK_START = 1_000_000.0
+# Every run names its session alike, so two runs send the same bytes (the id is in saved paths).
+SESSION_ID = "20261125-090000-bench0"
 PROMPT_TOO_LONG = "prompt is too long"
 
 
@@ -90,10 +94,24 @@ class CompactionMark:
 class NeedCheck:
     turn: int
     fact_id: str
-    retained: bool
+    retained: bool  # in context when the turn's first call was answered
     request_index: int | None  # the request the check was made on
-    last_seen: int | None = None  # for a lost fact: the last request that still carried it
-    lost_after: tuple[str, ...] = ()  # for a lost fact: what edited history right after that
+    last_seen: int | None = None  # for a missing fact: the last request that still carried it
+    lost_after: tuple[str, ...] = ()  # for a missing fact: what edited history right after that
+    recovered: bool = False  # missing, then read back through a pointer later in the turn
+
+    @property
+    def lost(self) -> bool:
+        return not self.retained and not self.recovered
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryCost:
+    """What reading facts back cost: the calls made, the requests they added, their price."""
+
+    calls: int = 0
+    requests: int = 0
+    cost: float = 0.0
 
 
 @dataclass
@@ -113,6 +131,7 @@ class RunResult:
     tokens_freed: dict[str, int] = field(default_factory=dict)
     tier_events: dict[str, int] = field(default_factory=dict)
     pages_read: int = 0
+    recovery: RecoveryCost = field(default_factory=RecoveryCost)
     marks: list[CallMark] = field(default_factory=list, repr=False)
     compaction_attempts: int = 0
     tool_calls: int = 0
@@ -170,6 +189,7 @@ def bench_settings(strategy: Strategy, *, window: int, base_url: str, home: Path
 
 async def run_strategy(
     strategy: Strategy, script: Script, *, window: int, template: Path, workdir: Path,
+    summary_style: SummaryStyle = REALISTIC,
 ) -> RunResult:
     """One row of the table: a fresh copy of the project, a fresh simulator, the whole script."""
     started = time.perf_counter()
@@ -179,14 +199,17 @@ async def run_strategy(
     shutil.copytree(template, project)
     clock = SimClock(start=CLOCK_START)
     policy = ScriptPolicy(script, seed=len(script.turns))
-    with Simulator(policy, context_window=window, clock=clock) as sim:
+    with Simulator(policy, context_window=window, clock=clock,
+                   summary_style=summary_style) as sim:
         settings = bench_settings(strategy, window=window, base_url=sim.anthropic_base_url,
                                   home=workdir / "home")
         result = RunResult(strategy.key, strategy.title, strategy.ours, window,
                            settings.effective_window, strategy.ablation)
         provider = create_provider(settings)
         try:
-            agent = Session(settings, project, provider, allow_all, clock=clock.now).start_new()
+            session = Session(settings, project, provider, allow_all, clock=clock.now,
+                              wall_clock=clock.now)
+            agent = session.start_new(SESSION_ID)
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:
@@ -195,8 +218,10 @@ async def run_strategy(
         finally:
             await provider.close()
     result.requests = _join(records, result.marks, turn_starts)
-    result.needs = explain_losses(_check_needs(script, records, turn_starts), records,
-                                  result.requests, script)
+    checks = _check_needs(script, records, turn_starts)
+    checks = _check_recoveries(checks, policy, script, records, turn_starts)
+    result.needs = explain_losses(checks, records, result.requests, script)
+    result.recovery = recovery_cost(policy, records, result.requests)
     result.pipeline_seconds = list(agent.pipeline_seconds)
     result.tokens_freed = dict(agent.stats()["tokens_freed"])
     result.pages_read = policy.pages_read
@@ -276,18 +301,52 @@ def _check_needs(script: Script, records: list[RecordedRequest],
         found = _first_answered(records, turn_starts[turn_index], ends[turn_index])
         text = "\n".join(body_strings(records[found].body)) if found is not None else ""
         for fact_id in turn.needs:
-            line = script.facts[fact_id].line
-            checks.append(NeedCheck(turn_index, fact_id, line in text, found))
+            checks.append(NeedCheck(turn_index, fact_id, script.facts[fact_id].seen_in(text),
+                                    found))
     return checks
 
 
-def _facts_carried(body: Any, lines: dict[str, str]) -> frozenset[str]:
-    """Ids of the facts whose whole line appears somewhere in a request body."""
+def _check_recoveries(checks: list[NeedCheck], policy: ScriptPolicy, script: Script,
+                      records: list[RecordedRequest], turn_starts: list[int]) -> list[NeedCheck]:
+    """A missing fact the model went to read back counts as recovered once a later call of the
+    same turn carries it."""
+    attempted = {(r.turn, f) for r in policy.recoveries for f in r.fact_ids}
+    ends = [*turn_starts[1:], len(records)]
+    out = []
+    for check in checks:
+        if check.retained or (check.turn, check.fact_id) not in attempted:
+            out.append(check)
+            continue
+        fact = script.facts[check.fact_id]
+        later = range((check.request_index or turn_starts[check.turn]) + 1, ends[check.turn])
+        found = any(records[i].status == 200 and not records[i].is_summary_request
+                    and fact.seen_in("\n".join(body_strings(records[i].body))) for i in later)
+        out.append(replace(check, recovered=found))
+    return out
+
+
+def recovery_cost(policy: ScriptPolicy, records: list[RecordedRequest],
+                  joined: list[RequestRecord]) -> RecoveryCost:
+    """The requests that only carried recovery results back are the extra ones; so is their $."""
+    extra = []
+    for index, record in enumerate(records):
+        conv = record.conversation
+        if conv is None or record.is_summary_request:
+            continue
+        ids = {r.tool_use_id for r in conv.last_tool_results()}
+        if ids and ids <= policy.recovery_ids:
+            extra.append(index)
+    return RecoveryCost(calls=len(policy.recovery_ids), requests=len(extra),
+                        cost=sum(joined[i].cost for i in extra))
+
+
+def _facts_carried(body: Any, facts: Mapping[str, Fact]) -> frozenset[str]:
+    """Ids of the facts (id with value) that appear somewhere in a request body."""
     found: set[str] = set()
     for text in body_strings(body):
         if "FACT-" not in text:
             continue
-        found.update(fact_id for fact_id, line in lines.items() if line in text)
+        found.update(fact_id for fact_id, fact in facts.items() if fact.seen_in(text))
     return frozenset(found)
 
 
@@ -301,9 +360,8 @@ def explain_losses(checks: list[NeedCheck], records: list[RecordedRequest],
     """
     if all(check.retained for check in checks):
         return checks
-    lines = {fact_id: fact.line for fact_id, fact in script.facts.items()}
     calls = [i for i, r in enumerate(records) if r.status == 200 and not r.is_summary_request]
-    carried = {i: _facts_carried(records[i].body, lines) for i in calls}
+    carried = {i: _facts_carried(records[i].body, script.facts) for i in calls}
     explained = []
     for check in checks:
         if check.retained or check.request_index is None:

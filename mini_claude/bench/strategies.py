@@ -15,7 +15,14 @@ from mini_claude.settings import Settings
 UNREACHABLE_PCT = 9.9  # a utilization no prompt ever reaches
 NEVER_SECONDS = 10.0**9
 HUGE_BYTES = 1 << 40
+HUGE_TOKENS = 1 << 40
 LEARN_CLAUDE_CODE_THRESHOLD = 50_000
+CLAUDE_CODE_MAX_OUTPUT = 20_000  # min(the model's max output, 20K) for Sonnet-class models
+CLAUDE_CODE_BUFFER = 13_000
+CLAUDE_CODE_PERSIST_CHARS = 50_000
+CLAUDE_CODE_IDLE_SECONDS = 3_600.0
+CODEX_TRUNCATE_CHARS = int(10_000 * 1.2 * 4)  # 10K tokens with 1.2x slack, ~4 chars a token
+SERVER_COMPACTION_TRIGGER = 150_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,13 +36,75 @@ class Strategy:
 
 
 def _tiers_off(settings: Settings) -> Settings:
+    """Only a summary is left: no cheap tier, and none of our own departures from the plain
+    tiers (summarizing after an idle gap, clearing before a second summary in one turn,
+    asking the summary for every path and command)."""
     return settings.with_overrides(
         budget_low_pct=UNREACHABLE_PCT,
         budget_high_pct=UNREACHABLE_PCT,
         snip_pct=UNREACHABLE_PCT,
         microcompact_idle_seconds=NEVER_SECONDS,
         persist_threshold_bytes=HUGE_BYTES,
+        idle_compact_min_tokens=HUGE_TOKENS,
+        summary_min_work=0,
+        summary_keep_pointers=False,
     )
+
+
+def _summary_alone(settings: Settings) -> Settings:
+    """Everything before the summary is dropped: no kept tail, no user text, no file."""
+    return settings.with_overrides(compact_tail_share=0.0, kept_user_tokens=0,
+                                   reattach_max_files=0)
+
+
+def _pct_of_effective(settings: Settings, tokens: float) -> float:
+    return min(1.0, tokens / settings.effective_window)
+
+
+def _claude_code(settings: Settings) -> Settings:
+    """Claude Code: summary at window - min(max output, 20K) - 13K, 5 files re-attached.
+
+    At 200K that is 167K. At 32K the formula goes negative, so the output share
+    is capped at a quarter of the window and the 13K buffer scaled by the window
+    (32K - 8K - 2.1K = 21.9K, 68%). Results over 50,000 characters are saved to
+    a file with a 2 KB preview; old results are cleared only after an hour idle,
+    keeping the last 5 (the prompt cache's longest life). The summary replaces
+    the whole history (no tail, no verbatim user messages).
+    """
+    window = settings.window
+    threshold = window - min(CLAUDE_CODE_MAX_OUTPUT, window // 4) - (
+        CLAUDE_CODE_BUFFER * window / 200_000)
+    base = _tiers_off(settings).with_overrides(
+        persist_threshold_bytes=CLAUDE_CODE_PERSIST_CHARS,
+        microcompact_idle_seconds=CLAUDE_CODE_IDLE_SECONDS,
+        keep_recent_results=5,
+        reattach_max_files=5,
+        reattach_file_tokens=5_000,
+        reattach_total_tokens=50_000,
+    )
+    return base.with_overrides(compact_tail_share=0.0, kept_user_tokens=0,
+                               autocompact_pct=_pct_of_effective(base, threshold))
+
+
+def _codex(settings: Settings) -> Settings:
+    """Codex CLI: a handoff summary at 90% of the window, checked after every call; beside it
+    up to 20K tokens of the user's own messages and nothing else; results cut to 10K tokens
+    (x1.2) when recorded."""
+    base = _summary_alone(_tiers_off(settings)).with_overrides(
+        output_reserve=settings.window // 10,
+        truncate_chars=CODEX_TRUNCATE_CHARS,
+        kept_user_tokens=20_000,
+    )
+    return base.with_overrides(autocompact_pct=_pct_of_effective(base, 0.9 * base.window))
+
+
+def _anthropic_compaction(settings: Settings) -> Settings:
+    """Server-side compact_20260112: at 150K input tokens (75% of 200K; the same 75% at 32K,
+    since the 50K minimum is above that window), a summary by the same model, billed as an
+    extra call, and everything before it dropped."""
+    base = _summary_alone(_tiers_off(settings))
+    trigger = SERVER_COMPACTION_TRIGGER * base.window / 200_000
+    return base.with_overrides(autocompact_pct=_pct_of_effective(base, trigger))
 
 
 def _no_compaction(settings: Settings) -> Settings:
@@ -68,6 +137,17 @@ STRATEGIES: tuple[Strategy, ...] = (
              "summary above 50,000 tokens", _learn_claude_code),
     Strategy("summary", "summary only", "a full summary at 85% of the window, nothing else",
              _summary_only),
+    Strategy("claude-code", "Claude Code",
+             "Claude Code's published policy: summary at window - 20K - 13K (167K of 200K), 5 "
+             "files re-attached, results over 50,000 chars saved with a preview, old results "
+             "cleared only after an hour idle", _claude_code),
+    Strategy("codex", "Codex CLI",
+             "Codex CLI's published policy: a handoff summary at 90% of the window, checked "
+             "after every call, plus up to 20K tokens of the user's own messages; results cut "
+             "to 12K tokens when recorded", _codex),
+    Strategy("server", "Anthropic compaction",
+             "server-side compact_20260112: a summary by the same model at 150K input tokens "
+             "(75% of the window at 32K), everything before it dropped", _anthropic_compaction),
     Strategy("mini", "mini-claude",
              "the full pipeline with default settings (persist, budget, snip, microcompact, "
              "auto-compact)", _mini_claude, ours=True),

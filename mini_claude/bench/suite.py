@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,12 +39,14 @@ from mini_claude.bench.strategies import ABLATIONS, STRATEGIES, Strategy
 from mini_claude.pricing import SONNET
 from mini_claude.scenario.script import FULL_TURNS, QUICK_TURNS, Script, build_script
 from mini_claude.scenario.workload import plan_project, write_project
+from mini_claude.simulator.summary import SummaryMode, SummaryStyle
 from mini_claude.simulator.tokens import shared_counter
 
 FULL_STARTUP_RUNS = 5
 QUICK_STARTUP_RUNS = 1
 FULL_SCALING_REPEATS = 30
 QUICK_SCALING_REPEATS = 5
+SCRATCH_PARENT = "mini-claude-bench"
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class BenchOptions:
     scaling_repeats: int
     jobs: int = 1
     ablations: bool = False
+    summarizer: SummaryMode = "realistic"
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BenchOptions:
@@ -85,6 +90,7 @@ class BenchOptions:
                                                        FULL_SCALING_REPEATS),
             jobs=args.jobs,
             ablations=args.ablations,
+            summarizer=args.summarizer,
         )
 
 
@@ -108,7 +114,8 @@ async def _run_all(options: BenchOptions, script: Script, template: Path,
         async with gate:
             _progress(f"bench: {strategy.title} at a {window // 1000}K window ...")
             run = await run_strategy(strategy, script, window=window, template=template,
-                                     workdir=scratch / f"run{number:02d}")
+                                     workdir=scratch / f"run{number:02d}",
+                                     summary_style=SummaryStyle(mode=options.summarizer))
             _progress(f"bench:   {strategy.title} at {window // 1000}K: {len(run.requests)} "
                       f"requests, {run.tool_calls} tool calls, {run.wall_seconds:.1f} s")
             return run
@@ -120,8 +127,7 @@ def run_suite(options: BenchOptions) -> int:
     started = time.perf_counter()
     plan = plan_project(options.seed)
     script = build_script(plan, turns=options.turns)
-    with tempfile.TemporaryDirectory(prefix="mini-claude-bench-") as folder:
-        scratch = Path(folder)
+    with scratch_folder() as scratch:
         write_project(plan, scratch / "template")
         runs = asyncio.run(_run_all(options, script, scratch / "template", scratch))
     rows = [make_row(run) for run in runs if not run.ablation]
@@ -129,7 +135,7 @@ def run_suite(options: BenchOptions) -> int:
     verdicts = [judge(rows, window) for window in options.windows]
     for verdict in verdicts:
         ours = [run for run in runs if run.ours and run.window == verdict.window]
-        if ours and not verdict.ours_retention_best:
+        if ours and any(not check.retained for check in ours[0].needs):
             verdict.notes.append(loss_note(ours[0]))
     scaling: list[ScalingPoint] = []
     if options.scaling_repeats:
@@ -152,6 +158,30 @@ def run_suite(options: BenchOptions) -> int:
     print("\n".join(verdict_lines(verdicts)))
     print(f"\nreport: {options.out / 'report.md'} · {plot_note}")
     return EXIT_OK
+
+
+@contextmanager
+def scratch_folder() -> Iterator[Path]:
+    """A fresh folder whose path is the same from run to run (it is in every prompt).
+
+    A random temporary name would change the token counts of two otherwise
+    identical runs; the first free ``run-N`` under one shared parent only
+    differs when benchmarks run side by side, and then by a digit.
+    """
+    parent = Path(tempfile.gettempdir()) / SCRATCH_PARENT
+    parent.mkdir(exist_ok=True)
+    for number in range(1_000):
+        folder = parent / f"run-{number}"
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
+    raise FileExistsError(f"no free folder under {parent}")
 
 
 def _extras(options: BenchOptions, script: Script, scaling: list[ScalingPoint],
@@ -183,6 +213,7 @@ def workload_facts(options: BenchOptions, script: Script) -> dict[str, Any]:
         "long_idle_turns": script.long_idle_turns,
         "tokenizer": shared_counter().name,
         "windows": list(options.windows),
+        "summarizer": options.summarizer,
     }
 
 
@@ -205,8 +236,9 @@ def render_report(
         f"{TOOL_SECONDS:.0f} s of simulated time. {facts['facts_needed']} times a turn needs a "
         "`FACT-...` line that an earlier tool result showed. Prices: Sonnet-class, "
         f"${SONNET.input:g} input, ${SONNET.cache_write:g} cache write, ${SONNET.cache_read:g} "
-        f"cache read, ${SONNET.output:g} output per million tokens. The whole run took "
-        f"{seconds:.0f} s.",
+        f"cache read, ${SONNET.output:g} output per million tokens. Summaries are written by the "
+        f"simulated model in its {options.summarizer} mode (see *Summaries and recovery*). The "
+        f"whole run took {seconds:.0f} s.",
         "",
         "## Results",
         "",
@@ -215,7 +247,8 @@ def render_report(
         "## Verdict",
         "",
         "The bar: mini-claude has zero overflows, the lowest cost of the rows with zero "
-        "overflows, and a retention score at least theirs.",
+        "overflows, the fewest lost facts of all rows, and at most 5% of the needed facts "
+        "lost.",
         "",
         *verdict_lines(verdicts),
         "",
@@ -233,7 +266,8 @@ def render_report(
         "and the history edit recorded on the call after (a summary that dropped it, a cleared "
         "result). *never in context*: no call ever carried it, so it was cut or cleared before the "
         "model saw it (a budget cut of a result just read, a compaction right after the read); "
-        "*turn failed*: the turn needing it had no answered call.",
+        "*turn failed*: the turn needing it had no answered call. *recovered*: of those missing, "
+        "the ones the model read back in the same turn through a pointer; *lost*: the rest.",
         "",
         loss_table([run for run in runs if not run.ablation]),
         "",
@@ -254,6 +288,14 @@ def render_report(
         "## Strategies",
         "",
         *(f"- **{s.title}**: {s.description}." for s in options.strategies),
+        "",
+        "## How the peer rows are modelled, and what they leave out",
+        "",
+        *PEER_NOTES,
+        "",
+        "## Summaries and recovery",
+        "",
+        *RECOVERY_NOTES,
         "",
         "## Columns",
         "",
@@ -281,6 +323,53 @@ def _tier_sections(runs: Sequence[RunResult]) -> list[str]:
     return out
 
 
+PEER_NOTES = (
+    "All rows run the same agent on the same script; a peer is a set of settings that "
+    "imitates its published policy (numbers from the peers' public source and docs). Every "
+    "summary is written by the same simulated model from our own summary request; the peers' "
+    "own prompts (Claude Code's 9 sections, Codex's handoff prompt, the server's default) are "
+    "not reproduced, and none of them is given our request to keep every path and command.",
+    "- **Claude Code**: summary at window - min(max output, 20K) - 13K = 167K of 200K. At 32K "
+    "that formula is negative, so the output share is capped at a quarter of the window and the "
+    "13K buffer scaled with the window: 32K - 8K - 2.1K = 21.9K. Up to 5 recent files "
+    "re-attached (5K tokens each, 50K in all); results over 50,000 characters saved with a 2 KB "
+    "preview; old results cleared only after an hour idle, keeping the last 5. Left out: the "
+    "server-side cache_edits clearing, the per-tool read limits (2,000 lines / 25K tokens), the "
+    "circuit breaker's exact behaviour, todo lists and plan files re-attached.",
+    "- **Codex CLI**: summary at 90% of the window (the output reserve set to 10% so that 90% "
+    "is reachable), checked before every call, mid-turn too; the rebuilt history holds the "
+    "summary and up to 20K tokens of the user's own messages (capped by our 15% share of the "
+    "window), nothing else; results cut to 10K tokens x1.2 when recorded. Left out: the "
+    "Responses API's encrypted compaction item and its warning about repeated compactions.",
+    "- **Anthropic compaction** (`compact_20260112`): summary at 150,000 input tokens at 200K. "
+    "The 50,000 minimum is above a 32K window, so the trigger is scaled with the window: 75%, "
+    "24,000 tokens. The summary is a separate, billed call by the same model (as "
+    "`usage.iterations` bills it) and everything before it is dropped. Left out: the summary is "
+    "written inside the same request server-side, so the real one saves the round trip; "
+    "`pause_after_compaction` and custom `instructions`.",
+    "- **learn-claude-code**, **summary only**, **no compaction**: our own baselines; they too no "
+    "longer use our idle summaries or the clearing that comes before a second summary in a turn.",
+)
+
+RECOVERY_NOTES = (
+    "The simulated model writes a summary of a seeded length between 1,000 and 3,000 tokens "
+    "(seed 0, drawn per request from the history's length). It keeps, most important first: the "
+    "focus, the current state, the user's requests (newest first), errors, files changed, what "
+    "the assistant itself concluded (statements of exact values first), files read, commands and "
+    "searches; each up to a share of the budget. Raw details that appeared only in tool "
+    "results come last, newest first, with whatever room is left: in a long session, none. A "
+    "request that asks for every path and command in full (mini-claude's does) gets that list "
+    "on top, within the reply's token limit. With `--summarizer poor` it keeps only the user's "
+    "requests.",
+    "",
+    "When a turn needs a fact that is not in its first request, the scripted model looks for a "
+    "pointer to it in the context, the question itself not counted: the file's path, the "
+    "command, the search (in a summary, a placeholder, a kept message). If there is one, it "
+    "re-runs that one call first (and pages through it if the output was saved to a file) and "
+    "goes on; the fact counts as recovered when a later call of the turn carries it. Without a "
+    "pointer it is lost.",
+)
+
 COLUMN_NOTES = (
     "- requests: every call sent, summary calls in brackets.",
     "- overflowed: calls the server refused with *prompt is too long* (the turn ends with an "
@@ -290,8 +379,13 @@ COLUMN_NOTES = (
     "- input tokens: prompt tokens of answered calls (uncached + cache read + cache write).",
     "- cache-read share: the part of those read from the prompt cache.",
     "- cost: the price table applied to each answered call's usage; refused calls cost nothing.",
-    "- retention: needed facts present anywhere in the body of the first answered call of the "
-    "turn that needs them (a tool result still in context, a summary, a re-attached file).",
+    "- facts in context: needed facts (id with value) present anywhere in the body of the first "
+    "answered call of the turn that needs them (a tool result still in context, a summary, a "
+    "re-attached file, an earlier answer).",
+    "- recovered (calls, $): facts missing there that the model read back in the same turn "
+    "through a pointer still in context; the calls it made for that (pages included) and the "
+    "price of the requests that carried their results back.",
+    "- lost: needed facts neither in context nor recovered.",
     "- estimate error: the agent's token estimate just before each call against the server's "
     "count of that call.",
     "- pipeline ms: wall time of one pass of tiers 1-3 before a call, taken while the other "

@@ -53,7 +53,6 @@ from mini_claude.settings import Settings
 REASONS = frozenset(get_args(CompactReason))
 
 # Shares of the effective window for what the rebuilt history keeps besides the summary.
-TAIL_SHARE = 0.15  # recent messages kept as they were, before any escalation
 USER_TEXT_SHARE = 0.15  # the user's own words, verbatim (also capped by settings)
 FILES_SHARE = 0.10  # re-attached files together (also capped by settings)
 
@@ -307,7 +306,8 @@ class Compactor:
         base = messages[: unsent_suffix_start(messages)]
         if not base:
             raise CompactionError("nothing to summarize yet")
-        instruction = Message("user", [TextBlock(summary_instruction(focus))])
+        instruction = Message("user", [TextBlock(summary_instruction(
+            focus, keep_pointers=self.settings.summary_keep_pointers))])
         max_tokens = max_tokens_for(
             ctx.thinking, min(self.settings.summary_max_tokens, self.settings.reserve)
         )
@@ -396,7 +396,7 @@ class Compactor:
         per_token = self.meter.chars_per_token
         return Limits(
             target_tokens=int(effective * settings.post_compact_target_pct),
-            tail_tokens=int(effective * TAIL_SHARE),
+            tail_tokens=int(effective * settings.compact_tail_share),
             user_chars=int(min(settings.kept_user_tokens, effective * USER_TEXT_SHARE) * per_token),
             file_chars=int(settings.reattach_file_tokens * per_token),
             files_chars=int(

@@ -268,6 +268,19 @@ class TokenMeter:
             ratio = prompt_chars / content_tokens
             self._ratio = _clamp(ratio, MIN_CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN)
 
+    def schemas_changed(self, fixed_chars: int) -> None:
+        """Tools were added (an MCP server connected): shift what was learnt and the anchor
+        by the schemas' difference, so the estimate does not wait for the next response."""
+        delta = (fixed_chars - self.fixed_chars) / self.chars_per_token
+        self.fixed_chars = fixed_chars
+        if self._fixed_tokens is not None:
+            self._fixed_tokens = max(0.0, self._fixed_tokens + delta)
+        anchor = self._anchor
+        if anchor is not None:
+            tokens = max(0, round(anchor.tokens + delta))
+            self._anchor = Anchor(tokens, anchor.chars, anchor.messages, anchor.epoch)
+        self._cached = None
+
     def _learn_fixed_tokens(self, tokens: int, conversation: Conversation) -> None:
         """What the server counted beyond the history is the system prompt and tools.
 

@@ -35,9 +35,20 @@ def instruction_template() -> str:
     return resources.files(TEMPLATE_PACKAGE).joinpath(TEMPLATE_NAME).read_text(encoding="utf-8")
 
 
-def summary_instruction(focus: str | None = None) -> str:
+# Asked for when ``Settings.summary_keep_pointers`` is on: a fact the summary leaves out can
+# be read back only while something in the context still says where it was.
+KEEP_POINTERS_LINE = (
+    "Keep in full: every file path, command and search of the whole session, those listed in "
+    "an earlier summary included, however long the list; they are how anything left out can be "
+    "found again."
+)
+
+
+def summary_instruction(focus: str | None = None, *, keep_pointers: bool = False) -> str:
     """The final user message of a summary request; the heading lets servers and tests spot it."""
     text = f"{SUMMARY_HEADING}\n\n{instruction_template().strip()}"
+    if keep_pointers:
+        text += f"\n\n{KEEP_POINTERS_LINE}"
     focus = (focus or "").strip()
     if focus:
         text += f"\n\nFocus: {focus}"

@@ -28,7 +28,7 @@ def create_provider(settings: Settings) -> Provider:
         inner = AnthropicProvider(
             api_key=_api_key(settings, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
             base_url=settings.anthropic_base_url,
-            timeout_seconds=settings.request_timeout_seconds,
+            timeout_seconds=_read_timeout(settings),
             cache_diagnostics=settings.cache_diagnostics,
         )
     else:
@@ -37,9 +37,14 @@ def create_provider(settings: Settings) -> Provider:
         inner = OpenAIProvider(
             api_key=_api_key(settings, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
             base_url=settings.openai_base_url,
-            timeout_seconds=settings.request_timeout_seconds,
+            timeout_seconds=_read_timeout(settings),
         )
     return RetryingProvider(inner, max_retries=settings.max_retries)
+
+
+def _read_timeout(settings: Settings) -> float:
+    """How long the transport waits for the next bytes: the idle limit, within the request's."""
+    return min(settings.request_timeout_seconds, settings.stream_idle_timeout_seconds)
 
 
 def _api_key(settings: Settings, key_variable: str, base_url_variable: str) -> str:

@@ -169,8 +169,12 @@ def transport_failure(exc: BaseException, context: ErrorContext) -> ProviderErro
 
 
 def timed_out(context: ErrorContext) -> RequestTimeout:
-    limit = f" within {context.timeout_seconds:g} s" if context.timeout_seconds else ""
-    return RequestTimeout(f"the API did not answer{limit}")
+    if not context.timeout_seconds:
+        return RequestTimeout("the API did not answer")
+    return RequestTimeout(
+        f"the API did not answer: nothing arrived for {context.timeout_seconds:g} s "
+        "(MINI_CLAUDE_STREAM_IDLE_TIMEOUT)"
+    )
 
 
 def connection_lost(cause: BaseException, context: ErrorContext) -> ConnectionLost:
@@ -178,9 +182,26 @@ def connection_lost(cause: BaseException, context: ErrorContext) -> ConnectionLo
     where = f" at {context.base_url}" if context.base_url else ""
     root = _root_cause(cause)
     detail = f" ({type(root).__name__}: {root})" if str(root) else f" ({type(root).__name__})"
+    if _never_connected(cause):  # nothing listens there: not "lost"
+        return ConnectionLost(
+            clean_message(f"could not connect to the API{where}{detail}", context.secrets)
+        )
     return ConnectionLost(
         clean_message(f"the connection to the API{where} was lost{detail}", context.secrets)
     )
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """Whether the failure came before any connection existed (refused, no route, DNS)."""
+    import httpx2
+
+    for _ in range(10):
+        if isinstance(exc, httpx2.ConnectError | ConnectionRefusedError):
+            return True
+        if exc.__cause__ is None:
+            return False
+        exc = exc.__cause__
+    return False
 
 
 def _root_cause(exc: BaseException) -> BaseException:

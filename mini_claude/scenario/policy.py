@@ -8,6 +8,7 @@ model pages through what it needs before going on, as a real model would.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import string
@@ -15,8 +16,14 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from mini_claude.scenario.script import Call, Script, Step, Turn, read
-from mini_claude.simulator.types import Reply, SimConversation, ToolCall, ToolResultPart
+from mini_claude.scenario.script import Call, Script, Step, Turn, pointer_of, read
+from mini_claude.simulator.types import (
+    Reply,
+    SimConversation,
+    TextPart,
+    ToolCall,
+    ToolResultPart,
+)
 
 # How a persisted result announces itself: "... saved in full to PATH. ..." and its line count.
 SAVED_TO = re.compile(r"saved in full to (?P<path>\S+?)\.?(?:\s|$)")
@@ -40,7 +47,7 @@ class SavedOutput:
 
 def saved_output(result: ToolResultPart, conv: SimConversation) -> SavedOutput | None:
     found = SAVED_TO.search(result.content)
-    if found is None or result.is_error:
+    if found is None:  # a failed command (a test run) is paged too: its end says why
         return None
     count = LINE_COUNT.search(result.content)
     lines = int(count.group("lines").replace(",", "")) if count else PAGE_LINES
@@ -73,25 +80,38 @@ def paging_calls(saved: SavedOutput) -> list[Call]:
 
 
 class SavedOutputPager:
-    """Reacts once to each saved-output notice in the newest tool results."""
+    """Reacts once to each saved-output notice in the newest tool results.
+
+    Pages are read one per step, as a model reads a long file: page one, then,
+    having seen it, the next. Reading them all at once would put several pages
+    into one request, and on a small window that request could not hold them.
+    """
 
     def __init__(self) -> None:
         self._handled: set[str] = set()
+        self._pending: deque[tuple[Call, str]] = deque()  # page, the result it pages
         self.pages_read = 0
+        self.paged_for: set[str] = set()  # the tool ids whose saved output the last step pages
 
     def step(self, conv: SimConversation) -> Step | None:
-        calls: list[Call] = []
+        self.paged_for = set()
         for result in conv.last_tool_results():
             if result.tool_use_id in self._handled:
                 continue
             self._handled.add(result.tool_use_id)
             saved = saved_output(result, conv)
             if saved is not None:
-                calls.extend(paging_calls(saved))
-        if not calls:
+                self._pending.extend((call, result.tool_use_id) for call in paging_calls(saved))
+        if not self._pending:
             return None
-        self.pages_read += len(calls)
-        return Step("That output was saved to a file; reading the part I need.", tuple(calls))
+        call, origin = self._pending.popleft()
+        self.paged_for = {origin}
+        self.pages_read += 1
+        return Step("That output was saved to a file; reading the part I need.", (call,))
+
+    def clear(self) -> None:
+        """A new turn: pages of the last one are no longer wanted."""
+        self._pending.clear()
 
 
 class ReplyMaker:
@@ -108,11 +128,40 @@ class ReplyMaker:
         return "toolu_01" + "".join(self._rng.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
 
 
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """Facts a turn needed that were not in context, and the calls made to read them back."""
+
+    turn: int
+    fact_ids: tuple[str, ...]
+    request_index: int  # the request answered with the recovery calls
+
+
+def context_text(conv: SimConversation) -> str:
+    """Everything the model sees in a request: system prompt, messages, tool inputs."""
+    parts = [conv.system]
+    for message in conv.messages:
+        for block in message.blocks:
+            if isinstance(block, TextPart):
+                parts.append(block.text)
+            elif isinstance(block, ToolResultPart):
+                parts.append(block.content)
+            else:
+                parts.append(json.dumps(block.input))
+    return "\n".join(parts)
+
+
 class ScriptPolicy:
     """Answers each request with the next step of the current turn.
 
     :meth:`begin_turn` is called by whoever sends the user's message, so the
     turn counter never depends on what the conversation still shows.
+
+    At the first request of a turn that needs facts, a fact missing from the
+    context is read back with the one call that shows it, when a pointer to it
+    (its file's path, its command, its search) is still in the context
+    somewhere other than the question itself: that is what a real model can
+    do, and what it pays for in extra calls. Without a pointer the fact is lost.
     """
 
     def __init__(self, script: Script, *, seed: int = 0) -> None:
@@ -122,7 +171,10 @@ class ScriptPolicy:
         self._pager = SavedOutputPager()
         self._turn: Turn | None = None
         self._steps: deque[Step] = deque()
+        self._check_needs = False
         self.turn_index = -1
+        self.recoveries: list[Recovery] = []
+        self.recovery_ids: set[str] = set()  # tool ids of recovery calls and of their paging
 
     @property
     def pages_read(self) -> int:
@@ -133,14 +185,47 @@ class ScriptPolicy:
             self.turn_index = index
             self._turn = self.script.turns[index]
             self._steps = deque(self._turn.steps)
+            self._check_needs = bool(self._turn.needs)
+            self._pager.clear()
 
     def respond(self, conv: SimConversation) -> Reply:
         with self._lock:
             if self._turn is None:
                 return Reply("There is no task yet.")
+            if self._check_needs:
+                self._check_needs = False
+                recovery = self._recovery_step(conv, self._turn)
+                if recovery is not None:
+                    reply = self._replies.reply(recovery)
+                    self.recovery_ids.update(c.id for c in reply.tool_calls if c.id)
+                    return reply
             paging = self._pager.step(conv)
             if paging is not None:
-                return self._replies.reply(paging)
+                reply = self._replies.reply(paging)
+                if self._pager.paged_for & self.recovery_ids:
+                    self.recovery_ids.update(c.id for c in reply.tool_calls if c.id)
+                return reply
             if self._steps:
                 return self._replies.reply(self._steps.popleft())
             return Reply(self._turn.answer)
+
+    def _recovery_step(self, conv: SimConversation, turn: Turn) -> Step | None:
+        text = context_text(conv)
+        question_free = text.replace(turn.user, "")
+        facts = self.script.facts
+        missing = [f for f in turn.needs if not facts[f].seen_in(text)]
+        calls: list[Call] = []
+        recovered: list[str] = []
+        for fact_id in missing:
+            call = self.script.recovery.get(fact_id)
+            if call is None or pointer_of(call) not in question_free:
+                continue
+            recovered.append(fact_id)
+            if call not in calls:
+                calls.append(call)
+        if not calls:
+            return None
+        self.recoveries.append(Recovery(self.turn_index, tuple(recovered), conv.request_index))
+        where = ", ".join(pointer_of(c) for c in calls)
+        return Step(f"I no longer have that in front of me; reading it back from {where}.",
+                    tuple(calls))

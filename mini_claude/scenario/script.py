@@ -71,6 +71,8 @@ class Turn:
 class Script:
     turns: tuple[Turn, ...]
     facts: Mapping[str, Fact]
+    # For each fact, the one call that shows it again: what a model re-runs to recover it.
+    recovery: Mapping[str, Call] = field(default_factory=dict)
 
     @property
     def tool_calls(self) -> int:
@@ -383,7 +385,34 @@ def build_script(plan: ProjectPlan, *, turns: int = FULL_TURNS, seed: int | None
                                                                               draft.answer)
         built.append(Turn(user, tuple(draft.steps), answer, _idle_before(index, rng),
                           tuple(dict.fromkeys(draft.reveals)), tuple(wanted), draft.kind))
-    return Script(tuple(built), plan.facts)
+    return Script(tuple(built), plan.facts, recovery_calls(plan))
+
+
+def recovery_calls(plan: ProjectPlan) -> dict[str, Call]:
+    """The call that shows each fact again, keyed by fact id.
+
+    Its main argument (a path, a command, a search pattern) is the pointer a
+    model must still see somewhere in its context to think of making it.
+    """
+    calls: dict[str, Call] = {}
+    for module, fact in plan.module_facts.items():
+        calls[fact.id] = read(plan.module_path(module))
+    for path, fact in plan.config_facts.items():
+        calls[fact.id] = read(path)
+    for command, fact in plan.command_facts.items():
+        calls[fact.id] = shell(command)
+    for fact in plan.keyword_facts:
+        calls[fact.id] = grep(LOG_KEYWORD, "logs")
+    return calls
+
+
+def pointer_of(call: Call) -> str:
+    """The text that, seen in context, tells a model where a fact was: path, command, pattern."""
+    for key in ("path", "command", "pattern"):
+        value = call.input.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return call.name
 
 
 def without_needs(script: Script) -> Script:

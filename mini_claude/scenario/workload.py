@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,17 @@ class Fact:
     @property
     def line(self) -> str:
         return f"FACT-{self.id}: {self.value}"
+
+    def seen_in(self, text: str) -> bool:
+        """Its id with its value: as planted (``FACT-X: v``) or restated (``FACT-X was v``).
+
+        A summary or an answer that repeats the value in its own words still
+        holds the fact; the id alone (the user's question) does not.
+        """
+        if f"FACT-{self.id}" not in text:
+            return False
+        pattern = rf"FACT-{re.escape(self.id)}(?::\s*|\s+was\s+){re.escape(self.value)}\b"
+        return re.search(pattern, text) is not None
 
 
 @dataclass

@@ -10,7 +10,7 @@ from mini_claude.simulator.clock import SimClock
 from mini_claude.simulator.faults import FAULT_KINDS, Fault, FaultKind
 from mini_claude.simulator.policies import ExplorePolicy, FunctionPolicy, ScriptedPolicy
 from mini_claude.simulator.server import Simulator
-from mini_claude.simulator.summary import FACT_PATTERN, build_summary
+from mini_claude.simulator.summary import FACT_PATTERN, SummaryStyle, build_summary
 from mini_claude.simulator.tokens import count_tokens
 from mini_claude.simulator.types import (
     Policy,
@@ -41,6 +41,7 @@ __all__ = [
     "SimConversation",
     "SimMessage",
     "Simulator",
+    "SummaryStyle",
     "TextPart",
     "ToolCall",
     "ToolResultPart",

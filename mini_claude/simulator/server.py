@@ -39,7 +39,7 @@ from mini_claude.simulator.models_api import (
     openai_list,
 )
 from mini_claude.simulator.policies import ScriptedPolicy
-from mini_claude.simulator.summary import build_summary, useless_summary
+from mini_claude.simulator.summary import REALISTIC, SummaryStyle, build_summary, useless_summary
 from mini_claude.simulator.thinking import reply_thinking
 from mini_claude.simulator.tokens import TokenCounter, shared_counter
 from mini_claude.simulator.types import (
@@ -150,8 +150,10 @@ class Simulator:
         clock: SimClock | None = None,
         report_usage: bool = True,
         counter: TokenCounter | None = None,
+        summary_style: SummaryStyle = REALISTIC,
     ) -> None:
         self.policy: Policy = policy if policy is not None else ScriptedPolicy([])
+        self.summary_style = summary_style
         self.context_window = context_window
         self.clock = clock if clock is not None else SimClock()
         self.report_usage = report_usage
@@ -552,7 +554,7 @@ class Simulator:
                 return Reply("")
             if kind == "long_summary":
                 return Reply(useless_summary(conv, self.counter, parsed.prompt_tokens))
-            return Reply(build_summary(conv, self.counter))
+            return Reply(build_summary(conv, self.counter, self.summary_style))
         kept = self._take_kept(parsed.fingerprint)
         if kept is not None:
             return kept

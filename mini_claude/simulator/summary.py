@@ -1,40 +1,106 @@
-"""The deterministic summary the simulator gives for a summary request.
+"""The summary the simulator writes for a summary request, as a real model would write it.
 
-It is built only from what the request contains, so a test can check that
-compaction kept what matters: planted facts, file paths, commands, errors.
+A real model's summary is short (about 1-3K tokens) and selective: it keeps
+what the user asked, what the assistant itself concluded, the files, commands
+and errors, and the current state; raw details that appeared only inside tool
+results survive only as far as the budget allows, newest first, or not at all.
+:class:`SummaryStyle` fixes the budget from a seed (so every run writes the same
+summary) and the mode: ``realistic``, or ``poor`` for a model that keeps the
+user's requests and nothing else.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 from mini_claude.prompts import SUMMARY_HEADING
 from mini_claude.simulator.tokens import TokenCounter
-from mini_claude.simulator.types import SimConversation, SimMessage, TextPart, ToolUsePart
+from mini_claude.simulator.types import (
+    SimConversation,
+    SimMessage,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+)
 from mini_claude.text import shorten
 
 FACT_PATTERN = re.compile(r"FACT-[A-Za-z0-9_-]+[^\n]{0,80}")
+# A request that asks for every path and command in full ("Keep in full: ...").
+KEEP_IN_FULL = re.compile(r"^\s*keep in full\s*:", re.IGNORECASE | re.MULTILINE)
 FOCUS_LINE = re.compile(r"^\s*focus\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 SUMMARY_TAG = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
+HEADING = re.compile(r"^##\s+(.+?)\s*$")
 COMPACTED_MARKER = "compacted"
-SUMMARY_TOKEN_BUDGET = 1_500
 MAX_FOCUS_CHARS = 400
 READ_TOOLS = ("read_file",)
 CHANGE_TOOLS = ("write_file", "edit_file")
 SHELL_TOOLS = ("run_shell",)
 SEARCH_TOOLS = ("grep_search",)
+# What the client puts beside a summary; the model reads it but does not take it for a request.
+KEPT_USER_TEXT_PREFIX = "[Written by the user earlier in this session"
+REATTACHED_FILE = re.compile(r"^\[File re-attached after compaction[^:]*: (\S+)")
+ITEM_CHARS = 200
+# Kept for callers that still name the old fixed size: the middle of the realistic range.
+SUMMARY_TOKEN_BUDGET = 2_000
+HEADING_TOKENS = 10
+REPLY_MARGIN_TOKENS = 300  # the analysis scratchpad and the tags, inside the reply's limit
+ITEM_OVERHEAD_TOKENS = 2
+
+SummaryMode = Literal["realistic", "poor"]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryStyle:
+    """How the simulated model writes summaries: its mode and its seeded length."""
+
+    mode: SummaryMode = "realistic"
+    seed: int = 0
+    min_tokens: int = 1_000
+    max_tokens: int = 3_000
+
+    def budget(self, conv: SimConversation) -> int:
+        """Tokens this summary may take: drawn from the seed and the history's length.
+
+        The same request always gets the same budget; different compactions of
+        one session get different ones, as a model's summaries vary in length.
+        """
+        rng = random.Random(f"{self.seed}:{len(conv.messages)}")
+        budget = rng.randint(self.min_tokens, self.max_tokens)
+        if conv.max_tokens:
+            budget = min(budget, max(self.min_tokens // 2, conv.max_tokens - 200))
+        return budget
+
+
+REALISTIC = SummaryStyle()
+POOR = SummaryStyle(mode="poor")
 
 
 @dataclass(slots=True)
 class Section:
+    """Items of one kind, newest first once collected; ``share`` caps the first pass."""
+
     title: str
+    share: float
     items: list[str] = field(default_factory=list)
-    keep_all: bool = False  # facts are never dropped
+    kept: list[str] = field(default_factory=list)
 
     def add(self, item: str) -> None:
+        """Add an item seen later in the session (so newer); a repeat moves to the front."""
+        item = item.strip()
+        if not item:
+            return
+        if item in self.items:
+            self.items.remove(item)
+        self.items.insert(0, item)
+
+    def add_older(self, item: str) -> None:
+        """Add an item from an earlier summary: older than anything in the history itself."""
+        item = item.strip()
         if item and item not in self.items:
             self.items.append(item)
 
@@ -61,24 +127,6 @@ def earlier_summary(text: str) -> str | None:
     return rest.strip() or None
 
 
-STALE_PREFIXES = ("Working on:", "Last reply:", "Next:")
-
-
-def carried_lines(summary: str) -> list[str]:
-    """The detail worth carrying from an earlier summary.
-
-    Headings, facts (collected again on their own) and the old "current
-    state" are left out, so repeated compactions do not nest summaries.
-    """
-    lines: list[str] = []
-    for raw in summary.splitlines():
-        line = raw.strip().removeprefix("- ").strip()
-        if not line or line.startswith("#") or "FACT-" in line or line.startswith(STALE_PREFIXES):
-            continue
-        lines.append(shorten(line, 240))
-    return lines
-
-
 def _strings(value: object) -> Iterator[str]:
     if isinstance(value, str):
         yield value
@@ -88,17 +136,6 @@ def _strings(value: object) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)
-
-
-def _texts(messages: list[SimMessage]) -> Iterator[str]:
-    for message in messages:
-        for block in message.blocks:
-            if isinstance(block, TextPart):
-                yield block.text
-            elif isinstance(block, ToolUsePart):
-                yield from _strings(block.input)
-            else:
-                yield block.content
 
 
 def facts_in(texts: Iterator[str]) -> list[str]:
@@ -112,76 +149,43 @@ def facts_in(texts: Iterator[str]) -> list[str]:
 
 
 class _Sections:
+    """The summary's parts; the order of ``ordered`` is the order they are written in."""
+
     def __init__(self) -> None:
-        self.requests = Section("User requests")
-        self.earlier = Section("Earlier summary (carried forward)")
-        self.read = Section("Files read")
-        self.changed = Section("Files changed")
-        self.commands = Section("Commands run")
-        self.searches = Section("Searches")
-        self.errors = Section("Errors seen")
-        self.state = Section("Current state and next step")
-        self.facts = Section("Facts to keep", keep_all=True)
-        self.focus = Section("Focus", keep_all=True)
+        self.focus = Section("Focus", 0.05)
+        self.requests = Section("User requests", 0.25)
+        self.findings = Section("Findings and decisions", 0.25)
+        self.errors = Section("Errors seen", 0.10)
+        self.changed = Section("Files changed", 0.05)
+        self.read = Section("Files read", 0.15)
+        self.commands = Section("Commands run", 0.07)
+        self.searches = Section("Searches", 0.03)
+        self.state = Section("Current state and next step", 0.10)
+        self.details = Section("Details from tool output", 1.0)
 
     def ordered(self) -> list[Section]:
-        return [
-            self.focus,
-            self.requests,
-            self.earlier,
-            self.read,
-            self.changed,
-            self.commands,
-            self.searches,
-            self.errors,
-            self.state,
-            self.facts,
-        ]
+        return [self.focus, self.requests, self.findings, self.errors, self.changed, self.read,
+                self.commands, self.searches, self.state, self.details]
 
-    def droppable(self) -> list[Section]:
-        """Where detail goes first when the summary is too long."""
-        return [
-            self.earlier,
-            self.searches,
-            self.read,
-            self.commands,
-            self.errors,
-            self.requests,
-            self.changed,
-            self.state,
-        ]
+    def by_title(self, title: str) -> Section | None:
+        return next((s for s in self.ordered() if s.title.lower() == title.lower()), None)
 
+    def pointers(self) -> list[Section]:
+        """Where things are: what a request that asks for them in full gets whole."""
+        return [self.commands, self.changed, self.read, self.searches]
 
-def _collect(conv: SimConversation, history: list[SimMessage]) -> _Sections:
-    sections = _Sections()
-    names = {u.id: u for u in conv.tool_uses()}
-    for message in history:
-        if message.role == "user":
-            for block in message.blocks:
-                if isinstance(block, TextPart):
-                    carried = earlier_summary(block.text)
-                    if carried is not None:
-                        for line in carried_lines(carried):
-                            sections.earlier.add(line)
-                    elif message.is_plain_user_message:
-                        sections.requests.add(shorten(block.text, 200))
-            for result in message.tool_results:
-                if result.is_error:
-                    use = names.get(result.tool_use_id)
-                    label = f"{use.name}({_target(use)})" if use else "tool"
-                    first = result.content.strip().splitlines()[0] if result.content.strip() else ""
-                    sections.errors.add(shorten(f"{label}: {first}", 200))
-        for use in message.tool_uses:
-            target = _target(use)
-            if use.name in READ_TOOLS:
-                sections.read.add(target)
-            elif use.name in CHANGE_TOOLS:
-                sections.changed.add(target)
-            elif use.name in SHELL_TOOLS:
-                sections.commands.add(shorten(target, 160))
-            elif use.name in SEARCH_TOOLS:
-                sections.searches.add(shorten(target, 120))
-    return sections
+    def first_pass(self, pointers_in_full: bool) -> list[Section]:
+        """What a model writes first, most important first: everything but raw tool output."""
+        if pointers_in_full:
+            return [self.focus, self.state, self.requests, *self.pointers(), self.errors,
+                    self.findings]
+        return [self.focus, self.state, self.requests, self.errors, self.changed, self.findings,
+                self.read, self.commands, self.searches]
+
+    def leftover_pass(self) -> list[Section]:
+        """Where room left over goes: more of the same, and raw tool output only at the end."""
+        return [self.requests, self.findings, self.read, self.commands, self.searches,
+                self.errors, self.changed, self.details]
 
 
 def _target(use: ToolUsePart) -> str:
@@ -192,62 +196,185 @@ def _target(use: ToolUsePart) -> str:
     return shorten(json.dumps(use.input, sort_keys=True), 80)
 
 
+class _Reader:
+    """Walks the history oldest to newest, sorting what it sees into sections."""
+
+    def __init__(self, conv: SimConversation, sections: _Sections) -> None:
+        self.sections = sections
+        self.uses = {u.id: u for u in conv.tool_uses()}
+
+    def read(self, history: list[SimMessage]) -> None:
+        for message in history:
+            if message.role == "user":
+                self._user(message)
+            else:
+                self._assistant(message)
+
+    def _user(self, message: SimMessage) -> None:
+        for block in message.blocks:
+            if isinstance(block, TextPart):
+                self._user_text(block.text, message.is_plain_user_message)
+            elif isinstance(block, ToolResultPart):
+                self._result(block)
+
+    def _user_text(self, text: str, plain: bool) -> None:
+        s = self.sections
+        carried = earlier_summary(text)
+        if carried is not None:
+            self._carry(carried)
+            return
+        attached = REATTACHED_FILE.match(text)
+        if attached:
+            s.read.add(attached.group(1))
+            for fact in facts_in(iter([text])):
+                s.details.add(fact)
+            return
+        if text.startswith(KEPT_USER_TEXT_PREFIX):
+            text = text.split("\n", 1)[1] if "\n" in text else ""
+        if plain and text.strip():
+            s.requests.add(shorten(text, ITEM_CHARS))
+
+    def _result(self, result: ToolResultPart) -> None:
+        s = self.sections
+        if result.is_error:
+            use = self.uses.get(result.tool_use_id)
+            label = f"{use.name}({_target(use)})" if use else "tool"
+            first = result.content.strip().splitlines()[0] if result.content.strip() else ""
+            s.errors.add(shorten(f"{label}: {first}", ITEM_CHARS))
+        for fact in facts_in(iter([result.content])):
+            s.details.add(fact)
+
+    def _assistant(self, message: SimMessage) -> None:
+        s = self.sections
+        for line in message.text.splitlines():
+            cleaned = line.strip().removeprefix("- ").strip()
+            if cleaned and not cleaned.startswith("I have the summary of the earlier part"):
+                s.findings.add(shorten(cleaned, ITEM_CHARS))
+        for use in message.tool_uses:
+            target = _target(use)
+            if use.name in READ_TOOLS:
+                s.read.add(target)
+            elif use.name in CHANGE_TOOLS:
+                s.changed.add(target)
+            elif use.name in SHELL_TOOLS:
+                s.commands.add(shorten(target, 160))
+            elif use.name in SEARCH_TOOLS:
+                s.searches.add(shorten(target, 120))
+
+    def _carry(self, summary: str) -> None:
+        """An earlier summary's items go back to their sections, older than the history."""
+        section: Section | None = self.sections.findings
+        carried: list[tuple[Section, str]] = []
+        for raw in summary.splitlines():
+            heading = HEADING.match(raw.strip())
+            if heading:
+                section = self.sections.by_title(heading.group(1))
+                if section is self.sections.state or section is self.sections.focus:
+                    section = None  # the old "current state" and focus are stale
+                continue
+            item = raw.strip().removeprefix("- ").strip()
+            if section is not None and item:
+                carried.append((section, shorten(item, ITEM_CHARS + 40)))
+        for section, item in reversed(carried):  # the summary lists oldest first
+            section.add_older(item)
+
+
 def _state(history: list[SimMessage], sections: _Sections) -> None:
     last_request = next((m.text for m in reversed(history) if m.is_plain_user_message), "")
     last_answer = next((m.text for m in reversed(history) if m.role == "assistant" and m.text), "")
     pending = history[-1].tool_uses if history and history[-1].role == "assistant" else []
-    if last_request:
-        sections.state.add("Working on: " + shorten(last_request, 200))
+    items = []
+    if last_request and earlier_summary(last_request) is None:
+        items.append("Working on: " + shorten(last_request, ITEM_CHARS))
     if last_answer:
-        sections.state.add("Last reply: " + shorten(last_answer, 240))
+        items.append("Last reply: " + shorten(last_answer, 240))
     if pending:
-        sections.state.add("Next: finish " + ", ".join(u.name for u in pending))
+        items.append("Next: finish " + ", ".join(u.name for u in pending))
     elif history and history[-1].tool_results:
-        sections.state.add("Next: read the latest tool results and continue the task")
+        items.append("Next: read the latest tool results and continue the task")
+    sections.state.items = items
+
+
+def _select(
+    sections: _Sections, counter: TokenCounter, budget: int, pointers_in_full: bool = False
+) -> None:
+    """Fill the budget: each part up to its share first, then raw details with what is left.
+
+    A request that asks for the paths, commands and searches in full gets them
+    whole (as far as the budget goes), right after the requests.
+    """
+    used = HEADING_TOKENS
+
+    def take(section: Section, limit: int) -> None:
+        nonlocal used
+        spent = 0
+        for item in list(section.items):
+            if item in section.kept:
+                continue
+            cost = counter.count(item) + ITEM_OVERHEAD_TOKENS + (
+                HEADING_TOKENS if not section.kept else 0)
+            if spent + cost > limit or used + cost > budget:
+                continue
+            section.kept.append(item)
+            spent += cost
+            used += cost
+
+    # The assistant's own statements of exact values come before its passing remarks.
+    sections.findings.items.sort(key=lambda item: "FACT-" not in item)
+    full = sections.pointers() if pointers_in_full else []
+    for section in sections.first_pass(pointers_in_full):
+        take(section, budget if section in full else int(budget * section.share))
+    for section in sections.leftover_pass():
+        take(section, budget)
 
 
 def _render(sections: _Sections) -> str:
     parts: list[str] = []
     for section in sections.ordered():
-        if section.items:
-            body = "\n".join(f"- {item}" for item in section.items)
-            parts.append(f"## {section.title}\n{body}")
+        if not section.kept:
+            continue
+        # Lists read as a model writes them: in the session's order (newest last).
+        kept = [i for i in reversed(section.items) if i in section.kept]
+        if section is sections.state:
+            kept = [i for i in section.items if i in section.kept]
+        parts.append(f"## {section.title}\n" + "\n".join(f"- {item}" for item in kept))
     return "\n\n".join(parts)
 
 
-def _fit(sections: _Sections, counter: TokenCounter, budget: int) -> None:
-    """Drop the oldest droppable detail until the summary fits the budget."""
-    tokens = {id(s): [counter.count(i) + 2 for i in s.items] for s in sections.ordered()}
-    total = sum(sum(v) for v in tokens.values()) + 10 * len(sections.ordered())
-    while total > budget:
-        candidates = [s for s in sections.droppable() if s.items]
-        if not candidates:
-            return
-        largest = max(candidates, key=lambda s: sum(tokens[id(s)]))
-        largest.items.pop(0)
-        total -= tokens[id(largest)].pop(0)
-
-
 def build_summary(
-    conv: SimConversation, counter: TokenCounter, budget: int = SUMMARY_TOKEN_BUDGET
+    conv: SimConversation, counter: TokenCounter, style: SummaryStyle = REALISTIC,
+    budget: int | None = None,
 ) -> str:
     """``<analysis>`` then ``<summary>``, from the conversation the request carried."""
     history = conv.messages[:-1] if conv.is_summary_request else list(conv.messages)
     instruction = conv.messages[-1].text if conv.is_summary_request else ""
-    sections = _collect(conv, history)
+    sections = _Sections()
+    _Reader(conv, sections).read(history)
     _state(history, sections)
-    for fact in facts_in(_texts(history)):
-        sections.facts.add(fact)
     focus = focus_of(instruction) if instruction else ""
     if focus:
         sections.focus.add(focus)
-    _fit(sections, counter, budget)
+    if style.mode == "poor":
+        for section in sections.ordered():
+            if section is not sections.requests:
+                section.items.clear()
+    pointers_in_full = KEEP_IN_FULL.search(instruction) is not None
+    if budget is None:
+        budget = style.budget(conv)
+        if pointers_in_full:
+            # Asked for the list "however long", a model writes it on top of its usual length,
+            # as far as the reply's token limit lets it.
+            extra = sum(counter.count(item) + ITEM_OVERHEAD_TOKENS
+                        for section in sections.pointers() for item in section.items)
+            ceiling = conv.max_tokens - REPLY_MARGIN_TOKENS if conv.max_tokens else budget + extra
+            budget = max(budget, min(budget + extra, ceiling))
+    _select(sections, counter, budget, pointers_in_full)
     uses = sum(len(m.tool_uses) for m in history)
     analysis = (
-        f"The session has {len(history)} messages, {len(sections.requests.items)} user requests "
-        f"kept, {uses} tool calls and {len(sections.errors.items)} errors. "
-        "Keep the requests, the files touched, the commands, the errors, the facts "
-        "and the next step."
+        f"The session has {len(history)} messages, {len(sections.requests.items)} user requests, "
+        f"{uses} tool calls and {len(sections.errors.items)} errors. Keep the requests, what I "
+        "concluded, the files, the commands, the errors and the next step; raw tool output only "
+        "where room is left."
     )
     return f"<analysis>\n{analysis}\n</analysis>\n<summary>\n{_render(sections)}\n</summary>"
 

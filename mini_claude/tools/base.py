@@ -25,13 +25,19 @@ class PermissionDecision:
     allowed: bool
     remember: bool = False  # allow this subject for the rest of the session
     reason: str | None = None  # given to the model on a denial
+    asked: bool = True  # False: a rule said no, nobody was asked
 
 
 Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
 
 
 async def deny_all(request: PermissionRequest) -> PermissionDecision:
-    return PermissionDecision(False, reason="not allowed in this mode (pass --yes to allow)")
+    return PermissionDecision(
+        False,
+        reason="print mode does not ask; run mini-claude with --yes to allow "
+        "run_shell, write_file and edit_file",
+        asked=False,
+    )
 
 
 async def allow_all(request: PermissionRequest) -> PermissionDecision:

@@ -17,6 +17,16 @@ TERMINATE_GRACE_SECONDS = 2.0
 EXIT_POLL_SECONDS = 0.02
 
 
+# Process groups of commands still running, so a forced exit can take them along.
+LIVE_GROUPS: set[int] = set()
+
+
+def kill_live_groups() -> None:
+    """SIGKILL every command group still running (the process is about to exit)."""
+    for pgid in list(LIVE_GROUPS):
+        signal_group(pgid, signal.SIGKILL)
+
+
 def signal_group(pgid: int, signum: int) -> None:
     """Signal a whole process group; a group that is already gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -75,6 +85,10 @@ class HeadTailBuffer:
         self.spilled: Path | None = None
         self._spill: TextIO | None = None
         self._secrets = secret_values(secrets)
+        # The end of what arrived, held back until no key can straddle it: a key is only
+        # ever written masked, even if the process dies mid-command.
+        self._held_back = ""
+        self._hold = max((len(x) for x in self._secrets), default=1) - 1
 
     def feed(self, data: bytes, *, final: bool = False) -> None:
         self.add(self._decoder.decode(data, final=final))
@@ -112,32 +126,31 @@ class HeadTailBuffer:
             self._spill = None
             self.spilled = None
 
-    def _write_spill(self, text: str) -> None:
+    def _write_spill(self, text: str, *, final: bool = False) -> None:
         assert self._spill is not None
+        text = self._mask(self._held_back + text)
+        cut = len(text) if final else max(0, len(text) - self._hold)
+        text, self._held_back = text[:cut], text[cut:]
         try:
             self._spill.write(text)
+            self._spill.flush()
         except OSError:
-            self.close()
+            failed, self._spill = self._spill, None
+            with contextlib.suppress(OSError):
+                failed.close()
             self.spilled = None
 
     def close(self) -> None:
         if self._spill is not None:
+            self._write_spill("", final=True)
+        if self._spill is not None:
             with contextlib.suppress(OSError):
                 self._spill.close()
             self._spill = None
-            self._mask_spill()
 
-    def _mask_spill(self) -> None:
-        """Keys the command printed never stay on disk (masked once the file is complete)."""
-        if not self._secrets or self.spilled is None:
-            return
-        try:
-            text = self.spilled.read_text(encoding="utf-8")
-            masked = mask(text, self._secrets)
-            if masked != text:
-                self.spilled.write_text(masked, encoding="utf-8")
-        except OSError:
-            self.spilled = None
+    def _mask(self, text: str) -> str:
+        """Keys the command printed never reach the disk."""
+        return mask(text, self._secrets)
 
     def text(self) -> str:
         self.close()

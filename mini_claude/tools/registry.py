@@ -61,6 +61,15 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def add(self, tool: Tool) -> bool:
+        """A tool that became available later (an MCP server connected); False if the
+        name is taken. The specs change once, so the prompt cache is rebuilt once."""
+        if tool.spec.name in self._tools:
+            return False
+        self._tools[tool.spec.name] = tool
+        self._specs = (*self._specs, tool.spec)
+        return True
+
     async def execute(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         tool = self._tools.get(name)
         if tool is None:
@@ -124,7 +133,8 @@ async def _ask_permission(
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
         ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), decision.reason or ""))
-        return error_output(f"Permission denied by the user{reason}")
+        who = " by the user" if decision.asked else ""
+        return error_output(f"Permission denied{who}{reason}")
     if decision.remember:
         ctx.allowed_subjects.add(request.subject)
     return None

@@ -22,7 +22,13 @@ from mini_claude.settings import Settings
 from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import ToolError, error_output
 from mini_claude.tools.paths import project_root
-from mini_claude.tools.process import HeadTailBuffer, pump, terminate_group, wait_for_exit
+from mini_claude.tools.process import (
+    LIVE_GROUPS,
+    HeadTailBuffer,
+    pump,
+    terminate_group,
+    wait_for_exit,
+)
 
 MAX_TIMEOUT_SECONDS = 600.0
 # After the shell exits, how long to wait for background children to release its output pipes.
@@ -161,6 +167,7 @@ async def execute(
     except OSError as exc:
         raise ToolError(f"could not start bash: {exc.strerror or exc}") from None
     assert process.stdout is not None and process.stderr is not None
+    LIVE_GROUPS.add(process.pid)
     readers = [
         asyncio.create_task(pump(process.stdout, stdout)),
         asyncio.create_task(pump(process.stderr, stderr)),
@@ -177,8 +184,11 @@ async def execute(
     except TimeoutError:
         timed_out = True
     finally:
-        if process.returncode is None or timed_out:
-            await terminate_group(process)
+        try:
+            if process.returncode is None or timed_out:
+                await terminate_group(process)  # sends SIGKILL even when cancelled
+        finally:
+            LIVE_GROUPS.discard(process.pid)
         await _finish_readers(readers)
     return ShellResult(process.returncode, stdout.text(), stderr.text(), timed_out, detached)
 

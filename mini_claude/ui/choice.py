@@ -21,12 +21,20 @@ class ChoiceInterrupted(Exception):
 
 
 async def choose(options: Sequence[str], *, escape_index: int | None = None,
-                 hint: str = "") -> int | None:
-    """Index of the chosen option; ``escape_index`` (or None) when Esc is pressed."""
+                 hint: str = "",
+                 status_line: Callable[[], StyleAndTextTuples] | None = None) -> int | None:
+    """Index of the chosen option; ``escape_index`` (or None) when Esc is pressed.
+
+    With ``status_line`` the status line stays on the bottom row while the menu is open.
+    """
     menu = _Menu(options, escape_index, hint)
+    rows: list[Window] = [Window(FormattedTextControl(menu.fragments, focusable=True),
+                                 dont_extend_height=True)]
+    if status_line is not None:
+        rows += [Window(), Window(FormattedTextControl(status_line), height=1,
+                                  dont_extend_height=True, style="class:bottom-toolbar")]
     app: Application[int | None] = Application(
-        layout=Layout(HSplit([Window(FormattedTextControl(menu.fragments, focusable=True),
-                                     dont_extend_height=True)])),
+        layout=Layout(HSplit(rows)),
         key_bindings=menu.keys(),
         style=UI_STYLE,
         full_screen=False,

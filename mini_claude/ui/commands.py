@@ -241,6 +241,13 @@ async def exit_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.EXIT
 
 
+async def mcp_servers_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.mcp_view import mcp_command
+
+    await mcp_command(repl, argument)
+    return Outcome.CONTINUE
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("help", "show commands and keys", help_command),
     Command("compact", "summarize the conversation now to free context", compact_command,
@@ -252,6 +259,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("think", "turn extended thinking on or off", think_command, argument="[tokens]"),
     Command("resume", "continue an earlier session of this folder", resume_command,
             argument="[id]"),
+    Command("mcp", "MCP servers, their status and tools", mcp_servers_command,
+            argument="[approve|reconnect [name]]"),
     Command("exit", "leave mini-claude", exit_command, ("quit",)),
 )
 

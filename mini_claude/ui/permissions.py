@@ -7,6 +7,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
@@ -78,27 +79,31 @@ class TerminalApprover:
         self._console: Console | None = None
         self._pause: Pause | None = None
         self._interrupt: Callable[[], None] | None = None
+        self._status_line: Callable[[], StyleAndTextTuples] | None = None
         self._shown: list[str] = []  # details (diffs) the user saw in a question
 
     def shown_before(self, text: str) -> bool:
         """Whether the user saw this text in a question (an approved edit's diff)."""
         return bool(text) and any(text.strip() == shown.strip() for shown in self._shown)
 
-    def attach(self, console: Console, pause: Pause, interrupt: Callable[[], None]) -> None:
+    def attach(self, console: Console, pause: Pause, interrupt: Callable[[], None],
+               status_line: Callable[[], StyleAndTextTuples] | None = None) -> None:
         self._console = console
         self._pause = pause
         self._interrupt = interrupt
+        self._status_line = status_line
 
     async def __call__(self, request: PermissionRequest) -> PermissionDecision:
         if self._console is None or self._pause is None:
-            return PermissionDecision(False, reason=NOT_ATTACHED)
+            return PermissionDecision(False, reason=NOT_ATTACHED, asked=False)
         async with self._pause():
             return await self._ask(self._console, request)
 
     async def _ask(self, console: Console, request: PermissionRequest) -> PermissionDecision:
         console.print(permission_box(request))
         try:
-            index = await choose(answer_labels(request), hint=CHOICE_HINT)
+            index = await choose(answer_labels(request), hint=CHOICE_HINT,
+                                 status_line=self._status_line)
         except ChoiceInterrupted:
             index = None
         if index is None:  # Esc or Ctrl-C: the whole turn stops, as anywhere else in it

@@ -45,6 +45,7 @@ from mini_claude.ui.conveniences import (
     run_user_shell,
 )
 from mini_claude.ui.live import LiveView, TurnActivity
+from mini_claude.ui.mcp_view import ask_project_trust, watch_servers
 from mini_claude.ui.permissions import TerminalApprover
 from mini_claude.ui.presenter import INTERRUPTED_TURN, TurnPresenter
 from mini_claude.ui.prompt_input import (
@@ -86,6 +87,8 @@ async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, consol
     startup_housekeeping(settings)
     approver: Approver = allow_all if args.yes else TerminalApprover()
     session = Session(settings, cwd, create_provider(settings), approver)
+    if getattr(args, "trust_project_mcp", False):
+        session.mcp.approve_project(remember=False)
     try:
         if args.continue_session or args.resume:
             session.resume(args.resume)
@@ -145,7 +148,7 @@ class Repl:
         self._warmed_up = False
         self._sdk_imported = False
         if isinstance(session.approver, TerminalApprover):
-            session.approver.attach(console, self.question, self.interrupt)
+            session.approver.attach(console, self.question, self.interrupt, self._status_line)
 
     @property
     def agent(self) -> Agent:
@@ -155,6 +158,8 @@ class Repl:
 
     async def run(self) -> int:
         self._print_header()
+        await ask_project_trust(self)
+        watch_servers(self)
         try:
             with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
                 while not self.exit_requested and (text := await self._next_message()) is not None:
@@ -263,6 +268,7 @@ class Repl:
             self._warmed_up = True
             asyncio.get_running_loop().call_soon(preload_sdk_in_background,
                                                  self.session.settings.provider)
+            asyncio.get_running_loop().call_soon(self.session.mcp.start)  # after the prompt
 
     def _build_prompt(self) -> PromptSession[str]:
         settings = self.session.settings
@@ -416,6 +422,7 @@ class Repl:
         self.console.print(note(f"transcript: {agent.transcript.path}"))
         self.console.print(note(f"resume with: mini-claude --resume {self.session.session_id}"))
         agent.transcript.close()
+        await self.session.mcp.close()
         await self.session.provider.close()
 
 

@@ -1,0 +1,118 @@
+"""Reading forgotten facts back through a pointer, and runs that repeat cell for cell."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from mini_claude.bench.report import make_row
+from mini_claude.bench.runner import run_strategy
+from mini_claude.bench.strategies import strategy_named
+from mini_claude.scenario.policy import ScriptPolicy
+from mini_claude.scenario.script import Script, Step, Turn, build_script, read, recovery_calls
+from mini_claude.scenario.workload import ProjectPlan, plan_project, write_project
+from mini_claude.simulator import SimConversation, SimMessage, TextPart
+
+TIMING_FIELDS = {"pipeline_ms_median", "pipeline_ms_worst"}
+
+
+@pytest.fixture(scope="module")
+def plan() -> ProjectPlan:
+    return plan_project(7)
+
+
+def needing_script(plan: ProjectPlan, fact_id: str) -> Script:
+    step = Step("Looking at the layout.", (read("README.md"),))
+    question = f"What did FACT-{fact_id} in {plan.facts[fact_id].where} say?"
+    return Script((Turn("start", (step,), "ok"), Turn(question, (step,), "done",
+                                                      needs=(fact_id,))),
+                  plan.facts, recovery_calls(plan))
+
+
+def request(script: Script, *context: str) -> SimConversation:
+    """The second turn's first request: earlier context, then the question."""
+    messages = [SimMessage("user", [TextPart(text)]) if i % 2 == 0 else
+                SimMessage("assistant", [TextPart(text)]) for i, text in enumerate(context)]
+    messages.append(SimMessage("user", [TextPart(script.turns[1].user)]))
+    return SimConversation("anthropic", "sim", "system", messages, request_index=5)
+
+
+def first_reply(script: Script, conv: SimConversation) -> tuple[ScriptPolicy, list[str]]:
+    policy = ScriptPolicy(script)
+    policy.begin_turn(1)
+    reply = policy.respond(conv)
+    return policy, [f"{c.name} {sorted(c.input.items())}" for c in reply.tool_calls]
+
+
+def module_fact(plan: ProjectPlan) -> tuple[str, str]:
+    module, fact = next(iter(plan.module_facts.items()))
+    return fact.id, plan.module_path(module)
+
+
+def test_a_missing_fact_with_its_path_in_context_is_read_back(plan: ProjectPlan) -> None:
+    fact_id, path = module_fact(plan)
+    script = needing_script(plan, fact_id)
+    conv = request(script, f"[compacted]\n## Files read\n- {path}", "ok")
+    policy, calls = first_reply(script, conv)
+    assert calls == [f"read_file {[('path', path)]}"]
+    assert [(r.turn, r.fact_ids, r.request_index) for r in policy.recoveries] == [
+        (1, (fact_id,), 5)]
+    assert len(policy.recovery_ids) == 1
+    # The next request carries the file; the model goes on with the turn's own step.
+    assert policy.respond(conv).tool_calls[0].input == {"path": "README.md"}
+
+
+def test_the_question_itself_is_no_pointer(plan: ProjectPlan) -> None:
+    fact_id, path = module_fact(plan)
+    script = needing_script(plan, fact_id)
+    assert path in script.turns[1].user  # the user names the file...
+    policy, calls = first_reply(script, request(script, "[compacted]\n## User requests\n- hi"))
+    assert calls == ["read_file [('path', 'README.md')]"]  # ...but nothing else does: lost
+    assert policy.recoveries == [] and policy.recovery_ids == set()
+
+
+def test_a_fact_still_in_context_needs_no_call(plan: ProjectPlan) -> None:
+    fact_id, path = module_fact(plan)
+    script = needing_script(plan, fact_id)
+    stated = f"Earlier I found FACT-{fact_id} was {plan.facts[fact_id].value}."
+    policy, calls = first_reply(script, request(script, f"read {path}", stated))
+    assert calls == ["read_file [('path', 'README.md')]"]
+    assert policy.recoveries == []
+
+
+def test_a_command_fact_is_recovered_by_running_the_command_again(plan: ProjectPlan) -> None:
+    command, fact = next(iter(plan.command_facts.items()))
+    script = needing_script(plan, fact.id)
+    placeholder = f"[cleared: run_shell `{command}`, 300 lines; full text at /tmp/x.txt]"
+    _, calls = first_reply(script, request(script, "go", placeholder))
+    assert calls == [f"run_shell {[('command', command)]}"]
+
+
+def run_once(plan: ProjectPlan, script: Script, template: Path, workdir: Path) -> dict[str, object]:
+    run = asyncio.run(run_strategy(strategy_named("mini"), script, window=32_000,
+                                   template=template, workdir=workdir))
+    row = asdict(make_row(run))
+    return {k: v for k, v in row.items() if k not in TIMING_FIELDS}
+
+
+def test_two_runs_give_the_same_row_cell_for_cell(plan: ProjectPlan, tmp_path: Path) -> None:
+    script = build_script(plan, turns=6)
+    write_project(plan, tmp_path / "template")
+    first = run_once(plan, script, tmp_path / "template", tmp_path / "run")
+    second = run_once(plan, script, tmp_path / "template", tmp_path / "run")
+    assert first == second
+    assert first["requests"] and first["needed"]
+
+
+def test_the_summarizer_mode_is_a_bench_switch() -> None:
+    from mini_claude.bench import build_parser
+    from mini_claude.bench.suite import BenchOptions
+
+    assert BenchOptions.from_args(build_parser().parse_args([])).summarizer == "realistic"
+    poor = BenchOptions.from_args(build_parser().parse_args(["--summarizer", "poor"]))
+    assert poor.summarizer == "poor"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--summarizer", "perfect"])

@@ -1,0 +1,85 @@
+"""Small things a daily user notices: who denied a tool, what a refused connection is called,
+what the header says about the endpoint, how the demo names a search."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+from mini_claude.cli import main
+from mini_claude.conversation import user_text
+from mini_claude.demo import _describe
+from mini_claude.protocol import ConnectionLost, ModelRequest
+from mini_claude.providers import create_provider
+from mini_claude.settings import Settings
+from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
+from mini_claude.ui.repl import _endpoint_label
+
+
+def test_print_mode_without_yes_does_not_blame_the_user(
+        tmp_path: Path, simulator: Simulator, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed by pytest
+    monkeypatch.setenv("MINI_CLAUDE_MODEL", "sim-sonnet")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", simulator.anthropic_base_url)
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "touch created.txt"})]),
+        lambda conv: Reply(text="result was: " + conv.last_tool_results()[0].content),
+    ])
+    assert main(["-p", "make a file"]) == 0
+    out, _ = capsys.readouterr()
+    assert not (project / "created.txt").exists()
+    assert "Permission denied" in out
+    assert "by the user" not in out  # nobody was asked
+    assert "--yes" in out
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_refused_connection_is_not_called_lost(isolated_home: Path) -> None:
+    base_url = f"http://127.0.0.1:{_closed_port()}"
+    settings = Settings(provider="anthropic", model="sim-model", anthropic_api_key="test-key",
+                        anthropic_base_url=base_url, home=isolated_home, max_retries=0)
+
+    async def call() -> ConnectionLost:
+        provider = create_provider(settings)
+        request = ModelRequest(model="sim-model", system="s", messages=[user_text("hi")],
+                               tools=[], max_tokens=100)
+        try:
+            async for _event in provider.stream(request):
+                pass
+        except ConnectionLost as exc:
+            return exc
+        finally:
+            await provider.close()
+        raise AssertionError("the call should have failed")
+
+    error = asyncio.run(call())
+    assert "could not connect" in error.message
+    assert base_url in error.message
+    assert "lost" not in error.message
+
+
+def test_the_header_names_a_non_default_endpoint() -> None:
+    assert _endpoint_label(None) == ""
+    assert _endpoint_label("https://api.anthropic.com") == ""
+    assert _endpoint_label("https://api.openai.com/v1") == ""
+    assert _endpoint_label("http://localhost:8080/v1") == " @ localhost:8080"
+
+
+def test_the_demo_names_a_search_by_its_pattern() -> None:
+    from mini_claude.bench.script import Call
+
+    line = _describe(Call("grep_search", {"pattern": "TODO", "path": "src"}))
+    assert line == "searching for TODO"
