@@ -17,10 +17,18 @@ from typing import Any
 
 from mini_claude import events as ev
 from mini_claude.context.base import ResultStore
+from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.ledger import Ledger
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.pipeline import ContextPipeline
+from mini_claude.context.thinking import (
+    ClearThinkingTier,
+    close_thinking_loop,
+    max_tokens_for,
+    thinking_config,
+    thinking_loop_open,
+)
 from mini_claude.context.tier import cache_is_cold
 from mini_claude.conversation import (
     Conversation,
@@ -38,6 +46,7 @@ from mini_claude.protocol import (
     ContextStatus,
     ModelRequest,
     ModelTextDelta,
+    ModelThinking,
     PromptTooLong,
     Provider,
     ProviderError,
@@ -83,11 +92,15 @@ class Agent:
         self.store = store
         self.clock = clock
         self.costs = CostTracker()
+        self.cache_misses = CacheMissLog()
+        self.clear_thinking = ClearThinkingTier()
         self.tokens_freed: dict[str, int] = {}
         self.compactions = 0
         self.pipeline_seconds: list[float] = []
         self.last_call_at: float | None = None
         self._side_events: asyncio.Queue[ev.Event] | None = None
+        # Called at each turn start; new settings (a window the Models API reported) or None.
+        self.settings_update: Callable[[], Settings | None] | None = None
         self.attach(transcript, conversation or Conversation())
 
     # ---- session plumbing -------------------------------------------------------------
@@ -157,6 +170,9 @@ class Agent:
         if unsendable is not None:
             yield ev.TurnError(unsendable, "prompt_too_long")
             return
+        updated = self.settings_update() if self.settings_update is not None else None
+        if updated is not None:
+            self.reconfigure(updated)
         self.compactor.note_turn_start()
         self.history.append(user_text(text))
         if self.compactor.should_auto_compact(self.conversation):
@@ -248,12 +264,16 @@ class Agent:
     async def _prepare_context(self) -> AsyncIterator[ev.Event]:
         """Tiers 1-3, then the mid-turn safety net; all before the next request."""
         started = time.perf_counter()
-        reports = self.pipeline.run(
+        # Inside a tool loop with thinking nothing before its last reply may change.
+        loop_open = thinking_loop_open(self.conversation.messages)
+        reports = [] if loop_open else self.pipeline.run(
             self.conversation, now=self.clock(), last_call_at=self.last_call_at
         )
+        cleared = None if loop_open else self._clear_thinking(edited=bool(reports))
         self.pipeline_seconds.append(time.perf_counter() - started)
-        for report in reports:
+        for report in [*reports, *([cleared] if cleared else [])]:
             self._count_freed(report)
+            self.cache_misses.note_edit(report.tier)
             yield ev.TierFired(report)
         focus = self.tool_context.compaction_focus
         if focus is not None:
@@ -263,14 +283,24 @@ class Agent:
         elif self.settings.auto_compact and self.compactor.needs_mid_turn_compaction(
             self.conversation
         ):
-            if self._summary_would_come_too_soon():
+            if self._summary_would_come_too_soon() and not loop_open:
                 relief = self.pipeline.relieve_pressure(self.conversation)
                 if relief is not None:
                     self._count_freed(relief)
+                    self.cache_misses.note_edit(relief.tier)
                     yield ev.TierFired(relief)
             if self.compactor.needs_mid_turn_compaction(self.conversation):
                 async for event in self._compact("mid-turn"):
                     yield event
+
+    def _clear_thinking(self, *, edited: bool) -> TierReport | None:
+        report = self.clear_thinking.run(
+            self.conversation, cache_cold=self._cache_is_cold(), history_edited=edited,
+            chars_per_token=self.meter.chars_per_token,
+        )
+        if report is not None:
+            self.transcript.thinking_cleared(len(self.conversation.messages))
+        return report
 
     def _summary_would_come_too_soon(self) -> bool:
         """Little work since the last summary: clear old results instead of summarizing again.
@@ -286,12 +316,16 @@ class Agent:
         self.tokens_freed[report.tier] = self.tokens_freed.get(report.tier, 0) + report.tokens_freed
 
     def _request(self) -> ModelRequest:
+        thinking = thinking_config(self.settings)
         return ModelRequest(
             model=self.settings.model,
             system=self.system_prompt,
             messages=list(self.conversation.messages),
             tools=self.tools,
-            max_tokens=min(self.settings.max_output_tokens, self.settings.reserve),
+            max_tokens=max_tokens_for(
+                thinking, min(self.settings.max_output_tokens, self.settings.reserve)
+            ),
+            thinking=thinking,
         )
 
     async def _call_model(self, number: int) -> AsyncIterator[ev.Event | ResponseComplete]:
@@ -312,6 +346,8 @@ class Agent:
                     partial.clear()
                     held = SurrogateHold()
                     yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
+                elif isinstance(event, ModelThinking):
+                    yield ev.Thinking(event.chars, event.redacted)
                 elif isinstance(event, ToolUseStarted):
                     continue
                 elif isinstance(event, ResponseComplete):
@@ -338,9 +374,17 @@ class Agent:
         if response.usage is not None:
             self.meter.observe(response.usage.prompt_tokens, self.conversation)
             self.costs.add(self.settings.model, response.usage)
+        missed = self.cache_misses.observe(
+            response.cache_miss, diagnosed=response.response_id is not None
+        )
+        if missed is not None:
+            self.transcript.event(
+                "cache_miss", reason=missed.reason, missed_tokens=missed.missed_tokens,
+                after=list(missed.after),
+            )
         message = self.history.append_reply(response.message)
         if message is not response.message:
-            response = ResponseComplete(message, response.stop_reason, response.usage)
+            response = replace(response, message=message)
         if response.usage is not None:
             self.transcript.event("usage", **asdict(response.usage))
         return response
@@ -460,6 +504,7 @@ class Agent:
             tools=self.tools,
             root=self.tool_context.root,
             transcript_path=str(self.transcript.path),
+            thinking=thinking_config(self.settings) if not self.settings.compact_model else None,
         )
 
     async def _compact(
@@ -483,6 +528,10 @@ class Agent:
                 )
             return
         self.compactions += 1
+        closed = close_thinking_loop(self.conversation.messages)
+        if closed is not None:  # thinking whose history the summary replaced is void
+            self.conversation.replace_all(closed)
+        self.cache_misses.note_edit(f"compaction ({reason})")
         self.last_call_at = self.clock()  # the summary call was a model call too
         self.history.record_compaction(
             reason, result.summary, result.tokens_before, result.tokens_after
@@ -503,6 +552,7 @@ class Agent:
             "cost_usd": self.costs.dollars,
             "compactions": self.compactions,
             "tokens_freed": dict(self.tokens_freed),
+            "cache_misses": len(self.cache_misses.misses),
         }
 
 

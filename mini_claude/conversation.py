@@ -16,6 +16,7 @@ from typing import Any, Literal
 Role = Literal["user", "assistant"]
 
 INTERRUPTED_RESULT = "[interrupted: the tool did not finish; no result was recorded]"
+THINKING_CLEARED = "(thinking cleared)"
 
 
 class ResultState(IntEnum):
@@ -85,7 +86,29 @@ class SummaryBlock:
         )
 
 
-Block = TextBlock | ToolUseBlock | ToolResultBlock | SummaryBlock
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    """The model's reasoning, kept exactly as received: the API checks the signature
+    (and, on newer models, that nothing before the block changed) when it comes back."""
+
+    thinking: str
+    signature: str
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedThinkingBlock:
+    """Reasoning the API returned encrypted; sent back unchanged like a thinking block."""
+
+    data: str
+    kind: Literal["redacted_thinking"] = "redacted_thinking"
+
+
+Block = (
+    TextBlock | ToolUseBlock | ToolResultBlock | SummaryBlock | ThinkingBlock
+    | RedactedThinkingBlock
+)
+THINKING_BLOCKS = (ThinkingBlock, RedactedThinkingBlock)
 
 
 @dataclass(slots=True)
@@ -131,6 +154,10 @@ def block_chars(block: Block) -> int:
         return len(block.name) + len(json.dumps(block.input, ensure_ascii=False)) + len(block.id)
     if isinstance(block, ToolResultBlock):
         return len(block.content) + len(block.tool_use_id)
+    if isinstance(block, ThinkingBlock):
+        return len(block.thinking)
+    if isinstance(block, RedactedThinkingBlock):
+        return len(block.data) // 2  # opaque; roughly the reasoning it stands for
     return len(block.render())
 
 
@@ -235,6 +262,16 @@ class Conversation:
             return []
         return self.messages[-1].tool_uses
 
+    def drop_thinking(self, before: int | None = None) -> int:
+        """Remove thinking blocks from the messages before ``before`` (all by default);
+        returns the characters freed. Only assistant messages hold thinking, so the
+        result index stays valid; a message of thinking alone keeps a short note."""
+        freed = strip_thinking(self.messages, before)
+        if freed:
+            self.total_chars -= freed
+            self.version += 1
+        return freed
+
     def close_dangling_tool_uses(self, note: str = INTERRUPTED_RESULT) -> Message | None:
         """Give every unanswered tool_use a result so the history stays valid."""
         pending = self.pending_tool_uses()
@@ -249,6 +286,20 @@ class Conversation:
         )
         self.append(message)
         return message
+
+
+def strip_thinking(messages: Sequence[Message], before: int | None = None) -> int:
+    """Remove thinking blocks in place from ``messages[:before]``; returns chars freed."""
+    end = len(messages) if before is None else before
+    freed = 0
+    for message in messages[:end]:
+        kept = [b for b in message.blocks if not isinstance(b, THINKING_BLOCKS)]
+        if len(kept) == len(message.blocks):
+            continue
+        kept = kept or [TextBlock(THINKING_CLEARED)]
+        freed += sum(block_chars(b) for b in message.blocks) - sum(block_chars(b) for b in kept)
+        message.blocks[:] = kept
+    return freed
 
 
 def target_of(use: ToolUseBlock) -> str:
@@ -303,6 +354,8 @@ _BLOCK_TYPES: dict[str, type[Any]] = {
     "tool_use": ToolUseBlock,
     "tool_result": ToolResultBlock,
     "summary": SummaryBlock,
+    "thinking": ThinkingBlock,
+    "redacted_thinking": RedactedThinkingBlock,
 }
 
 

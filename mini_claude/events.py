@@ -29,6 +29,14 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class Thinking:
+    """The model finished a block of reasoning; shown as one dim, collapsed line."""
+
+    chars: int
+    redacted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class AssistantMessage:
     message: Message
 
@@ -141,6 +149,7 @@ Event = (
     TurnStarted
     | ModelCallStarted
     | TextDelta
+    | Thinking
     | AssistantMessage
     | ToolStarted
     | ToolFinished

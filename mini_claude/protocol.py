@@ -25,6 +25,20 @@ class ToolSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingConfig:
+    """How much the model may reason before answering, in neutral words.
+
+    Anthropic: ``adaptive`` (the model decides, ``effort`` steers it; the budget
+    then only sizes ``max_tokens``) or a ``budget_tokens`` of at least 1,024.
+    OpenAI reasoning models: ``effort`` is the ``reasoning_effort``.
+    """
+
+    budget_tokens: int = 0
+    adaptive: bool = False
+    effort: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     model: str
     system: str
@@ -33,6 +47,7 @@ class ModelRequest:
     max_tokens: int
     allow_tool_use: bool = True  # False: tools stay defined (cache prefix intact) but unusable
     cache: bool = True  # place prompt-cache breakpoints
+    thinking: ThinkingConfig | None = None  # None: the provider's default (no thinking)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +56,7 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     output_tokens: int = 0
+    thinking_tokens: int = 0  # the part of output_tokens spent reasoning, when reported
 
     @property
     def prompt_tokens(self) -> int:
@@ -53,7 +69,21 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.output_tokens + other.output_tokens,
+            self.thinking_tokens + other.thinking_tokens,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CacheMiss:
+    """The server's word on why the previous request's cached prefix was not reused.
+
+    ``reason``: ``messages_changed`` | ``system_changed`` | ``tools_changed`` |
+    ``model_changed`` (each with the tokens that missed the cache), or
+    ``previous_message_not_found`` | ``unavailable`` (no diagnosis).
+    """
+
+    reason: str
+    missed_tokens: int = 0
 
 
 # ---- stream events -----------------------------------------------------------------
@@ -64,6 +94,14 @@ class ModelTextDelta:
     """Text of the reply as it streams (the UI shows it through :class:`events.TextDelta`)."""
 
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelThinking:
+    """A thinking block of the reply is complete (shown collapsed: its length only)."""
+
+    chars: int
+    redacted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +117,8 @@ class ResponseComplete:
     message: Message  # the assistant message, tool_use inputs parsed
     stop_reason: str  # "end_turn" | "tool_use" | "max_tokens" | other, normalised
     usage: Usage | None  # None when the server reported none (some compatible servers)
+    response_id: str | None = None  # the server's id for this reply, when it gave one
+    cache_miss: CacheMiss | None = None  # the server's cache diagnostics, when it sent any
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +133,7 @@ class StreamRestarted:
     error: str  # the one-line message of the failure being retried
 
 
-StreamEvent = ModelTextDelta | ToolUseStarted | ResponseComplete | StreamRestarted
+StreamEvent = ModelTextDelta | ToolUseStarted | ResponseComplete | StreamRestarted | ModelThinking
 
 
 class Provider(Protocol):
@@ -196,7 +236,7 @@ class ToolOutput:
 
 # ---- context ---------------------------------------------------------------------
 
-TierName = Literal["persist", "truncate", "budget", "snip", "microcompact"]
+TierName = Literal["persist", "truncate", "budget", "snip", "microcompact", "clear_thinking"]
 # Why a summary was made: at the turn boundary ("auto", "idle" when the cache went cold),
 # by hand ("manual"), by the model's tool ("tool"), inside a turn ("mid-turn"), or after
 # the server refused the prompt ("prompt-too-long").
@@ -214,10 +254,11 @@ class TierReport:
 
     def describe(self) -> str:
         """One line for the UI, e.g. ``snip: 4 stale results cleared, 12.3k tokens freed``."""
-        verb = {"budget": "trimmed", "snip": "cleared", "microcompact": "cleared"}.get(
-            self.tier, "edited"
-        )
+        verb = {"budget": "trimmed", "snip": "cleared", "microcompact": "cleared",
+                "clear_thinking": "dropped"}.get(self.tier, "edited")
         noun = "result" if self.results_touched == 1 else "results"
+        if self.tier == "clear_thinking":
+            noun = "thinking block" if self.results_touched == 1 else "thinking blocks"
         extra = f" ({self.detail})" if self.detail else ""
         return (
             f"{self.tier}: {self.results_touched} {noun} {verb}, "

@@ -16,6 +16,8 @@ from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.protocol import Provider
+from mini_claude.providers import PLACEHOLDER_KEY
+from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
 from mini_claude.session_lock import SessionBusy, SessionLock, lock_path
 from mini_claude.settings import Settings
@@ -32,6 +34,8 @@ from mini_claude.transcript import (
     load_session,
     new_session_id,
 )
+
+DEFAULT_THINKING_TOKENS = 8_000
 
 
 class SessionError(Exception):
@@ -51,6 +55,8 @@ class Session:
     session_id: str = field(init=False, default="")
     agent: Agent = field(init=False)
     warnings: list[str] = field(default_factory=list)
+    model_lookup: ModelLookup | None = field(init=False, default=None)
+    _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
     rules: PermissionRules | None = None  # None: the rules of the settings files
     mcp: McpManager = field(init=False)
@@ -95,6 +101,7 @@ class Session:
         return {"cwd": str(self.cwd), "provider": settings.provider, "model": settings.model}
 
     def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
+        self._look_up_model()
         store = DiskResultStore(self.settings, self.session_id, self.wall_clock)
         context = ToolContext(
             root=self.cwd,
@@ -106,7 +113,7 @@ class Session:
             results_folder=store.folder,
             rules=self.rules,
         )
-        return Agent(
+        agent = Agent(
             settings=self.settings,
             provider=self.provider,
             registry=self.registry,
@@ -117,6 +124,8 @@ class Session:
             clock=self.clock,
             conversation=conversation,
         )
+        agent.settings_update = self._reported_settings
+        return agent
 
     def start_new(self, session_id: str | None = None) -> Agent:
         """A fresh conversation with its own transcript (also what /clear does)."""
@@ -203,8 +212,51 @@ class Session:
 
     def switch_model(self, model: str) -> None:
         """`/model NAME`: later requests use the new model; the window follows it."""
-        self.settings = self.settings.with_overrides(model=model)
+        self.settings = self.settings.with_overrides(
+            model=model, reported_window=None, window_reported_by=None, reported_thinking=None
+        )
+        self._look_up_model()
         self.agent.reconfigure(self.settings)
+
+    def toggle_thinking(self, tokens: int | None = None) -> int:
+        """`/think [tokens]`: extended thinking on (with this budget) or off; returns the
+        budget now in force (0 = off). Takes effect from the next request."""
+        current = self.settings.thinking_tokens
+        if tokens is None:
+            tokens = 0 if current else (self._last_thinking or DEFAULT_THINKING_TOKENS)
+        if current:
+            self._last_thinking = current
+        self.settings = self.settings.with_overrides(thinking_tokens=tokens)
+        self.agent.settings = self.settings
+        return tokens
+
+    def _look_up_model(self) -> None:
+        """Ask the provider about a model the table does not know; never waits for it."""
+        settings = self.settings
+        key = settings.api_key or (PLACEHOLDER_KEY if settings.base_url else None)
+        if key is None or not ModelLookup.wanted(settings):
+            self.model_lookup = None
+            return
+        if self.model_lookup is None or self.model_lookup.model != settings.model:
+            self.model_lookup = ModelLookup(settings, key).start()
+        self.settings = self._reported_settings() or self.settings
+
+    def _reported_settings(self) -> Settings | None:
+        """New settings once the lookup has a window the session does not use yet."""
+        facts = self.model_lookup.facts if self.model_lookup is not None else None
+        if facts is None or facts.window is None or facts.model != self.settings.model:
+            return None
+        if self.settings.reported_window == facts.window:
+            return None
+        thinking = (
+            "adaptive" if facts.thinking_adaptive
+            else "enabled" if facts.thinking_enabled else None
+        )
+        self.settings = self.settings.with_overrides(
+            reported_window=facts.window, window_reported_by=facts.source,
+            reported_thinking=thinking,
+        )
+        return self.settings
 
 
 def startup_housekeeping(settings: Settings) -> int:

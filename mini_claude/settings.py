@@ -8,25 +8,53 @@ without touching code.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 ProviderName = Literal["anthropic", "openai"]
+_T = TypeVar("_T")
 
-# Known models and their context windows (tokens). Prefix match, longest first.
+# Known models and the prompt size they accept (tokens): the SDKs' current model lists
+# (anthropic ``types/model_param.py``, openai ``types/shared/chat_model.py``) with the
+# windows their providers publish. A model missing here is asked of the provider's Models
+# API (``model_info``). Names match exactly, after a date suffix, a ``[1m]`` tag or an
+# Ollama ``:tag`` is dropped; a key ending in "-" matches every name it starts.
+# OpenAI's 1.05M-context models accept at most 922K prompt tokens, GPT-5 272K.
 MODEL_WINDOWS: dict[str, int] = {
+    "claude-fable-5-1": 1_000_000,
+    "claude-opus-5-5": 1_000_000,
+    "claude-sonnet-5-5": 1_000_000,
+    "claude-haiku-5-5": 1_000_000,
+    "claude-opus-5": 1_000_000,
+    "claude-sonnet-5": 1_000_000,
+    "claude-opus-4-8": 1_000_000,
+    "claude-opus-4-6": 1_000_000,
+    "claude-sonnet-4-6": 1_000_000,
+    "claude-opus-4-5": 200_000,
+    "claude-sonnet-4-5": 200_000,
+    "claude-haiku-4-5": 200_000,
+    "claude-opus-4-1": 200_000,
     "claude-opus-4": 200_000,
     "claude-sonnet-4": 200_000,
-    "claude-haiku-4": 200_000,
     "claude-3-7-sonnet": 200_000,
     "claude-3-5-sonnet": 200_000,
     "claude-3-5-haiku": 200_000,
-    "gpt-5": 400_000,
+    "gpt-6.1-terra": 922_000,
+    "gpt-5.6-terra": 922_000,
+    "gpt-5.6-luna": 922_000,
+    "gpt-5": 272_000,
+    "gpt-5-mini": 272_000,
+    "gpt-5-nano": 272_000,
     "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
     "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
     "o3": 200_000,
+    "o3-mini": 200_000,
     "o4-mini": 200_000,
     "deepseek-chat": 128_000,
     "qwen2.5-coder": 32_768,
@@ -35,10 +63,36 @@ MODEL_WINDOWS: dict[str, int] = {
 }
 DEFAULT_WINDOW = 128_000
 
+# A current mid-tier model of each provider. GPT-6.1 Terra calls tools only through the
+# Responses API, so the Chat Completions default is GPT-5.6 Terra.
 DEFAULT_MODELS: dict[str, str] = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai": "gpt-4.1",
+    "anthropic": "claude-sonnet-5-5",
+    "openai": "gpt-5.6-terra",
 }
+
+_DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
+
+
+def model_key(model: str) -> str:
+    """The name a table knows a model by: no date suffix, no ``[1m]`` or ``:tag``."""
+    name = model.strip().split(":", 1)[0]
+    if name.endswith("]") and "[" in name:
+        name = name[: name.rindex("[")]
+    return _DATE_SUFFIX.sub("", name)
+
+
+def table_lookup(table: Mapping[str, _T], model: str) -> _T | None:
+    """A model's row: an exact name, else the longest prefix key (one that ends in "-")."""
+    key = model_key(model)
+    if key in table:
+        return table[key]
+    prefixes = [k for k in table if k.endswith("-") and key.startswith(k)]
+    return table[max(prefixes, key=len)] if prefixes else None
+
+
+def known_window(model: str) -> int | None:
+    """The table's window for a model, None when the table does not know it."""
+    return table_lookup(MODEL_WINDOWS, model)
 
 
 class SettingsError(ValueError):
@@ -47,10 +101,7 @@ class SettingsError(ValueError):
 
 def window_for_model(model: str) -> int:
     """Known window for a model name, or a safe default."""
-    for prefix in sorted(MODEL_WINDOWS, key=len, reverse=True):
-        if model.startswith(prefix):
-            return MODEL_WINDOWS[prefix]
-    return DEFAULT_WINDOW
+    return known_window(model) or DEFAULT_WINDOW
 
 
 @dataclass(frozen=True)
@@ -61,11 +112,23 @@ class Settings:
     model: str = DEFAULT_MODELS["anthropic"]
     compact_model: str | None = None
     context_window: int | None = None  # None: from the model table
+    # What the provider's Models API said about a model the table does not know
+    # (filled in by the session, never from the environment).
+    reported_window: int | None = None
+    window_reported_by: str | None = None
     home: Path = field(default_factory=lambda: Path.home() / ".mini-claude")
     anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_base_url: str | None = None
     openai_api_key: str | None = field(default=None, repr=False)
     openai_base_url: str | None = None
+
+    # Thinking: 0 = off, else the Anthropic budget_tokens (models with adaptive thinking
+    # think adaptively instead, steered by ``effort``); OpenAI reasoning models take
+    # ``reasoning_effort``.
+    thinking_tokens: int = 0
+    effort: str | None = None  # low | medium | high | xhigh | max
+    reasoning_effort: str | None = None  # none | minimal | low | medium | high | xhigh | max
+    reported_thinking: str | None = None  # "adaptive" | "enabled", from the Models API
 
     # Output and accounting
     max_output_tokens: int = 8_192
@@ -125,6 +188,8 @@ class Settings:
 
     # Provider calls
     max_retries: int = 4
+    # Ask the server why a cached prefix was not reused (Anthropic ``diagnostics``).
+    cache_diagnostics: bool = True
     request_timeout_seconds: float = 600.0
     # A stream that sends nothing (not even a ping) for this long is given up and retried.
     # 90 s is Claude Code's default (CLAUDE_STREAM_IDLE_TIMEOUT_MS, 90,000 ms); the SDKs
@@ -149,7 +214,18 @@ class Settings:
 
     @property
     def window(self) -> int:
-        return self.context_window or window_for_model(self.model)
+        return self.context_window or self.reported_window or window_for_model(self.model)
+
+    @property
+    def window_source(self) -> str:
+        """Where :attr:`window` came from, for ``/context``."""
+        if self.context_window:
+            return "MINI_CLAUDE_CONTEXT_WINDOW"
+        if self.reported_window:
+            return self.window_reported_by or "the provider's Models API"
+        if known_window(self.model) is not None:
+            return "the model table"
+        return "a default (model unknown to the table and the Models API)"
 
     @property
     def reserve(self) -> int:
@@ -203,6 +279,10 @@ ENV_NAMES: dict[str, str] = {
     "autocompact_pct": "MINI_CLAUDE_AUTOCOMPACT_PCT",
     "stream_idle_timeout_seconds": "MINI_CLAUDE_STREAM_IDLE_TIMEOUT",
 }
+# Learnt at run time, not configured.
+NOT_FROM_ENVIRONMENT = {"reported_window", "window_reported_by", "reported_thinking"}
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+REASONING_EFFORTS = ("none", "minimal", *EFFORTS)
 for _f in fields(Settings):
     ENV_NAMES.setdefault(_f.name, "MINI_CLAUDE_" + _f.name.upper())
 
@@ -231,6 +311,16 @@ def _parse(name: str, raw: str, default: Any) -> Any:
             if raw not in ("anthropic", "openai"):
                 raise ValueError
             return raw
+        if name in ("effort", "reasoning_effort"):
+            allowed = EFFORTS if name == "effort" else REASONING_EFFORTS
+            if raw.lower() not in allowed:
+                raise ValueError
+            return raw.lower()
+        if name == "thinking_tokens":
+            tokens = int(raw.replace("_", "").replace(",", ""))
+            if tokens != 0 and tokens < 1_024:
+                raise ValueError  # the API's minimum budget
+            return tokens
         if name == "context_window":
             value = int(raw.replace("_", "").replace(",", ""))
             if value < 1_000:
@@ -286,6 +376,8 @@ def from_environment(
     base = Settings()
     values: dict[str, Any] = {}
     for f in fields(Settings):
+        if f.name in NOT_FROM_ENVIRONMENT:
+            continue
         raw = environ.get(ENV_NAMES[f.name])
         if raw is not None and raw.strip() != "":
             values[f.name] = _parse(f.name, raw, getattr(base, f.name))

@@ -26,6 +26,7 @@ from mini_claude.conversation import (
     block_to_dict,
     message_from_dict,
     message_to_dict,
+    strip_thinking,
 )
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.sanitize import clean_block, clean_message, clean_value
@@ -87,6 +88,11 @@ class Transcript:
 
     def edit(self, tier: str, block: ToolResultBlock) -> None:
         self.write({"type": "edit", "tier": tier, "block": block_to_dict(block)})
+
+    def thinking_cleared(self, before: int) -> None:
+        """Thinking dropped from the first ``before`` messages; replayed on resume, so a
+        resumed request carries the same history the server signed later thinking for."""
+        self.write({"type": "thinking_cleared", "before": before, "time": time.time()})
 
     def compaction(
         self,
@@ -213,6 +219,8 @@ def _apply(
     elif kind == "compaction":
         rebuilt = [clean_message(message_from_dict(m)) for m in record["messages"]]
         messages[:] = [m for m in rebuilt if m.blocks]
+    elif kind == "thinking_cleared":
+        strip_thinking(messages, int(record["before"]))
 
 
 def _replace_result(messages: list[Message], new: ToolResultBlock) -> None:

@@ -37,6 +37,8 @@ OWN_EVENTS: list[ev.Event] = [
     ev.UsageReported(Usage(10, 800, 20, 5), STATUS, 0.0123),
     ev.Retrying(2, 1.5, "overloaded (529)"),
     ev.Notice("compacting often", "warning"),
+    ev.Thinking(1_234),
+    ev.TierFired(TierReport("clear_thinking", 4, 9_000, 2_250, "earlier turns' thinking")),
 ]
 
 

@@ -13,11 +13,12 @@ from anthropic.types import RawMessageStreamEvent
 from openai.types.chat import ChatCompletionChunk
 from pydantic import TypeAdapter
 
-from mini_claude.conversation import TextBlock, ToolUseBlock
+from mini_claude.conversation import TextBlock, ThinkingBlock, ToolUseBlock
 from mini_claude.protocol import (
     RAW_ARGUMENTS_KEY,
     ConnectionLost,
     ModelTextDelta,
+    ModelThinking,
     ResponseComplete,
     StreamEvent,
     ToolUseStarted,
@@ -76,7 +77,7 @@ def message_delta(reason: str, **usage: int) -> dict[str, Any]:
 MESSAGE_STOP = {"type": "message_stop"}
 
 
-def test_anthropic_thinking_is_ignored_and_usage_is_merged() -> None:
+def test_anthropic_thinking_is_kept_exactly_and_usage_is_merged() -> None:
     out, reply = anthropic_events(
         message_start(
             input_tokens=12,
@@ -96,8 +97,8 @@ def test_anthropic_thinking_is_ignored_and_usage_is_merged() -> None:
     )
     done = reply.complete()
 
-    assert out == [ModelTextDelta("Answer")]
-    assert done.message.blocks == [TextBlock("Answer")]
+    assert out == [ModelThinking(len("let me think")), ModelTextDelta("Answer")]
+    assert done.message.blocks == [ThinkingBlock("let me think", "sig"), TextBlock("Answer")]
     assert done.stop_reason == "end_turn"
     assert done.usage == Usage(
         input_tokens=12, cache_read_tokens=100, cache_write_tokens=7, output_tokens=42

@@ -439,6 +439,7 @@ def test_context_total_matches_the_meter_and_cost_matches_the_tracker(
         await repl.wait_for("Read it.", after=mark)
         mark = await repl.submit("/context")
         await repl.wait_for("output reserve", after=mark)
+        await repl.wait_for("tokens, from the model table", after=mark)
         status = repl.repl.agent.status()
         shown = " ".join(repl.text[mark:].split())
         assert f"in the prompt {status.tokens:,}" in shown

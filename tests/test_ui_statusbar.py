@@ -63,7 +63,8 @@ def test_the_percentage_carries_the_band_style() -> None:
 def test_unpriced_models_say_their_cost_is_incomplete() -> None:
     costs = CostTracker()
     costs.add("some-local-model", Usage(input_tokens=100, output_tokens=10))
-    assert "unpriced" in status_text(status(10), costs, "some-local-model", None)
+    text = status_text(status(10), costs, "some-local-model", None)
+    assert "price unknown" in text and "$0" not in text
 
 
 def test_number_formats() -> None:

@@ -175,6 +175,10 @@ ABLATIONS: tuple[Strategy, ...] = (
     Strategy("mini-no-micro", "mini-claude without microcompact",
              "idle gaps clear nothing", _without(microcompact_idle_seconds=NEVER_SECONDS),
              ablation=True),
+    Strategy("mini-thinking", "mini-claude with thinking",
+             "extended thinking on (2,048-token budget): thinking blocks sent back intact, no "
+             "history edit inside a tool loop with thinking, earlier turns' thinking cleared",
+             _without(thinking_tokens=2_048), ablation=True),
 )
 
 

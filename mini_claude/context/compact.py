@@ -35,6 +35,7 @@ from mini_claude.context.summary_request import (
     tokens_to_drop,
     unsent_suffix_start,
 )
+from mini_claude.context.thinking import max_tokens_for, without_thinking
 from mini_claude.conversation import Conversation, Message, TextBlock, ToolUseBlock
 from mini_claude.protocol import (
     CompactReason,
@@ -43,6 +44,7 @@ from mini_claude.protocol import (
     Provider,
     ProviderError,
     ResponseComplete,
+    ThinkingConfig,
     ToolSpec,
 )
 from mini_claude.sanitize import clean_text
@@ -81,6 +83,8 @@ class SummaryContext:
     tools: Sequence[ToolSpec]
     root: Path
     transcript_path: str
+    # The session's thinking: the same request parameters keep the cached prefix.
+    thinking: ThinkingConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -304,7 +308,9 @@ class Compactor:
             raise CompactionError("nothing to summarize yet")
         instruction = Message("user", [TextBlock(summary_instruction(
             focus, keep_pointers=self.settings.summary_keep_pointers))])
-        max_tokens = min(self.settings.summary_max_tokens, self.settings.reserve)
+        max_tokens = max_tokens_for(
+            ctx.thinking, min(self.settings.summary_max_tokens, self.settings.reserve)
+        )
         fits_below = self.settings.window - max_tokens
         history, dropped, drop_goal = base, 0, 0
         whole = self.meter.estimate_messages([*base, instruction], epoch=epoch)
@@ -313,14 +319,16 @@ class Compactor:
             history, dropped = self._shorten(base, drop_goal)
         retries = 0
         while True:
+            # Leaving out old turns changes what later thinking was bound to: send none.
             request = ModelRequest(
                 model=ctx.model,
                 system=ctx.system,
-                messages=[*history, instruction],
+                messages=[*(history if dropped == 0 else without_thinking(history)), instruction],
                 tools=ctx.tools,
                 max_tokens=max_tokens,
                 allow_tool_use=False,
                 cache=dropped == 0,  # a reshaped prefix would write a cache entry nobody reads
+                thinking=ctx.thinking if dropped == 0 else None,
             )
             try:
                 reply = await _reply_text(ctx.provider, request)

@@ -30,10 +30,13 @@ from mini_claude.conversation import (
     Block,
     Conversation,
     Message,
+    RedactedThinkingBlock,
     ResultRef,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    block_chars,
     message_chars,
 )
 from mini_claude.protocol import ContextStatus
@@ -153,6 +156,10 @@ class ShapeMemo:
             return shape_tokens(block.name + block.id) + self.of_text(arguments)
         if isinstance(block, ToolResultBlock):
             return self.of_text(block.content) + shape_tokens(block.tool_use_id)
+        if isinstance(block, ThinkingBlock):
+            return self.of_text(block.thinking)
+        if isinstance(block, RedactedThinkingBlock):
+            return block_chars(block) / 4
         return self.of_text(block.render())
 
     def of_messages(self, messages: Sequence[Message]) -> tuple[float, int]:

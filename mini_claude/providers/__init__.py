@@ -29,6 +29,7 @@ def create_provider(settings: Settings) -> Provider:
             api_key=_api_key(settings, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
             base_url=settings.anthropic_base_url,
             timeout_seconds=_read_timeout(settings),
+            cache_diagnostics=settings.cache_diagnostics,
         )
     else:
         from mini_claude.providers.openai import OpenAIProvider

@@ -13,16 +13,20 @@ from typing import TYPE_CHECKING, Any
 from mini_claude.conversation import (
     Block,
     Message,
+    RedactedThinkingBlock,
     Role,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
 from mini_claude.protocol import (
+    CacheMiss,
     ConnectionLost,
     MalformedResponse,
     ModelRequest,
     ModelTextDelta,
+    ModelThinking,
     ProviderError,
     ResponseComplete,
     StreamEvent,
@@ -43,7 +47,7 @@ from mini_claude.providers.redact import clean_message
 
 if TYPE_CHECKING:
     from anthropic import APIStatusError, AsyncAnthropic
-    from anthropic.types import RawMessageStreamEvent
+    from anthropic.types import Diagnostics, RawMessageStreamEvent
     from anthropic.types.raw_content_block_start_event import ContentBlock
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
@@ -71,6 +75,14 @@ def build_request(request: ModelRequest) -> dict[str, Any]:
         if not request.allow_tool_use:
             # Tools stay defined so the cached prefix is byte-identical.
             body["tool_choice"] = {"type": "none"}
+    if request.thinking is not None:
+        thinking = request.thinking
+        if thinking.adaptive:
+            body["thinking"] = {"type": "adaptive"}
+        elif thinking.budget_tokens:
+            body["thinking"] = {"type": "enabled", "budget_tokens": thinking.budget_tokens}
+        if thinking.effort:
+            body["output_config"] = {"effort": thinking.effort}
     if request.cache:
         place_cache_breakpoints(body)
     return body
@@ -115,6 +127,10 @@ def wire_block(block: Block) -> dict[str, Any]:
             "content": block.content,
             "is_error": block.is_error,
         }
+    if isinstance(block, ThinkingBlock):
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, RedactedThinkingBlock):
+        return {"type": "redacted_thinking", "data": block.data}
     return {"type": "text", "text": block.render()}
 
 
@@ -155,6 +171,7 @@ class _OpenBlock:
     parts: list[str] = field(default_factory=list)
     id: str = ""
     name: str = ""
+    signature: str = ""
 
 
 @dataclass
@@ -166,9 +183,13 @@ class ReplyAssembler:
     usage: Usage | None = None
     stop_reason: str | None = None
     finished: bool = False
+    message_id: str | None = None
+    cache_miss: CacheMiss | None = None
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[StreamEvent]:
         if event.type == "message_start":
+            self.message_id = event.message.id or None
+            self.cache_miss = cache_miss_of(event.message.diagnostics)
             u = event.message.usage
             self.usage = Usage(
                 input_tokens=u.input_tokens,
@@ -186,8 +207,14 @@ class ReplyAssembler:
                 yield ModelTextDelta(delta.text)
             elif block is not None and delta.type == "input_json_delta":
                 block.parts.append(delta.partial_json)
+            elif block is not None and delta.type == "thinking_delta":
+                block.parts.append(delta.thinking)
+            elif block is not None and delta.type == "signature_delta":
+                block.signature = delta.signature
         elif event.type == "content_block_stop":
-            self._stop(event.index)
+            thinking = self._stop(event.index)
+            if thinking is not None:
+                yield thinking
         elif event.type == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             self._update_usage(
@@ -210,17 +237,33 @@ class ReplyAssembler:
             block = _OpenBlock("tool_use", id=content.id, name=content.name)
             self.open_blocks[index] = block
             yield ToolUseStarted(block.id, block.name)
+        elif content.type == "thinking":
+            block = _OpenBlock("thinking", signature=content.signature or "")
+            if content.thinking:
+                block.parts.append(content.thinking)
+            self.open_blocks[index] = block
+        elif content.type == "redacted_thinking":
+            self.open_blocks[index] = _OpenBlock("redacted_thinking", parts=[content.data])
         else:
             self.open_blocks[index] = _OpenBlock("skip")  # thinking and server-side blocks
 
-    def _stop(self, index: int) -> None:
+    def _stop(self, index: int) -> ModelThinking | None:
+        """Close a block; a finished thinking block is announced (kept exactly as sent)."""
         block = self.open_blocks.pop(index, None)
         if block is None or block.kind == "skip":
-            return
+            return None
+        text = "".join(block.parts)
         if block.kind == "text":
-            self.done[index] = TextBlock("".join(block.parts))
+            self.done[index] = TextBlock(text)
+        elif block.kind == "thinking":
+            self.done[index] = ThinkingBlock(text, block.signature)
+            return ModelThinking(len(text))
+        elif block.kind == "redacted_thinking":
+            self.done[index] = RedactedThinkingBlock(text)
+            return ModelThinking(0, redacted=True)
         else:
             self.done[index] = ToolUseBlock(block.id, block.name, parse_tool_input(block.parts))
+        return None
 
     def _update_usage(
         self,
@@ -243,7 +286,15 @@ class ReplyAssembler:
             raise ConnectionLost("the reply stream ended before the message was complete")
         message = Message("assistant", _drop_blank_text([self.done[i] for i in sorted(self.done)]))
         stop = self.stop_reason or ("tool_use" if message.tool_uses else "end_turn")
-        return ResponseComplete(message, stop, self.usage)
+        return ResponseComplete(message, stop, self.usage, self.message_id, self.cache_miss)
+
+
+def cache_miss_of(diagnostics: Diagnostics | None) -> CacheMiss | None:
+    """The neutral form of ``message.diagnostics`` (None: not asked, no divergence, pending)."""
+    reason = diagnostics.cache_miss_reason if diagnostics is not None else None
+    if reason is None:
+        return None
+    return CacheMiss(reason.type, getattr(reason, "cache_missed_input_tokens", 0) or 0)
 
 
 # ---- the adapter -------------------------------------------------------------------
@@ -254,11 +305,22 @@ class AnthropicProvider:
 
     name = "anthropic"
 
-    def __init__(self, *, api_key: str, base_url: str | None, timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None,
+        timeout_seconds: float,
+        cache_diagnostics: bool = True,
+    ) -> None:
         self._api_key = api_key
         self._base_url = base_url
         self._timeout_seconds = timeout_seconds
         self._sdk_client: AsyncAnthropic | None = None
+        # Cache diagnostics: each request names the previous reply, so the server can
+        # say why that request's cached prefix was not reused (None on the first one).
+        self._cache_diagnostics = cache_diagnostics
+        self._previous_message_id: str | None = None
         self._errors = ErrorContext(
             key_variable="ANTHROPIC_API_KEY",
             base_url_variable="ANTHROPIC_BASE_URL",
@@ -281,6 +343,8 @@ class AnthropicProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         body = build_request(request)
+        if self._cache_diagnostics:
+            body["diagnostics"] = {"previous_message_id": self._previous_message_id}
         reply = ReplyAssembler()
         try:
             events: Any = await self._client().messages.create(**body)
@@ -292,7 +356,9 @@ class AnthropicProvider:
             raise
         except Exception as exc:
             raise self.map_error(exc) from None
-        yield reply.complete()
+        complete = reply.complete()
+        self._previous_message_id = complete.response_id or self._previous_message_id
+        yield complete
 
     def map_error(self, exc: Exception) -> ProviderError:
         """One of our error types for any failure the SDK or the transport raised."""

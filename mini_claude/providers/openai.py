@@ -80,6 +80,8 @@ def build_request(request: ModelRequest, *, legacy_max_tokens: bool = False) -> 
         body["tools"] = [wire_tool(t) for t in request.tools]
         if not request.allow_tool_use:
             body["tool_choice"] = "none"
+    if request.thinking is not None and request.thinking.effort:
+        body["reasoning_effort"] = request.thinking.effort  # reasoning models; no temperature
     return body
 
 
@@ -221,11 +223,14 @@ def usage_of(usage: CompletionUsage) -> Usage:
     details = usage.prompt_tokens_details
     cached = (details.cached_tokens or 0) if details is not None else 0
     written = (details.cache_write_tokens or 0) if details is not None else 0
+    output = usage.completion_tokens_details
+    reasoning = (output.reasoning_tokens or 0) if output is not None else 0
     return Usage(
         input_tokens=max(0, usage.prompt_tokens - cached - written),
         cache_read_tokens=cached,
         cache_write_tokens=written,
-        output_tokens=usage.completion_tokens,
+        output_tokens=usage.completion_tokens,  # reasoning tokens included, billed as output
+        thinking_tokens=reasoning,
     )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mini_claude.simulator.diagnostics import fingerprint, previous_id_of
+from mini_claude.simulator.thinking import PrefixChain, check_thinking, thinking_mode
 from mini_claude.simulator.tokens import TOOL_OVERHEAD, TokenCounter, canonical_json
 from mini_claude.simulator.types import (
     SimBlock,
@@ -394,7 +396,15 @@ def parse_request(body: Any, counter: TokenCounter) -> ParsedRequest:
         tool_choice_none=choice_none,
         max_tokens=max_tokens,
     )
-    return ParsedRequest(conversation, builder.units, stream)
+    previous_id_of(body)  # a malformed ``diagnostics`` is a 400, as on the real API
+    prefix = fingerprint(body, tools, system, merged, builder.units)
+    mode = thinking_mode(body)
+    chain = PrefixChain(system, tools, merged)
+    check_thinking(mode, chain, merged, body.get("tool_choice"))
+    return ParsedRequest(
+        conversation, builder.units, stream, prefix=prefix, thinking=mode,
+        thinking_prefix=chain.before(len(merged), []),
+    )
 
 
 # ---- answers ---------------------------------------------------------------------------
@@ -422,6 +432,8 @@ def _usage(completion: Completion) -> dict[str, int]:
 
 def _content(completion: Completion, raw_inputs: bool) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
+    if completion.thinking is not None:
+        content.append(dict(completion.thinking))
     if completion.text or completion.empty_text_block:
         content.append({"type": "text", "text": completion.text})
     for call in completion.calls:
@@ -436,7 +448,7 @@ def _content(completion: Completion, raw_inputs: bool) -> list[dict[str, Any]]:
 
 
 def message_json(completion: Completion) -> dict[str, Any]:
-    return {
+    body = {
         "id": completion.message_id,
         "type": "message",
         "role": "assistant",
@@ -446,6 +458,9 @@ def message_json(completion: Completion) -> dict[str, Any]:
         "stop_sequence": None,
         "usage": _usage(completion),
     }
+    if completion.diagnostics is not None:
+        body["diagnostics"] = completion.diagnostics
+    return body
 
 
 def sse(event: str, data: dict[str, Any]) -> bytes:
@@ -472,10 +487,16 @@ def stream_plan(completion: Completion) -> FramePlan:
             "usage": start_usage,
         },
     }
+    if completion.diagnostics is not None:
+        start["message"]["diagnostics"] = completion.diagnostics  # type: ignore[index]
     frames = [sse("message_start", start), sse("ping", {"type": "ping"})]
     after_some_text = len(frames)
     inside_tool_call: int | None = None
     index = 0
+    if completion.thinking is not None:
+        frames.extend(_thinking_frames(index, completion.thinking))
+        after_some_text = len(frames)
+        index += 1
     if completion.text or completion.empty_text_block:
         frames.append(_block_start(index, {"type": "text", "text": ""}))
         deltas = split_text(completion.text)
@@ -507,6 +528,19 @@ def stream_plan(completion: Completion) -> FramePlan:
     )
     frames.append(sse("message_stop", {"type": "message_stop"}))
     return FramePlan(frames, after_some_text, inside_tool_call)
+
+
+def _thinking_frames(index: int, block: dict[str, Any]) -> list[bytes]:
+    """A thinking block streams its text, then its signature just before it stops."""
+    stop = sse("content_block_stop", {"type": "content_block_stop", "index": index})
+    if block["type"] == "redacted_thinking":
+        return [_block_start(index, block), stop]
+    frames = [_block_start(index, {"type": "thinking", "thinking": "", "signature": ""})]
+    for piece in split_text(block["thinking"]):
+        frames.append(_delta(index, {"type": "thinking_delta", "thinking": piece}))
+    frames.append(_delta(index, {"type": "signature_delta", "signature": block["signature"]}))
+    frames.append(stop)
+    return frames
 
 
 def _block_start(index: int, block: dict[str, Any]) -> bytes:

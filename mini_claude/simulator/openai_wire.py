@@ -37,6 +37,8 @@ FINISH_REASONS = {
 }
 RAW_ARGUMENTS_KEY = "_raw_arguments"
 
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+
 
 def _fail(message: str, *, param: str | None = None, code: str | None = None) -> WireError:
     return WireError(message, param=param, code=code)
@@ -333,7 +335,17 @@ def parse_request(body: Any, counter: TokenCounter) -> ParsedRequest:
         tool_choice_none=choice_none,
         max_tokens=limit,
     )
-    return ParsedRequest(conversation, builder.units, stream, include_usage=include_usage)
+    effort = body.get("reasoning_effort")
+    if effort is not None and effort not in REASONING_EFFORTS:
+        raise _fail(
+            f"Invalid value: '{effort}'. Supported values are: "
+            + ", ".join(f"'{e}'" for e in REASONING_EFFORTS) + ".",
+            param="reasoning_effort",
+            code="invalid_value",
+        )
+    return ParsedRequest(
+        conversation, builder.units, stream, include_usage=include_usage, reasoning_effort=effort
+    )
 
 
 # ---- answers ---------------------------------------------------------------------------
@@ -358,7 +370,9 @@ def _usage(completion: Completion) -> dict[str, Any] | None:
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.prompt_tokens + usage.output_tokens,
         "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": completion.reasoning_tokens, "audio_tokens": 0
+        },
     }
 
 

@@ -24,14 +24,23 @@ from urllib.parse import urlsplit
 from mini_claude.simulator import anthropic_wire, openai_wire
 from mini_claude.simulator.cache import AnthropicCache, CacheOutcome, OpenAICache
 from mini_claude.simulator.clock import SimClock
+from mini_claude.simulator.diagnostics import FingerprintStore, diagnose, previous_id_of
 from mini_claude.simulator.faults import (
     INTERRUPTING_FAULTS,
     STATUS_FAULTS,
     Fault,
     FaultQueue,
 )
+from mini_claude.simulator.models_api import (
+    CatalogEntry,
+    ModelsFlavour,
+    anthropic_list,
+    anthropic_model,
+    openai_list,
+)
 from mini_claude.simulator.policies import ScriptedPolicy
 from mini_claude.simulator.summary import REALISTIC, SummaryStyle, build_summary, useless_summary
+from mini_claude.simulator.thinking import reply_thinking
 from mini_claude.simulator.tokens import TokenCounter, shared_counter
 from mini_claude.simulator.types import (
     Policy,
@@ -52,10 +61,14 @@ from mini_claude.simulator.wire import (
 
 ANTHROPIC_PATHS = ("/v1/messages", "/v1/messages/count_tokens")
 OPENAI_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
 BAD_KEY = "bad-key"
 HANG_LIMIT_SECONDS = 60.0
 TOOL_CALL_OUTPUT_OVERHEAD = 3
 KEPT_REPLIES_LIMIT = 256
+# Reasoning tokens a reply spends at each OpenAI ``reasoning_effort``.
+REASONING_TOKENS = {"minimal": 16, "low": 64, "medium": 256, "high": 1024, "xhigh": 2048,
+                    "max": 4096}
 STOP_REASON_ALIASES = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -145,11 +158,17 @@ class Simulator:
         self.clock = clock if clock is not None else SimClock()
         self.report_usage = report_usage
         self.requests: list[RecordedRequest] = []
+        # The Models API: what GET /v1/models[/{id}] answers, and the requests it got
+        # (kept apart from ``requests``, which counts model calls).
+        self.catalog: dict[str, CatalogEntry] = {}
+        self.models_flavour: ModelsFlavour = "vllm"
+        self.model_requests: list[RecordedRequest] = []
         self.counter = counter if counter is not None else shared_counter()
         self._faults = FaultQueue()
         self._anthropic_cache = AnthropicCache(self.clock)
         self._openai_cache = OpenAICache(self.clock)
         self._kept: OrderedDict[bytes, Reply] = OrderedDict()
+        self._fingerprints = FingerprintStore()
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
@@ -259,8 +278,17 @@ class Simulator:
         except ValueError:
             body, parse_error = None, True
         protocol: Protocol_ = "openai" if path == OPENAI_PATH else "anthropic"
+        if path == MODELS_PATH or path.startswith(MODELS_PATH + "/"):
+            # Both APIs have this path; only Anthropic's clients send ``anthropic-version``.
+            protocol = "anthropic" if "anthropic-version" in headers else "openai"
         stream = bool(body.get("stream")) if isinstance(body, dict) else False
         record = RecordedRequest(protocol, path, headers, body, stream=stream)
+        if handler.command == "GET" and (path == MODELS_PATH or path.startswith(MODELS_PATH + "/")):
+            with self._lock:
+                self.model_requests.append(record)
+                answer = self._models(record)
+            self._write(handler, answer)
+            return
         try:
             with self._lock:
                 self.requests.append(record)
@@ -302,6 +330,25 @@ class Simulator:
         if parsed.prompt_tokens > self.context_window:
             return self._prompt_too_long(record, parsed.prompt_tokens, self.context_window)
         return self._reply(record, parsed, fault)
+
+    def _models(self, record: RecordedRequest) -> Answer:
+        """``GET /v1/models`` and ``GET /v1/models/{id}`` in the asking client's shape."""
+        auth = self._check_auth(record)
+        if auth is not None:
+            return auth
+        entries = list(self.catalog.values())
+        record.status = 200
+        if record.path == MODELS_PATH:
+            if record.protocol == "anthropic":
+                return _json_answer(200, anthropic_list(entries))
+            return _json_answer(200, openai_list(entries, self.models_flavour))
+        model_id = record.path[len(MODELS_PATH) + 1 :]
+        entry = self.catalog.get(model_id)
+        if entry is None:
+            return self._error(record, 404, "not_found_error", f"model: {model_id}")
+        if record.protocol == "anthropic":
+            return _json_answer(200, anthropic_model(entry))
+        return _json_answer(200, openai_list([entry], self.models_flavour)["data"][0])
 
     def _parse(self, record: RecordedRequest) -> ParsedRequest:
         if record.protocol == "openai":
@@ -461,6 +508,7 @@ class Simulator:
         if conv.tool_choice_none and reply.tool_calls:
             reply = Reply(reply.text or "(no tool use allowed)", [], reply.stop_reason)
         completion = self._complete(record, reply, parsed, cache)
+        self._diagnose(record, parsed, completion)
         interrupting = fault is not None and fault.kind in INTERRUPTING_FAULTS
         if interrupting and not conv.is_summary_request:
             self._keep(parsed.fingerprint, reply)
@@ -475,6 +523,22 @@ class Simulator:
         if fault is not None and fault.kind == "slow":
             answer.delay_s = fault.delay_s
         return answer
+
+    def _diagnose(
+        self, record: RecordedRequest, parsed: ParsedRequest, completion: Completion
+    ) -> None:
+        """Cache diagnostics: compare with the request the client names, keep this one."""
+        if parsed.prefix is None or not isinstance(record.body, dict):
+            return
+        asked, previous_id = previous_id_of(record.body)
+        if not asked:
+            return
+        if previous_id is not None:
+            reason = diagnose(self._fingerprints.get(previous_id), parsed.prefix)
+            if reason is not None:
+                completion.diagnostics = {"cache_miss_reason": reason}
+                record.cache_miss = reason
+        self._fingerprints.keep(completion.message_id, parsed.prefix)
 
     def _account_cache(self, protocol: str, parsed: ParsedRequest) -> CacheOutcome:
         if protocol == "openai":
@@ -526,6 +590,13 @@ class Simulator:
             self.counter.count(c.name) + self.counter.count(c.arguments) + TOOL_CALL_OUTPUT_OVERHEAD
             for c in calls
         )
+        thinking = None
+        if parsed.thinking is not None and not openai:
+            text = reply.thinking or default_thinking(parsed.conversation)
+            thinking = reply_thinking(text, reply.redacted_thinking, parsed.thinking_prefix)
+            output += self.counter.count(text)  # thinking is billed as output
+        reasoning = REASONING_TOKENS.get(parsed.reasoning_effort or "", 0) if openai else 0
+        output += reasoning
         usage = Usage(parsed.prompt_tokens, output, cache.read_tokens, cache.write_tokens)
         if openai and not self.report_usage:
             usage_or_none: Usage | None = None
@@ -534,7 +605,8 @@ class Simulator:
         message_id = _random_id("chatcmpl-", 29) if openai else _random_id("msg_01", 22)
         model = parsed.conversation.model
         return Completion(
-            message_id, model, reply.text, calls, stop, usage_or_none, reply.empty_text_block
+            message_id, model, reply.text, calls, stop, usage_or_none,
+            reply.empty_text_block, thinking=thinking, reasoning_tokens=reasoning,
         )
 
     def _render(
@@ -652,6 +724,13 @@ class Simulator:
                 except OSError:
                     break
         _drop(handler)
+
+
+def default_thinking(conv: SimConversation) -> str:
+    """Reasoning for a policy that wrote none: short, and different for every request."""
+    results = len(conv.tool_results())
+    ask = " ".join(conv.last_user_text.split())[:80]
+    return f"The user asked: {ask!r}. {results} tool results so far; deciding the next step."
 
 
 def _stream_answer(plan: FramePlan, headers: dict[str, str]) -> Answer:

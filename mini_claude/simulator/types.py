@@ -34,6 +34,8 @@ class Reply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     stop_reason: str | None = None
     raw_arguments: dict[int, str] | None = None
+    thinking: str | None = None  # the reasoning shown when the request enables thinking
+    redacted_thinking: bool = False  # send it as an encrypted redacted_thinking block
     # Anthropic only: send the empty text as a block of its own (``{"type": "text", "text": ""}``),
     # as the real API sometimes does for an empty reply.
     empty_text_block: bool = False
@@ -173,3 +175,4 @@ class RecordedRequest:
     fault: str | None = None
     reply: Reply | None = None
     conversation: SimConversation | None = None
+    cache_miss: dict[str, Any] | None = None  # the ``cache_miss_reason`` the answer carried

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mini_claude.simulator.tokens import (
     BLOCK_OVERHEAD,
@@ -16,6 +16,11 @@ from mini_claude.simulator.tokens import (
     digest,
 )
 from mini_claude.simulator.types import SimBlock, SimConversation, SimMessage
+
+if TYPE_CHECKING:
+    from mini_claude.simulator.diagnostics import PrefixFingerprint
+    from mini_claude.simulator.thinking import ThinkingMode
+
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -85,6 +90,10 @@ class ParsedRequest:
     units: list[PromptUnit]
     stream: bool
     include_usage: bool = True
+    prefix: PrefixFingerprint | None = None  # for cache diagnostics (Anthropic only)
+    thinking: ThinkingMode | None = None  # Anthropic thinking, when the request enables it
+    thinking_prefix: bytes = b""  # what a reply's opening thinking block is bound to
+    reasoning_effort: str | None = None  # OpenAI reasoning models
 
     @property
     def prompt_tokens(self) -> int:
@@ -173,6 +182,9 @@ class Completion:
     stop_reason: str = "end_turn"  # Anthropic's vocabulary; OpenAI maps it
     usage: Usage | None = None
     empty_text_block: bool = False
+    diagnostics: dict[str, Any] | None = None  # Anthropic's ``diagnostics`` object
+    thinking: dict[str, Any] | None = None  # the reply's opening thinking block (Anthropic)
+    reasoning_tokens: int = 0  # part of the output (OpenAI reasoning models)
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from mini_claude.pricing import price_for
+from mini_claude.pricing import cost_notes, price_for
 from mini_claude.session import SessionError
 from mini_claude.transcript import SessionInfo, list_sessions
 from mini_claude.ui.choice import ChoiceInterrupted, choose
@@ -118,6 +118,8 @@ async def context_command(repl: Repl, argument: str) -> Outcome:
     agent = repl.agent
     view = breakdown(agent.status(), agent.system_prompt, agent.tools, agent.conversation.messages)
     repl.console.print(render_breakdown(view, repl.session.settings.model))
+    repl.console.print(note(f"window {agent.settings.window:,} tokens, from "
+                            f"{agent.settings.window_source}"))
     return Outcome.CONTINUE
 
 
@@ -145,6 +147,7 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
     table.add_row("API time", _duration(costs.api_seconds))
     table.add_row("wall time", _duration(time.monotonic() - repl.started))
     repl.console.print(table)
+    repl.console.print(note(cost_notes(usage, repl.agent.cache_misses.summary())))
     price = price_for(repl.session.settings.model)
     if price is None:
         repl.console.print(note(f"no price known for {repl.session.settings.model}; "
@@ -169,6 +172,17 @@ async def clear_command(repl: Repl, argument: str) -> Outcome:
     repl.show_resumed()
     repl.console.print(note(f"new conversation (session {repl.session.session_id}); the previous "
                             f"one can be resumed with: mini-claude --resume {previous}"))
+    return Outcome.CONTINUE
+
+
+async def think_command(repl: Repl, argument: str) -> Outcome:
+    word = argument.split()[0] if argument.split() else ""
+    if word and (not word.isdigit() or 0 < int(word) < 1_024):
+        repl.console.print(note("usage: /think [tokens] (a budget of at least 1024, or 0 for off)",
+                                "warning"))
+        return Outcome.CONTINUE
+    tokens = repl.session.toggle_thinking(int(word) if word else None)
+    repl.console.print(note(f"thinking on, budget {tokens:,} tokens" if tokens else "thinking off"))
     return Outcome.CONTINUE
 
 
@@ -247,6 +261,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("cost", "tokens and money spent in this session", cost_command),
     Command("clear", "start a new conversation (new transcript)", clear_command, ("new",)),
     Command("model", "show the model, or switch to another", model_command, argument="[name]"),
+    Command("think", "turn extended thinking on or off", think_command, argument="[tokens]"),
     Command("resume", "continue an earlier session of this folder", resume_command,
             argument="[id]"),
     Command("mcp", "MCP servers, their status and tools", mcp_servers_command,

@@ -85,6 +85,8 @@ def _message_parts(messages: Iterable[Message]) -> Iterable[tuple[str, int]]:
             elif isinstance(block, TextBlock):
                 who = "user messages" if message.role == "user" else "assistant text"
                 yield who, block_chars(block)
+            else:
+                yield "thinking", block_chars(block)
 
 
 def scale_to(parts: Sequence[Part], total_tokens: int) -> list[Part]:

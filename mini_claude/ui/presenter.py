@@ -57,6 +57,10 @@ class TurnPresenter:
                 self.activity.set("thinking…")
             case ev.TextDelta():
                 await self._text(event.text)
+            case ev.Thinking():
+                await self._flush_text()
+                size = "redacted" if event.redacted else f"{event.chars:,} chars"
+                await self._print(Text(f"✻ thinking… ({size})", style="dim"))
             case ev.AssistantMessage():
                 await self._flush_text()
             case ev.TurnFinished(stop_reason="max_tokens"):

@@ -83,7 +83,9 @@ def format_money(dollars: float) -> str:
 def cost_label(costs: CostTracker) -> str:
     """Session cost; models without a known price are counted in tokens only."""
     if not costs.priced:
-        return f"{format_money(costs.dollars)}+ (some usage unpriced)"
+        if costs.dollars == 0:
+            return "price unknown"
+        return f"{format_money(costs.dollars)}+ (some usage unpriced: price unknown)"
     return format_money(costs.dollars)
 
 
