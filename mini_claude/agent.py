@@ -347,7 +347,7 @@ class Agent:
                     held = SurrogateHold()
                     yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
                 elif isinstance(event, ModelThinking):
-                    yield ev.Thinking(event.chars, event.redacted)
+                    yield ev.Thinking(event.chars, event.redacted, clean_text(event.text))
                 elif isinstance(event, ToolUseStarted):
                     continue
                 elif isinstance(event, ResponseComplete):

@@ -34,6 +34,7 @@ class Thinking:
 
     chars: int
     redacted: bool = False
+    text: str = ""  # kept by the REPL so the expand key can show it whole
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,6 +102,7 @@ class ModelThinking:
 
     chars: int
     redacted: bool = False
+    text: str = ""  # the reasoning itself, for a view that expands it
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,8 +35,11 @@ def test_repl_shows_thinking_collapsed_and_think_toggles_it(
         await repl.wait_for("thinking on, budget 2,048 tokens", after=mark)
         mark = await repl.submit("what is in the notes?")
         await repl.wait_for("alpha it is.", after=mark)
-        assert f"✻ thinking… ({len(THOUGHT)} chars)" in repl.text[mark:]
+        assert f"✻ thinking… ({len(THOUGHT)} chars · ctrl+o to expand)" in repl.text[mark:]
         assert THOUGHT not in repl.text[mark:]  # collapsed: the length, not the text
+        mark = await repl.submit("/expand")  # what Ctrl-O shows: the latest thinking, whole
+        await repl.wait_for("── full result of thinking", after=mark)
+        await repl.wait_for("deciding the next step", after=mark)
         mark = await repl.submit("/cost")
         await repl.wait_for("cache misses", after=mark)
         mark = await repl.submit("/think")

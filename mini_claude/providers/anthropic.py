@@ -257,7 +257,7 @@ class ReplyAssembler:
             self.done[index] = TextBlock(text)
         elif block.kind == "thinking":
             self.done[index] = ThinkingBlock(text, block.signature)
-            return ModelThinking(len(text))
+            return ModelThinking(len(text), text=text)
         elif block.kind == "redacted_thinking":
             self.done[index] = RedactedThinkingBlock(text)
             return ModelThinking(0, redacted=True)

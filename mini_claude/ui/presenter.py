@@ -60,7 +60,11 @@ class TurnPresenter:
             case ev.Thinking():
                 await self._flush_text()
                 size = "redacted" if event.redacted else f"{event.chars:,} chars"
-                await self._print(Text(f"✻ thinking… ({size})", style="dim"))
+                expand = ""
+                if event.text:
+                    self.recall.keep_result("thinking", event.text)
+                    expand = " · ctrl+o to expand"
+                await self._print(Text(f"✻ thinking… ({size}{expand})", style="dim"))
             case ev.AssistantMessage():
                 await self._flush_text()
             case ev.TurnFinished(stop_reason="max_tokens"):
