@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mini_claude.conversation import Message, ToolResultBlock
+from mini_claude.plan import TodoItem
 from mini_claude.protocol import CompactReason, ContextStatus, TierReport, Usage
 
 NoticeLevel = Literal["info", "warning", "error"]
@@ -118,6 +119,13 @@ class TurnLimitReached:
     requests: int
 
 
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    """The model rewrote its todo list (todo_write); the UI shows it as a checklist."""
+
+    items: tuple[TodoItem, ...]
+
+
 Event = (
     TurnStarted
     | ModelCallStarted
@@ -135,4 +143,5 @@ Event = (
     | TurnError
     | TurnFinished
     | TurnLimitReached
+    | PlanUpdated
 )

@@ -22,6 +22,7 @@ from mini_claude.headless.lines import (
     result_line,
     tool_result_line,
 )
+from mini_claude.plan import TodoItem
 from mini_claude.protocol import TierReport, Usage
 
 VALIDATOR = Draft202012Validator(load_schema())
@@ -37,6 +38,8 @@ OWN_EVENTS: list[ev.Event] = [
     ev.UsageReported(Usage(10, 800, 20, 5), STATUS, 0.0123),
     ev.Retrying(2, 1.5, "overloaded (529)"),
     ev.Notice("compacting often", "warning"),
+    ev.PlanUpdated((TodoItem("read the config loader", "completed"),
+                    TodoItem("fix the port parsing", "in_progress"))),
 ]
 
 

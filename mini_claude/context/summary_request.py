@@ -35,12 +35,18 @@ def instruction_template() -> str:
     return resources.files(TEMPLATE_PACKAGE).joinpath(TEMPLATE_NAME).read_text(encoding="utf-8")
 
 
-def summary_instruction(focus: str | None = None) -> str:
-    """The final user message of a summary request; the heading lets servers and tests spot it."""
+def summary_instruction(focus: str | None = None, instructions: str | None = None) -> str:
+    """The final user message of a summary request; the heading lets servers and tests spot it.
+
+    ``instructions`` come from the user's PreCompact hooks.
+    """
     text = f"{SUMMARY_HEADING}\n\n{instruction_template().strip()}"
     focus = (focus or "").strip()
     if focus:
         text += f"\n\nFocus: {focus}"
+    extra = (instructions or "").strip()
+    if extra:
+        text += f"\n\nAdditional instructions for this summary:\n{extra}"
     return text
 
 

@@ -217,6 +217,8 @@ def own_line(event: ev.Event, session_id: str) -> Line | None:
         }
     elif isinstance(event, ev.Notice):
         body = {"subtype": "notice", "level": event.level, "text": event.text}
+    elif isinstance(event, ev.PlanUpdated):
+        body = {"subtype": "todos", "todos": [item.to_dict() for item in event.items]}
     else:
         return None
     return {"type": OWN_TYPE, **body, "session_id": session_id, "uuid": _uuid()}

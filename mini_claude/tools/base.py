@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from mini_claude.plan import Plan
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
+from mini_claude.skills import LoadedSkills, SkillCatalog
 from mini_claude.tools.permission_rules import PermissionDenied, PermissionRules
 
 
@@ -55,6 +57,9 @@ class ToolContext:
     read_stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     rules: PermissionRules | None = None  # --allowed-tools / settings.json rules
     denials: list[PermissionDenied] = field(default_factory=list)  # refused calls, in order
+    plan: Plan = field(default_factory=Plan)  # the todo list todo_write keeps
+    skills: SkillCatalog = field(default_factory=SkillCatalog)  # what the skill tool can load
+    loaded_skills: LoadedSkills = field(default_factory=LoadedSkills)
 
 
 class Tool(Protocol):

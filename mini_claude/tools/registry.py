@@ -24,6 +24,8 @@ from mini_claude.tools.list_files import ListFilesTool
 from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.read_file import ReadFileTool
 from mini_claude.tools.run_shell import RunShellTool
+from mini_claude.tools.skill import SkillTool
+from mini_claude.tools.todo_write import TodoWriteTool
 from mini_claude.tools.write_file import WriteFileTool
 
 _JSON_TYPE_NAMES = {
@@ -231,5 +233,7 @@ def default_registry(grep_backend: GrepBackend | None = None) -> ToolRegistry:
             WriteFileTool(),
             EditFileTool(),
             CompactTool(),
+            TodoWriteTool(),
+            SkillTool(),
         ]
     )

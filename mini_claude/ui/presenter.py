@@ -12,6 +12,7 @@ from mini_claude import events as ev
 from mini_claude.protocol import CompactReason, TierReport
 from mini_claude.text import format_tokens
 from mini_claude.ui.live import LiveView, TurnActivity
+from mini_claude.ui.plan_view import checklist, current_step
 from mini_claude.ui.recall import Recall
 from mini_claude.ui.render import (
     MarkdownStream,
@@ -98,6 +99,11 @@ class TurnPresenter:
                 await self._flush_text()
                 await self._print(note(f"stopped after {event.requests} model calls "
                                        "(the turn limit)", "warning"))
+            case ev.PlanUpdated():
+                step = current_step(event.items)
+                if step:
+                    self.activity.set(step)
+                await self._print(checklist(event.items))
             case ev.TurnStarted() | ev.UsageReported() | ev.TurnFinished():
                 pass  # the status bar and the REPL read these
             case _:
