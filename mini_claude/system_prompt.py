@@ -26,8 +26,7 @@ How to work:
 - A summary may replace earlier messages; trust it and continue the work from where it says.
 - Call the compact tool yourself when you have finished a large sub-task and the details of the
   earlier work are no longer needed.
-- For work of three or more steps, write a plan with todo_write first and keep it current (one
-  item in_progress, items completed as soon as they are done); it survives every summary.
+- For work of three or more steps, keep a plan with todo_write; it survives every summary.
 """
 
 

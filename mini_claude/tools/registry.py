@@ -63,6 +63,10 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def without(self, name: str) -> ToolRegistry:
+        """The same tools but one (the skill tool when there are no skills to load)."""
+        return ToolRegistry(t for n, t in self._tools.items() if n != name)
+
     async def execute(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         tool = self._tools.get(name)
         if tool is None:

@@ -17,10 +17,8 @@ from mini_claude.tools.common import error_output
 SPEC = ToolSpec(
     name="todo_write",
     description=(
-        "Write your plan for the current task as a todo list; send the whole list every time. "
-        "Use it for work of three or more steps: write the plan first, keep exactly one item "
-        "in_progress while you work on it, mark each item completed as soon as it is done, "
-        "and add or drop items when the plan changes. Skip it for a single quick step. "
+        "Your plan for work of three or more steps, as a todo list; send the whole list each "
+        "time. One item in_progress at a time; mark items completed as soon as they are done. "
         f"At most {MAX_ITEMS} items."
     ),
     input_schema={
@@ -32,7 +30,7 @@ SPEC = ToolSpec(
                 "items": {
                     "type": "object",
                     "properties": {
-                        "content": {"type": "string", "description": "The step, imperative."},
+                        "content": {"type": "string"},
                         "status": {
                             "type": "string",
                             "enum": ["pending", "in_progress", "completed"],
