@@ -208,3 +208,24 @@ def test_the_system_prompt_lists_skills_but_not_their_bodies(
     assert SKILL_BODY in loaded
     assert ".mini-claude/skills/release-notes/template.md" in loaded
     assert "no skill named 'nope'; available skills: release-notes" in last_results(requests[2])[0]
+
+
+def test_automatic_compactions_reattach_the_plan_too(
+    provider: str, make_run: Any, simulator: Simulator
+) -> None:
+    simulator.policy = ScriptedPolicy(
+        [Reply("Planning.", [todos(("Read every data file", "in_progress"))])]
+        + [read(f"data_{i}.txt") for i in range(12)]
+        + [Reply("Read them all.")]
+    )
+    run = make_run(provider, context_window=16_000, summary_min_work=1, reattach_max_files=1)
+    run.start()
+    run.turn("read all the data files")
+    automatic = [e for e in run.events
+                 if isinstance(e, ev.CompactionFinished) and e.reason in ("auto", "mid-turn")]
+    assert automatic
+    block = reattached("", PLAN_TITLE, "[~] Read every data file")
+    for summary in run.summary_requests():
+        following = next(r for r in run.sim.requests[run.sim.requests.index(summary) + 1:]
+                         if not r.is_summary_request)
+        assert first_message_text(following).count(block) == 1
