@@ -8,6 +8,7 @@ unfinished and untouched for a while earns the model a short reminder.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -19,6 +20,7 @@ MAX_CONTENT_CHARS = 500
 
 CHECKBOX = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 REMINDER_TAG = "system-reminder"
+_REMINDER = re.compile(rf"\s*<{REMINDER_TAG}>.*?</{REMINDER_TAG}>", re.DOTALL)
 
 
 class PlanError(ValueError):
@@ -114,3 +116,8 @@ class Plan:
             f"rewrite it. Do not mention this reminder to the user.\n{self.checklist()}"
             f"</{REMINDER_TAG}>"
         )
+
+
+def without_reminders(text: str) -> str:
+    """The user's own words without the reminders the client appended to them."""
+    return _REMINDER.sub("", text) if REMINDER_TAG in text else text

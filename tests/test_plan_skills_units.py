@@ -59,6 +59,18 @@ def test_the_reminder_needs_an_unfinished_list_and_restarts_its_count() -> None:
     assert plan.reminder(0) is None
 
 
+def test_reminders_are_not_kept_as_the_users_words_after_a_summary() -> None:
+    from mini_claude.context.rebuild import user_texts
+    from mini_claude.conversation import Message, TextBlock
+
+    plan = Plan(parse_todos([{"content": "a", "status": "pending"}]))
+    plan.calls_since_touch = 5
+    reminder = plan.reminder(5)
+    assert reminder is not None
+    message = Message("user", [TextBlock("and now?"), TextBlock(reminder)])
+    assert user_texts([message]) == ["and now?"]
+
+
 # ---- skills -----------------------------------------------------------------------------
 
 
