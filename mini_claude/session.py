@@ -62,8 +62,8 @@ class Session:
         self.instructions = find_instructions(self.cwd, self.settings.home)
         self.skills = find_skills(self.cwd, self.settings.home)
         self.warnings.extend(self.skills.warnings)
-        if not self.skills.skills and "skill" in self.registry.names():
-            self.registry = self.registry.without("skill")  # nothing to load: no tool to offer
+        if not self.skills.skills:
+            self.registry.remove("skill")  # nothing to load: no tool to offer
         self.system_prompt = build_system_prompt(
             self.cwd, self.instructions, skills=self.skills.prompt_section()
         )

@@ -63,9 +63,13 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
-    def without(self, name: str) -> ToolRegistry:
-        """The same tools but one (the skill tool when there are no skills to load)."""
-        return ToolRegistry(t for n, t in self._tools.items() if n != name)
+    def remove(self, name: str) -> bool:
+        """Leave a tool out before the session's first request (the skill tool when there
+        are no skills to load); False if there is no such tool."""
+        if self._tools.pop(name, None) is None:
+            return False
+        self._specs = tuple(tool.spec for tool in self._tools.values())
+        return True
 
     async def execute(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         tool = self._tools.get(name)
