@@ -54,3 +54,26 @@ def test_text_mode_narrates_the_plan_on_stderr(
     assert main(["-p", "explain add"]) == 0
     _, err = capsys.readouterr()
     assert "· todo list 1/2 done: Explain add" in err
+
+
+def test_print_mode_does_not_run_unapproved_project_hooks_and_says_so(
+    project: Path,  # noqa: F811
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    marker = project / "hook-ran.txt"
+    settings = project / ".mini-claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [
+        {"hooks": [{"type": "command", "command": f"touch {marker}"}]}]}}))
+    simulator.policy = ScriptedPolicy([
+        Reply("Reading.", [ToolCall("read_file", {"path": "README.md"})]), Reply("done"),
+    ])
+    point_at(simulator, "openai", monkeypatch)
+    assert main(["-p", "read the readme"]) == 0
+    _, err = capsys.readouterr()
+    assert "hooks in this project's .mini-claude/settings.json are not run" in err
+    assert not marker.exists()
