@@ -35,9 +35,12 @@ def test_approved_project_hooks_run_and_the_plan_shows_as_a_checklist(
     project_with_hook(root, marker)
     todos = [{"content": "Look around", "status": "in_progress"},
              {"content": "Report back", "status": "pending"}]
+    progress = [{"content": "Look around", "status": "completed"},
+                {"content": "Report back", "status": "in_progress"}]
     simulator.policy = ScriptedPolicy([
         Reply("Planning.", [ToolCall("todo_write", {"todos": todos})]),
         Reply("Looking.", [ToolCall("run_shell", {"command": "echo hi"})]),
+        Reply("Progress.", [ToolCall("todo_write", {"todos": progress})]),
         Reply("Done."),
     ])
 
@@ -53,13 +56,18 @@ def test_approved_project_hooks_run_and_the_plan_shows_as_a_checklist(
         await repl.keys("1")
         await repl.wait_for("project hooks approved")
         mark = await repl.submit("look around and report")
-        await repl.wait_for("Done.", after=mark)
+        await repl.wait_for("todo list · 1/2 done", after=mark)
         shown = repl.text[mark:]
-        assert "todo list · 0/2 done" in shown
-        assert "▶ Look around" in shown and "☐ Report back" in shown
+        # Redrawn in place under the spinner while the turn ran; the scrollback gets the plan
+        # once, as it stands when the turn ends.
+        assert "todo list · 0/2 done" not in shown and shown.count("todo list ·") == 1
+        assert "[~] Look around" not in shown  # the tool's own text stays off the screen
+        assert "☒ Look around" in shown and "▶ Report back" in shown
+        assert shown.index("Done.") < shown.index("todo list · 1/2 done")
+        assert repl.repl.activity.plan == []
         assert marker.read_text() == "ran "
         mark = await repl.submit("/todos")
-        await repl.wait_for("☐ Report back", after=mark)
+        await repl.wait_for("▶ Report back", after=mark)
         mark = await repl.submit("/skills")
         await repl.wait_for("How we deploy.", after=mark)
         assert "deploy" in repl.text[mark:] and "(project)" in repl.text[mark:]

@@ -64,5 +64,6 @@ class TodoWriteTool:
             return ToolOutput("Todo list cleared.")
         return ToolOutput(
             f"Todo list saved ({done}/{total} done). Keep it current as you work:\n"
-            + ctx.plan.checklist()
+            + ctx.plan.checklist(),
+            display=f"saved ({done}/{total} done)",  # the screen shows the checklist itself
         )

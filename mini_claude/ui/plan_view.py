@@ -31,6 +31,11 @@ def checklist(items: Sequence[TodoItem]) -> RenderableType:
     return Group(*lines)
 
 
+def live_lines(items: Sequence[TodoItem]) -> list[str]:
+    """The checklist under the spinner while a turn runs, redrawn as it changes."""
+    return [f"  {MARKS[item.status][0]} {item.content}" for item in items]
+
+
 def current_step(items: Sequence[TodoItem]) -> str | None:
     """What the spinner row says while the plan has a step in progress."""
     return next((item.content for item in items if item.status == "in_progress"), None)
