@@ -16,6 +16,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from mini_claude import events as ev
+from mini_claude.context.attachments import PlanSource, SkillSource
 from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
@@ -38,6 +39,7 @@ from mini_claude.conversation import (
     user_text,
 )
 from mini_claude.history import AdmittedResult, History
+from mini_claude.hooks import HookOutcome, HookRunner
 from mini_claude.metered import MeteredProvider
 from mini_claude.pricing import CostTracker
 from mini_claude.protocol import (
@@ -61,6 +63,7 @@ from mini_claude.secrets import api_keys, mask
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens
 from mini_claude.tools.base import ToolContext
+from mini_claude.tools.common import error_output
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
 
@@ -82,8 +85,11 @@ class Agent:
         store: ResultStore,
         clock: Callable[[], float] = time.monotonic,
         conversation: Conversation | None = None,
+        hooks: HookRunner | None = None,
     ) -> None:
         self.settings = settings
+        self.hooks = hooks or HookRunner([], cwd=tool_context.root, env=None)
+        self._hook_warnings: list[str] = []
         self.provider = provider
         self.registry = registry
         self.tool_context = tool_context
@@ -132,6 +138,7 @@ class Agent:
         )
         self.compactor = Compactor(self.settings, self.meter, self.store)
         self.compactor.add_reattach_source(Ledger(self.settings, self._chars_per_token))
+        self._add_reattach_sources()
         self.last_call_at = None
 
     def refresh_tools(self) -> None:
@@ -144,6 +151,15 @@ class Agent:
 
     def _chars_per_token(self) -> float:
         return self.meter.chars_per_token
+
+    def _add_reattach_sources(self) -> None:
+        """The plan and the loaded skills are written back verbatim after every summary."""
+        context = self.tool_context
+        self.compactor.add_reattach_source(PlanSource(context.plan))
+        skill_chars = int(self.settings.reattach_skills_tokens * self.settings.chars_per_token)
+        self.compactor.add_reattach_source(
+            SkillSource(context.skills, context.loaded_skills, skill_chars)
+        )
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings (e.g. another model) for the same conversation; totals carry over."""
@@ -174,7 +190,7 @@ class Agent:
         if updated is not None:
             self.reconfigure(updated)
         self.compactor.note_turn_start()
-        self.history.append(user_text(text))
+        self.history.append(self._with_plan_reminder(user_text(text)))
         if self.compactor.should_auto_compact(self.conversation):
             async for event in self._compact("auto"):
                 yield event
@@ -248,6 +264,7 @@ class Agent:
             assert response is not None
             retried_too_long = False  # the reactive path gets one retry per request, not per turn
             yield ev.AssistantMessage(response.message)
+            self.tool_context.plan.note_model_call()
             uses = response.message.tool_uses
             if not response.message.blocks:
                 yield ev.Notice(EMPTY_REPLY_NOTICE)
@@ -411,10 +428,12 @@ class Agent:
                         use.id, use.name, result.block, output.display, output.display_kind,
                         original=output.content,
                     )
+                    for event in self._after_tool(use, output):
+                        yield event
         except (asyncio.CancelledError, GeneratorExit):
             self.history.close_results(uses, results, interrupted=True)
             raise
-        self.history.close_results(uses, results)
+        self.history.close_results(uses, self._remind_in_results(results))
 
     # ---- calls that run together (sub-agents) -----------------------------------------
 
@@ -477,12 +496,61 @@ class Agent:
                     future.cancel()
 
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
+        before = await self.hooks.pre_tool_use(use.name, use.input) if self.hooks else None
+        if before is not None:
+            self._hook_warnings.extend(before.warnings)
+            if before.block_reason is not None:
+                return error_output(f"Blocked by a PreToolUse hook: {before.block_reason}")
         output = await self.registry.execute(use.name, use.input, self.tool_context)
         content = clean_text(output.content)
         display = clean_text(output.display) if output.display else output.display
         if content is not output.content or display is not output.display:
             output = replace(output, content=content, display=display)
-        return self._without_keys(output)
+        output = self._without_keys(output)
+        if self.hooks:
+            after = await self.hooks.post_tool_use(
+                use.name, use.input, output.content, output.is_error
+            )
+            output = self._with_hook_feedback(output, after)
+        return output
+
+    def _with_hook_feedback(self, output: ToolOutput, outcome: HookOutcome) -> ToolOutput:
+        self._hook_warnings.extend(outcome.warnings)
+        if not outcome.feedback:
+            return output
+        feedback = "\n".join(outcome.feedback)
+        return replace(output, content=f"{output.content}\n\n[PostToolUse hook]: {feedback}")
+
+    def _after_tool(self, use: ToolUseBlock, output: ToolOutput) -> list[ev.Event]:
+        """Hook warnings, and the plan or skill the tool changed (recorded for resume)."""
+        events: list[ev.Event] = [ev.Notice(w, "warning") for w in self._hook_warnings]
+        self._hook_warnings.clear()
+        if output.is_error:
+            return events
+        context = self.tool_context
+        if use.name == "todo_write":
+            items = context.plan.items
+            self.transcript.event("todos", todos=[item.to_dict() for item in items])
+            events.append(ev.PlanUpdated(items))
+        elif use.name == "skill" and len(context.loaded_skills):
+            self.transcript.event("skill_loaded", name=context.loaded_skills.newest_first()[0])
+        return events
+
+    def _with_plan_reminder(self, message: Message) -> Message:
+        """A reminder rides on the newest message, so the cached prefix stays as it was."""
+        reminder = self.tool_context.plan.reminder(self.settings.todo_reminder_calls)
+        if reminder is None:
+            return message
+        return Message(message.role, [*message.blocks, TextBlock(reminder)])
+
+    def _remind_in_results(self, results: list[AdmittedResult]) -> list[AdmittedResult]:
+        reminder = self.tool_context.plan.reminder(self.settings.todo_reminder_calls)
+        if reminder is None or not results:
+            return results
+        last = results[-1]
+        block = replace(last.block, content=f"{last.block.content}\n\n{reminder}")
+        original = replace(last.original, content=f"{last.original.content}\n\n{reminder}")
+        return [*results[:-1], AdmittedResult(block, original, last.report)]
 
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
         """A tool may print one of our API keys (``cat .env``); it must not reach the
@@ -512,9 +580,19 @@ class Agent:
     ) -> AsyncIterator[ev.Event]:
         before = self.meter.estimate(self.conversation)
         yield ev.CompactionStarted(reason, before)
+        instructions: str | None = None
+        if self.hooks:
+            pre = await self.hooks.pre_compact(reason, focus)
+            for warning in pre.warnings:
+                yield ev.Notice(warning, "warning")
+            instructions = "\n\n".join(pre.instructions) or None
         try:
             result = await self.compactor.compact(
-                self.conversation, self.summary_context(), reason=reason, focus=focus
+                self.conversation,
+                self.summary_context(),
+                reason=reason,
+                focus=focus,
+                instructions=instructions,
             )
         except CompactionError as exc:
             self.transcript.event("compaction_failed", reason=reason, error=str(exc))
@@ -539,6 +617,12 @@ class Agent:
         yield ev.CompactionFinished(
             reason, result.tokens_before, result.tokens_after, result.summary
         )
+        if self.hooks:
+            post = await self.hooks.post_compact(
+                reason, result.tokens_before, result.tokens_after, result.summary
+            )
+            for warning in post.warnings:
+                yield ev.Notice(warning, "warning")
         if self.compactor.thrash_warning:
             yield ev.Notice(self.compactor.thrash_warning, "warning")
 

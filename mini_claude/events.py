@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mini_claude.conversation import Message, ToolResultBlock
+from mini_claude.plan import TodoItem
 from mini_claude.protocol import CompactReason, ContextStatus, TierReport, Usage
 
 NoticeLevel = Literal["info", "warning", "error"]
@@ -146,6 +147,13 @@ class TaskProgress:
         return f"task: {self.description} · {self.calls} {noun}"
 
 
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    """The model rewrote its todo list (todo_write); the UI shows it as a checklist."""
+
+    items: tuple[TodoItem, ...]
+
+
 Event = (
     TurnStarted
     | ModelCallStarted
@@ -165,4 +173,5 @@ Event = (
     | TurnFinished
     | TurnLimitReached
     | TaskProgress
+    | PlanUpdated
 )

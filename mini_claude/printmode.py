@@ -84,7 +84,15 @@ async def _run(
         return EXIT_USAGE
     approver = allow_all if args.yes else deny_all
     session = Session(settings, cwd, provider, approver, rules=loaded.rules)
-    session.system_prompt = build_system_prompt(cwd, session.instructions, **extra_prompt)
+    session.system_prompt = build_system_prompt(
+        cwd, session.instructions, skills=session.skills.prompt_section(), **extra_prompt
+    )
+    if session.project_hooks_status() in ("unknown", "denied"):
+        print(
+            "mini-claude: the hooks in this project's .mini-claude/settings.json are not run: "
+            "approve them once in the REPL (mini-claude)",
+            file=err,
+        )
     try:
         if args.continue_session or args.resume:
             agent = session.resume(args.resume)
@@ -240,6 +248,10 @@ def narration(event: ev.Event) -> str | None:
         )
     if isinstance(event, ev.Notice):
         return f"  · {event.text}"
+    if isinstance(event, ev.PlanUpdated):
+        done = sum(item.status == "completed" for item in event.items)
+        current = next((i.content for i in event.items if i.status == "in_progress"), "")
+        return f"  · todo list {done}/{len(event.items)} done" + (f": {current}" if current else "")
     return None
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from mini_claude.agent import Agent
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
+from mini_claude.hooks import HookRunner, HookSettings, load_hook_settings, project_hooks_status
 from mini_claude.mcp.manager import McpManager
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.protocol import Provider
@@ -20,7 +21,9 @@ from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
 from mini_claude.session_lock import SessionBusy, SessionLock, lock_path
+from mini_claude.session_state import read_saved_state
 from mini_claude.settings import Settings
+from mini_claude.skills import SkillCatalog, find_skills
 from mini_claude.subagent import add_task_tool, task_transcripts_dir
 from mini_claude.system_prompt import ProjectInstructions, build_system_prompt, find_instructions
 from mini_claude.tools.base import Approver, ToolContext
@@ -34,6 +37,7 @@ from mini_claude.transcript import (
     load_session,
     new_session_id,
 )
+from mini_claude.trust import ProjectTrust
 
 DEFAULT_THINKING_TOKENS = 8_000
 
@@ -62,12 +66,24 @@ class Session:
     mcp: McpManager = field(init=False)
     # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
     wall_clock: Callable[[], float] = time.time
+    skills: SkillCatalog = field(init=False)
+    hook_settings: HookSettings = field(init=False)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
             ensure_private_dir(self.settings.home)
         self.instructions = find_instructions(self.cwd, self.settings.home)
-        self.system_prompt = build_system_prompt(self.cwd, self.instructions)
+        self.skills = find_skills(self.cwd, self.settings.home)
+        self.warnings.extend(self.skills.warnings)
+        if not self.skills.skills:
+            self.registry.remove("skill")  # nothing to load: no tool to offer
+        self.system_prompt = build_system_prompt(
+            self.cwd, self.instructions, skills=self.skills.prompt_section()
+        )
+        self.hook_settings = load_hook_settings(
+            self.cwd, self.settings.home, self.settings.hook_timeout_seconds
+        )
+        self.warnings.extend(self.hook_settings.warnings)
         if self.settings.task_tool and self.registry.get(TASK_TOOL) is None:
             self.warnings.extend(add_task_tool(self))
         if self.rules is None:
@@ -112,6 +128,7 @@ class Session:
             transcript_path=transcript.path,
             results_folder=store.folder,
             rules=self.rules,
+            skills=self.skills,
         )
         agent = Agent(
             settings=self.settings,
@@ -123,9 +140,43 @@ class Session:
             store=store,
             clock=self.clock,
             conversation=conversation,
+            hooks=self._hook_runner(context.env, transcript),
         )
         agent.settings_update = self._reported_settings
         return agent
+
+    # ---- hooks ------------------------------------------------------------------------
+
+    def project_hooks_status(self) -> str:
+        """"none", or the trust record's word ("approved", "denied", "unknown") for the
+        project settings file whose hooks want to run."""
+        return project_hooks_status(self.hook_settings, self.cwd, self.settings.home)
+
+    def decide_project_hooks(self, approved: bool) -> None:
+        """Remember the user's answer for this file's content; approved hooks run from now on."""
+        project = self.hook_settings.project
+        if project is None:
+            return
+        trust = ProjectTrust(self.settings.home)
+        record = trust.approve if approved else trust.deny
+        record(self.cwd, project.path, project.content)
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None:
+            agent.hooks = self._hook_runner(agent.tool_context.env, agent.transcript)
+
+    def _hook_runner(self, env: dict[str, str] | None, transcript: Transcript) -> HookRunner:
+        """The user's hooks always; the project's only once its file was approved."""
+        settings = self.hook_settings
+        commands = list(settings.user.commands) if settings.user else []
+        if settings.project is not None and self.project_hooks_status() == "approved":
+            commands += settings.project.commands
+        return HookRunner(
+            commands,
+            cwd=self.cwd,
+            env=env,
+            session_id=self.session_id,
+            transcript_path=str(transcript.path),
+        )
 
     def start_new(self, session_id: str | None = None) -> Agent:
         """A fresh conversation with its own transcript (also what /clear does)."""
@@ -155,6 +206,12 @@ class Session:
             transcript.message(loaded.repair)
         transcript.event("resumed")
         self.agent = self._build_agent(transcript, loaded.conversation)
+        saved = read_saved_state(path)
+        context = self.agent.tool_context
+        context.plan.replace(saved.todos)
+        for name in saved.skills:
+            if self.skills.get(name) is not None:
+                context.loaded_skills.add(name)
         return self.agent
 
     def _lock_for(self, path: Path) -> SessionLock | None:

@@ -201,6 +201,14 @@ class Settings:
     tool_output_cap_chars: int = 200_000
     result_retention_days: int = 30
 
+    # The todo plan: remind the model after this many model calls without todo_write while
+    # its list is unfinished (0: never).
+    todo_reminder_calls: int = 10
+    # Loaded skills re-attached after a compaction, newest first, whole, within this many tokens.
+    reattach_skills_tokens: int = 10_000
+    # Hooks: seconds a hook command may run when its entry gives no "timeout".
+    hook_timeout_seconds: float = 60.0
+
     # REPL: every tier report on its own line instead of one summary line per model call
     verbose: bool = False
 

@@ -26,6 +26,7 @@ How to work:
 - A summary may replace earlier messages; trust it and continue the work from where it says.
 - Call the compact tool yourself when you have finished a large sub-task and the details of the
   earlier work are no longer needed.
+- For work of three or more steps, keep a plan with todo_write; it survives every summary.
 """
 
 
@@ -58,7 +59,12 @@ def find_instructions(cwd: Path, home: Path) -> ProjectInstructions:
 
 
 def build_system_prompt(
-    cwd: Path, instructions: ProjectInstructions, *, base: str = BASE_PROMPT, append: str = ""
+    cwd: Path,
+    instructions: ProjectInstructions,
+    *,
+    base: str = BASE_PROMPT,
+    append: str = "",
+    skills: str = "",
 ) -> str:
     """``base`` replaces the built-in instructions (--system-prompt-file); ``append``
     (--append-system-prompt) goes last, after the project instructions."""
@@ -70,4 +76,5 @@ def build_system_prompt(
         f"\nProject instructions (follow them):\n{instructions.text}\n" if instructions.text else ""
     )
     extra = f"\nAdditional instructions (follow them):\n{append}\n" if append else ""
-    return base + environment + project + extra
+    listed = f"\n{skills}\n" if skills else ""  # names and descriptions only
+    return base + environment + project + listed + extra

@@ -22,6 +22,7 @@ from mini_claude.headless.lines import (
     result_line,
     tool_result_line,
 )
+from mini_claude.plan import TodoItem
 from mini_claude.protocol import TierReport, Usage
 
 VALIDATOR = Draft202012Validator(load_schema())
@@ -39,6 +40,8 @@ OWN_EVENTS: list[ev.Event] = [
     ev.Notice("compacting often", "warning"),
     ev.Thinking(1_234),
     ev.TierFired(TierReport("clear_thinking", 4, 9_000, 2_250, "earlier turns' thinking")),
+    ev.PlanUpdated((TodoItem("read the config loader", "completed"),
+                    TodoItem("fix the port parsing", "in_progress"))),
 ]
 
 

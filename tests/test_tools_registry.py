@@ -19,6 +19,7 @@ from tests.tools_support import ScriptedApprover, run, tool_context
 EXPECTED_ORDER = [
     "read_file", "grep_search", "list_files", "run_shell", "write_file", "edit_file", "compact",
     "search_history",
+    "todo_write", "skill",
 ]
 
 
@@ -74,7 +75,8 @@ def test_every_spec_is_a_closed_object_schema_with_described_properties() -> Non
 def test_read_only_flags() -> None:
     registry = default_registry(PythonBackend())
     read_only = {name for name in registry.names() if registry.get(name).read_only}  # type: ignore[union-attr]
-    assert read_only == {"read_file", "grep_search", "list_files", "compact", "search_history"}
+    assert read_only == {"read_file", "grep_search", "list_files", "compact", "search_history",
+                         "todo_write", "skill"}
     assert registry.get("nonexistent") is None
 
 

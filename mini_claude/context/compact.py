@@ -239,6 +239,7 @@ class Compactor:
         *,
         reason: CompactReason,
         focus: str | None = None,
+        instructions: str | None = None,
     ) -> CompactionResult:
         """Summarize and rebuild ``conversation`` in place, or raise and leave it untouched.
 
@@ -249,7 +250,7 @@ class Compactor:
             raise ValueError(f"unknown compaction reason {reason!r}")
         work = self._new_work(conversation)
         try:
-            result = await self._compact(conversation, ctx, focus)
+            result = await self._compact(conversation, ctx, focus, instructions)
         except CompactionError:
             self._failures += 1
             self._failed_at = _state_of(conversation)
@@ -267,7 +268,11 @@ class Compactor:
         return result
 
     async def _compact(
-        self, conversation: Conversation, ctx: SummaryContext, focus: str | None
+        self,
+        conversation: Conversation,
+        ctx: SummaryContext,
+        focus: str | None,
+        instructions: str | None = None,
     ) -> CompactionResult:
         tokens_before = self.meter.estimate(conversation)
         messages = list(conversation.messages)
@@ -276,7 +281,7 @@ class Compactor:
             raise CompactionError(
                 "nothing to compact yet: the history holds only what the next request needs"
             )
-        summary = await self._summarize(messages, conversation.epoch, ctx, focus)
+        summary = await self._summarize(messages, conversation.epoch, ctx, focus, instructions)
         if _state_of(conversation) != state:
             raise CompactionError("the conversation changed while it was being summarized")
         reattached = collect(self._sources, messages)
@@ -301,13 +306,18 @@ class Compactor:
     # ---- the summary call -------------------------------------------------------------
 
     async def _summarize(
-        self, messages: list[Message], epoch: int, ctx: SummaryContext, focus: str | None
+        self,
+        messages: list[Message],
+        epoch: int,
+        ctx: SummaryContext,
+        focus: str | None,
+        instructions: str | None = None,
     ) -> _Summary:
         base = messages[: unsent_suffix_start(messages)]
         if not base:
             raise CompactionError("nothing to summarize yet")
         instruction = Message("user", [TextBlock(summary_instruction(
-            focus, keep_pointers=self.settings.summary_keep_pointers))])
+            focus, instructions, keep_pointers=self.settings.summary_keep_pointers))])
         max_tokens = max_tokens_for(
             ctx.thinking, min(self.settings.summary_max_tokens, self.settings.reserve)
         )

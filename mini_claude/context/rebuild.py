@@ -37,6 +37,7 @@ from mini_claude.conversation import (
     ToolUseBlock,
     validate,
 )
+from mini_claude.plan import without_reminders
 
 ACK_TEXT = (
     "I have the summary of the earlier part of this session and the material attached to it; "
@@ -82,7 +83,7 @@ def user_texts(messages: Sequence[Message]) -> list[str]:
     texts: list[str] = []
     for message in messages:
         if message.is_plain_user_message:
-            texts.append(message.text)
+            texts.append(without_reminders(message.text))  # a stale reminder is not theirs
         elif is_boundary(message):
             texts.extend(_kept_texts_of(message))
     return [t for t in texts if t.strip()]

@@ -44,14 +44,22 @@ KEEP_POINTERS_LINE = (
 )
 
 
-def summary_instruction(focus: str | None = None, *, keep_pointers: bool = False) -> str:
-    """The final user message of a summary request; the heading lets servers and tests spot it."""
+def summary_instruction(
+    focus: str | None = None, instructions: str | None = None, *, keep_pointers: bool = False
+) -> str:
+    """The final user message of a summary request; the heading lets servers and tests spot it.
+
+    ``instructions`` come from the user's PreCompact hooks.
+    """
     text = f"{SUMMARY_HEADING}\n\n{instruction_template().strip()}"
     if keep_pointers:
         text += f"\n\n{KEEP_POINTERS_LINE}"
     focus = (focus or "").strip()
     if focus:
         text += f"\n\nFocus: {focus}"
+    extra = (instructions or "").strip()
+    if extra:
+        text += f"\n\nAdditional instructions for this summary:\n{extra}"
     return text
 
 

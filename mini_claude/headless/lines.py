@@ -220,6 +220,8 @@ def own_line(event: ev.Event, session_id: str) -> Line | None:
         body = {"subtype": "notice", "level": event.level, "text": event.text}
     elif isinstance(event, ev.Thinking):
         body = {"subtype": "thinking", "chars": event.chars, "redacted": event.redacted}
+    elif isinstance(event, ev.PlanUpdated):
+        body = {"subtype": "todos", "todos": [item.to_dict() for item in event.items]}
     else:
         return None
     return {"type": OWN_TYPE, **body, "session_id": session_id, "uuid": _uuid()}

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from mini_claude.plan import Plan
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
+from mini_claude.skills import LoadedSkills, SkillCatalog
 from mini_claude.tools.permission_rules import PermissionDenied, PermissionRules
 
 
@@ -64,6 +66,9 @@ class ToolContext:
     # This session's own records, for search_history (None: not known, e.g. a bare test).
     transcript_path: Path | None = None
     results_folder: Path | None = None
+    plan: Plan = field(default_factory=Plan)  # the todo list todo_write keeps
+    skills: SkillCatalog = field(default_factory=SkillCatalog)  # what the skill tool can load
+    loaded_skills: LoadedSkills = field(default_factory=LoadedSkills)
 
 
 class Tool(Protocol):

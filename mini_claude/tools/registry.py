@@ -25,6 +25,8 @@ from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.read_file import ReadFileTool
 from mini_claude.tools.run_shell import RunShellTool
 from mini_claude.tools.search_history import SearchHistoryTool
+from mini_claude.tools.skill import SkillTool
+from mini_claude.tools.todo_write import TodoWriteTool
 from mini_claude.tools.write_file import WriteFileTool
 
 _JSON_TYPE_NAMES = {
@@ -69,6 +71,14 @@ class ToolRegistry:
             return False
         self._tools[tool.spec.name] = tool
         self._specs = (*self._specs, tool.spec)
+        return True
+
+    def remove(self, name: str) -> bool:
+        """Leave a tool out before the session's first request (the skill tool when there
+        are no skills to load); False if there is no such tool."""
+        if self._tools.pop(name, None) is None:
+            return False
+        self._specs = tuple(tool.spec for tool in self._tools.values())
         return True
 
     async def execute(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -243,5 +253,7 @@ def default_registry(grep_backend: GrepBackend | None = None) -> ToolRegistry:
             EditFileTool(),
             CompactTool(),
             SearchHistoryTool(grep_backend),
+            TodoWriteTool(),
+            SkillTool(),
         ]
     )

@@ -273,6 +273,27 @@ COMMANDS: tuple[Command, ...] = (
 # ---- looking back, and how much the screen says ------------------------------------------
 
 
+async def todos_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.plan_view import show_todos
+
+    show_todos(repl)
+    return Outcome.CONTINUE
+
+
+async def skills_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.plan_view import show_skills
+
+    show_skills(repl)
+    return Outcome.CONTINUE
+
+
+async def hooks_list_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.hooks_view import hooks_command
+
+    await hooks_command(repl, argument)
+    return Outcome.CONTINUE
+
+
 async def verbose_command(repl: Repl, argument: str) -> Outcome:
     repl.verbose = not repl.verbose
     repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
@@ -296,5 +317,9 @@ COMMANDS = (
     Command("expand", "show the latest collapsed tool result in full (also Ctrl-O)",
             expand_command),
     Command("summary", "show the latest compaction summary", summary_command),
+    Command("todos", "show the model's todo list", todos_command),
+    Command("skills", "list the skills the model can load", skills_command),
+    Command("hooks", "the hooks that run, or approve the project's", hooks_list_command,
+            argument="[approve]"),
     COMMANDS[-1],
 )

@@ -55,6 +55,7 @@ class TurnActivity:
     started: float = field(default_factory=time.monotonic)
     streamed_chars: int = 0
     tail: str = ""
+    plan: list[str] = field(default_factory=list)  # the todo checklist, redrawn in place
 
     def set(self, label: str) -> None:
         self.label = label
@@ -169,6 +170,12 @@ class LiveView:
                 filter=has_tail,
             ),
             Window(FormattedTextControl(self._spinner_line), height=1, dont_extend_height=True),
+            ConditionalContainer(
+                Window(FormattedTextControl(lambda: [("class:spinner.hint",
+                                                      "\n".join(self.activity.plan))]),
+                       dont_extend_height=True),
+                filter=Condition(lambda: bool(self.activity.plan)),
+            ),
             ConditionalContainer(
                 Window(FormattedTextControl(self._queued_lines), dont_extend_height=True),
                 filter=has_queue,

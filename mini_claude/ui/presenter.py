@@ -9,9 +9,11 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from mini_claude import events as ev
+from mini_claude.plan import TodoItem
 from mini_claude.protocol import CompactReason, TierReport
 from mini_claude.text import format_tokens
 from mini_claude.ui.live import LiveView, TurnActivity
+from mini_claude.ui.plan_view import checklist, current_step, live_lines
 from mini_claude.ui.recall import Recall
 from mini_claude.ui.render import (
     MarkdownStream,
@@ -49,6 +51,7 @@ class TurnPresenter:
         self.interrupted_label = interrupted_label
         self._tier_reports: list[TierReport] = []
         self._tasks: dict[str, str] = {}  # running sub-agents' status labels
+        self._plan: tuple[TodoItem, ...] | None = None  # changed in this turn: printed at its end
 
     async def handle(self, event: ev.Event) -> None:
         match event:
@@ -112,6 +115,12 @@ class TurnPresenter:
                 if event.state != "running":
                     del self._tasks[event.task_id]
                 self.activity.set(" | ".join(self._tasks.values()) or "thinking…")
+            case ev.PlanUpdated():
+                step = current_step(event.items)
+                if step:
+                    self.activity.set(step)
+                self.activity.plan = live_lines(event.items)  # updates in place while running
+                self._plan = event.items
             case ev.TurnStarted() | ev.UsageReported() | ev.TurnFinished():
                 pass  # the status bar and the REPL read these
             case _:
@@ -131,6 +140,10 @@ class TurnPresenter:
         else:
             await self._flush_text()
         self.activity.tail = ""
+        if self._plan is not None:  # the plan as it stands now, once, into the scrollback
+            await self._print(checklist(self._plan))
+            self._plan = None
+        self.activity.plan = []
 
     async def _flush_tiers(self) -> None:
         """One dim line for everything the tiers did since the last model call."""

@@ -44,6 +44,7 @@ from mini_claude.ui.conveniences import (
     is_shell_command,
     run_user_shell,
 )
+from mini_claude.ui.hooks_view import ask_project_hooks
 from mini_claude.ui.live import LiveView, TurnActivity
 from mini_claude.ui.mcp_view import ask_project_trust, watch_servers
 from mini_claude.ui.permissions import TerminalApprover
@@ -160,6 +161,7 @@ class Repl:
         self._print_header()
         await ask_project_trust(self)
         watch_servers(self)
+        await ask_project_hooks(self)
         try:
             with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
                 while not self.exit_requested and (text := await self._next_message()) is not None:

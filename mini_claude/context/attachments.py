@@ -1,0 +1,56 @@
+"""The plan and the loaded skills as re-attachment sources: both outlive every summary.
+
+Each renders from the session's own state, never from what an earlier
+boundary said, so the blocks are replaced at each compaction, not nested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mini_claude.context.reattach import Reattachment
+from mini_claude.conversation import Message
+from mini_claude.plan import Plan
+from mini_claude.skills import LoadedSkills, SkillCatalog, within_budget
+
+PLAN_TITLE = "your todo list, as you last wrote it with todo_write"
+
+
+class PlanSource:
+    """The todo list, verbatim, while it has items."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    def reattachments(self, history: Sequence[Message]) -> list[Reattachment]:
+        if not self.plan.items:
+            return []
+        return [Reattachment("plan", PLAN_TITLE, self.plan.checklist())]
+
+
+class SkillSource:
+    """The skills the model loaded, newest first, whole, within a size bound."""
+
+    def __init__(self, catalog: SkillCatalog, loaded: LoadedSkills, max_chars: int) -> None:
+        self.catalog = catalog
+        self.loaded = loaded
+        self.max_chars = max_chars
+
+    def reattachments(self, history: Sequence[Message]) -> list[Reattachment]:
+        skills = [s for n in self.loaded.newest_first() if (s := self.catalog.get(n))]
+        kept, left_out = within_budget(skills, self.max_chars)
+        blocks = [
+            Reattachment(f"skill:{s.name}", f"skill {s.name!r}, which you loaded", s.body)
+            for s in kept
+        ]
+        if left_out:
+            names = ", ".join(repr(s.name) for s in left_out)
+            blocks.append(
+                Reattachment(
+                    "skills-left-out",
+                    "skills not re-attached",
+                    f"Also loaded earlier, left out for room: {names}. Load them again with "
+                    "the skill tool if you still need them.",
+                )
+            )
+        return blocks
