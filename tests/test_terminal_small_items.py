@@ -79,7 +79,7 @@ def test_the_header_names_a_non_default_endpoint() -> None:
 
 
 def test_the_demo_names_a_search_by_its_pattern() -> None:
-    from mini_claude.bench.script import Call
+    from mini_claude.scenario.script import Call
 
     line = _describe(Call("grep_search", {"pattern": "TODO", "path": "src"}))
     assert line == "searching for TODO"
