@@ -45,27 +45,17 @@ VIEW_NAME = "history.txt"
 SPEC = ToolSpec(
     name="search_history",
     description=(
-        "Search this session's own past: the full transcript (every message, tool call and "
-        "tool result, including what compaction summarized away) and the tool results saved "
-        "to disk. `query` is a regular expression matched case-insensitively against each line "
-        "(set `literal` to true to match it as plain text). Returns the matching lines with "
-        "where each came from (transcript message number, tool call, tool name, saved file), "
-        f"at most `limit` lines (default {DEFAULT_LIMIT}, up to {MAX_LIMIT}) and "
-        f"{MAX_CHARS:,} characters. Use it when something read or said earlier is no longer "
-        "in your context; then read_file the saved file or the project file it names."
+        "Search this session's full history (the transcript, including what compaction "
+        "summarized away, and the saved tool results) for lines matching `query`, a "
+        "case-insensitive regex (or plain text with `literal`). Each match says where it came "
+        f"from. At most `limit` lines (default {DEFAULT_LIMIT}, up to {MAX_LIMIT})."
     ),
     input_schema={
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "Regular expression (or plain text)."},
-            "literal": {
-                "type": "boolean",
-                "description": "Match the query as plain text, not a regex (default false).",
-            },
-            "limit": {
-                "type": "integer",
-                "description": f"Most matching lines to show (default {DEFAULT_LIMIT}).",
-            },
+            "query": {"type": "string", "description": "Regex, or text with `literal`."},
+            "literal": {"type": "boolean", "description": "Match as plain text."},
+            "limit": {"type": "integer", "description": "Most lines to show."},
         },
         "required": ["query"],
         "additionalProperties": False,
