@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mini_claude.agent import Agent
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
@@ -30,6 +30,9 @@ from mini_claude.transcript import (
     load_session,
     new_session_id,
 )
+
+if TYPE_CHECKING:  # the agent chain is imported when the first agent is built
+    from mini_claude.agent import Agent
 
 
 class SessionError(Exception):
@@ -91,6 +94,8 @@ class Session:
         return {"cwd": str(self.cwd), "provider": settings.provider, "model": settings.model}
 
     def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
+        from mini_claude.agent import Agent
+
         store = DiskResultStore(self.settings, self.session_id, self.wall_clock)
         context = ToolContext(
             root=self.cwd,

@@ -13,14 +13,13 @@ from rich.table import Table
 from rich.text import Text
 
 from mini_claude.pricing import price_for
-from mini_claude.session import SessionError
-from mini_claude.transcript import SessionInfo, list_sessions
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.context_view import breakdown, render_breakdown
 from mini_claude.ui.render import note
 from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
 
 if TYPE_CHECKING:
+    from mini_claude.transcript import SessionInfo
     from mini_claude.ui.repl import Repl
 
 RESUME_MENU_SIZE = 9
@@ -181,6 +180,8 @@ async def model_command(repl: Repl, argument: str) -> Outcome:
 
 
 async def resume_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.transcript import list_sessions
+
     session = repl.session
     if argument:
         return _resume(repl, argument.split()[0])
@@ -201,6 +202,8 @@ async def resume_command(repl: Repl, argument: str) -> Outcome:
 
 
 def _resume(repl: Repl, session_id: str) -> Outcome:
+    from mini_claude.session import SessionError
+
     old = repl.agent
     try:
         agent = repl.session.resume(session_id)
