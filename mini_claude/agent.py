@@ -44,6 +44,7 @@ from mini_claude.protocol import (
     TierReport,
     ToolOutput,
     ToolUseStarted,
+    Usage,
 )
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE, SurrogateHold, clean_text
 from mini_claude.secrets import api_keys, mask
@@ -335,7 +336,7 @@ class Agent:
         if message is not response.message:
             response = ResponseComplete(message, response.stop_reason, response.usage)
         if response.usage is not None:
-            self.transcript.event("usage", **asdict(response.usage))
+            self.transcript.event("usage", model=self.settings.model, **asdict(response.usage))
         return response
 
     async def _run_tools(self, uses: list[ToolUseBlock]) -> AsyncIterator[ev.Event]:
@@ -380,13 +381,18 @@ class Agent:
 
     def summary_context(self) -> SummaryContext:
         return SummaryContext(
-            provider=MeteredProvider(self.provider, self.costs, summary=True),
+            provider=MeteredProvider(self.provider, self.costs, summary=True,
+                                     record=self._record_summary_usage),
             model=self.settings.compact_model or self.settings.model,
             system=self.system_prompt,
             tools=self.tools,
             root=self.tool_context.root,
             transcript_path=str(self.transcript.path),
         )
+
+    def _record_summary_usage(self, model: str, usage: Usage) -> None:
+        """Summary calls are counted on resume too (see ``CostTracker.replay``)."""
+        self.transcript.event("usage", model=model, summary=True, **asdict(usage))
 
     async def _compact(
         self, reason: CompactReason, focus: str | None = None

@@ -145,6 +145,7 @@ class Session:
             transcript.message(loaded.repair)
         transcript.event("resumed")
         self.agent = self._build_agent(transcript, loaded.conversation)
+        self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
         return self.agent
 
     def _lock_for(self, path: Path) -> SessionLock | None:
