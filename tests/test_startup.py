@@ -140,3 +140,30 @@ def test_resuming_a_project_with_mcp_servers_or_no_key_builds_the_session_first(
     assert not can_start_before_session(keyless, tmp_path, _args())
     (tmp_path / ".mcp.json").write_text("{}")
     assert not can_start_before_session(keyed, tmp_path, _args())
+
+
+def test_keys_typed_before_the_prompt_reach_it_as_typed_and_unechoed() -> None:
+    import pty
+    import termios
+
+    from mini_claude.ui.early_keys import keys_kept_for_the_prompt
+
+    controller, terminal = pty.openpty()
+    original = termios.tcgetattr(terminal)
+    with os.fdopen(terminal, "r", closefd=False) as stream:
+        with keys_kept_for_the_prompt(stream):
+            os.write(controller, b"hello\r")  # no newline: a canonical terminal would hold it
+            assert os.read(terminal, 100) == b"hello\r"  # Enter is still Enter
+            os.set_blocking(controller, False)
+            with pytest.raises(BlockingIOError):
+                os.read(controller, 100)  # nothing was echoed back to the screen
+        assert termios.tcgetattr(terminal) == original
+    os.close(controller)
+    os.close(terminal)
+
+
+def test_keys_kept_is_harmless_when_input_is_not_a_terminal(tmp_path: Path) -> None:
+    from mini_claude.ui.early_keys import keys_kept_for_the_prompt
+
+    with (tmp_path / "input.txt").open("w+") as stream, keys_kept_for_the_prompt(stream):
+        stream.write("still usable")
