@@ -12,9 +12,6 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from mini_claude.pricing import price_for
-from mini_claude.ui.choice import ChoiceInterrupted, choose
-from mini_claude.ui.context_view import breakdown, render_breakdown
 from mini_claude.ui.render import note
 from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
 
@@ -114,6 +111,8 @@ async def compact_command(repl: Repl, argument: str) -> Outcome:
 
 
 async def context_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.context_view import breakdown, render_breakdown
+
     agent = repl.agent
     view = breakdown(agent.status(), agent.system_prompt, agent.tools, agent.conversation.messages)
     repl.console.print(render_breakdown(view, repl.session.settings.model))
@@ -121,6 +120,8 @@ async def context_command(repl: Repl, argument: str) -> Outcome:
 
 
 async def cost_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.pricing import price_for
+
     costs = repl.agent.costs
     usage = costs.usage
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
@@ -181,6 +182,7 @@ async def model_command(repl: Repl, argument: str) -> Outcome:
 
 async def resume_command(repl: Repl, argument: str) -> Outcome:
     from mini_claude.transcript import list_sessions
+    from mini_claude.ui.choice import ChoiceInterrupted, choose
 
     session = repl.session
     if argument:
