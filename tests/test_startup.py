@@ -8,6 +8,8 @@ a file the first time it draws. No timing is asserted.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import io
 import json
 import os
 import sys
@@ -167,3 +169,32 @@ def test_keys_kept_is_harmless_when_input_is_not_a_terminal(tmp_path: Path) -> N
 
     with (tmp_path / "input.txt").open("w+") as stream, keys_kept_for_the_prompt(stream):
         stream.write("still usable")
+
+
+def test_before_the_session_the_status_line_reads_the_settings_then_the_agents_meter(
+        simulator: Simulator, isolated_home: Path, project: Path) -> None:
+    from rich.console import Console
+
+    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.startup import SessionStarter
+    from tests.repl_support import sim_settings
+
+    settings = sim_settings(simulator, isolated_home)
+
+    def line(repl: Repl) -> str:
+        return "".join(text for _style, text, *_ in repl._status_line())
+
+    async def scenario() -> None:
+        starter = SessionStarter(settings, project, _args())
+        repl = Repl(None, Console(file=io.StringIO()), starter=starter)
+        before = line(repl)
+        assert "context 0% " in before and " 0/180k " in before
+        assert settings.model in before and "$0.0000" in before
+        session = repl.session  # first use builds it
+        assert session.session_id == starter.session_id
+        after = line(repl)
+        assert " 0/180k " not in after  # the system prompt and the tool schemas count now
+        session.agent.transcript.close()
+        await session.provider.close()
+
+    asyncio.run(scenario())
