@@ -57,6 +57,7 @@ from mini_claude.protocol import (
     TierReport,
     ToolOutput,
     ToolUseStarted,
+    Usage,
 )
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE, SurrogateHold, clean_text
 from mini_claude.secrets import api_keys, mask
@@ -403,7 +404,7 @@ class Agent:
         if message is not response.message:
             response = replace(response, message=message)
         if response.usage is not None:
-            self.transcript.event("usage", **asdict(response.usage))
+            self.transcript.event("usage", model=self.settings.model, **asdict(response.usage))
         return response
 
     async def _run_tools(self, uses: list[ToolUseBlock]) -> AsyncIterator[ev.Event]:
@@ -566,7 +567,8 @@ class Agent:
 
     def summary_context(self) -> SummaryContext:
         return SummaryContext(
-            provider=MeteredProvider(self.provider, self.costs, summary=True),
+            provider=MeteredProvider(self.provider, self.costs, summary=True,
+                                     record=self._record_summary_usage),
             model=self.settings.compact_model or self.settings.model,
             system=self.system_prompt,
             tools=self.tools,
@@ -574,6 +576,10 @@ class Agent:
             transcript_path=str(self.transcript.path),
             thinking=thinking_config(self.settings) if not self.settings.compact_model else None,
         )
+
+    def _record_summary_usage(self, model: str, usage: Usage) -> None:
+        """Summary calls are counted on resume too (see ``CostTracker.replay``)."""
+        self.transcript.event("usage", model=model, summary=True, **asdict(usage))
 
     async def _compact(
         self, reason: CompactReason, focus: str | None = None

@@ -235,9 +235,12 @@ def _dispatch(args: argparse.Namespace) -> int:
             'the REPL needs a terminal; use -p "PROMPT" (or pipe the prompt in) '
             "for non-interactive use"
         )
-    from mini_claude.ui.repl import run_repl
+    from mini_claude.ui.early_keys import keys_kept_for_the_prompt
 
-    return run_repl(settings, cwd, args)
+    with keys_kept_for_the_prompt(sys.stdin):  # from here on, typing is kept for the prompt
+        from mini_claude.ui.repl import run_repl
+
+        return run_repl(settings, cwd, args)
 
 
 def _read_stdin() -> str:

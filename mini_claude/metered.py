@@ -8,19 +8,21 @@ without the compactor knowing about money.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from mini_claude.pricing import CostTracker
-from mini_claude.protocol import ModelRequest, Provider, ResponseComplete, StreamEvent
+from mini_claude.protocol import ModelRequest, Provider, ResponseComplete, StreamEvent, Usage
 
 
 class MeteredProvider:
     """Forwards to ``inner``; each reply's usage and the time waited go to ``costs``."""
 
-    def __init__(self, inner: Provider, costs: CostTracker, *, summary: bool) -> None:
+    def __init__(self, inner: Provider, costs: CostTracker, *, summary: bool,
+                 record: Callable[[str, Usage], None] | None = None) -> None:
         self.inner = inner
         self.costs = costs
         self.summary = summary
+        self.record = record  # also told each reply's usage (the transcript, for resuming)
         self.name = inner.name
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -29,6 +31,8 @@ class MeteredProvider:
             async for event in self.inner.stream(request):
                 if isinstance(event, ResponseComplete) and event.usage is not None:
                     self.costs.add(request.model, event.usage, summary=self.summary)
+                    if self.record is not None:
+                        self.record(request.model, event.usage)
                 yield event
         finally:
             self.costs.api_seconds += time.perf_counter() - started

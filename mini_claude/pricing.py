@@ -8,7 +8,9 @@ shown as "price unknown": a wrong dollar figure is worse than none.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from mini_claude.protocol import Usage
 from mini_claude.settings import table_lookup
@@ -171,3 +173,17 @@ class CostTracker:
             self.summaries.dollars += cost
             self.summaries.requests += 1
         return cost
+
+    def replay(self, records: Iterable[Mapping[str, Any]], default_model: str) -> None:
+        """Add the usage a transcript recorded, so a resumed session's totals go on from there.
+
+        Records written before the model was noted are priced at ``default_model``
+        (the model the session started with).
+        """
+        for record in records:
+            usage = Usage(**{name: int(record.get(name, 0)) for name in USAGE_FIELDS})
+            self.add(str(record.get("model") or default_model), usage,
+                     summary=bool(record.get("summary", False)))
+
+
+USAGE_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")

@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mini_claude.agent import Agent
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
 from mini_claude.hooks import HookRunner, HookSettings, load_hook_settings, project_hooks_status
@@ -40,6 +40,9 @@ from mini_claude.transcript import (
 from mini_claude.trust import ProjectTrust
 
 DEFAULT_THINKING_TOKENS = 8_000
+
+if TYPE_CHECKING:  # the agent chain is imported when the first agent is built
+    from mini_claude.agent import Agent
 
 
 class SessionError(Exception):
@@ -117,6 +120,8 @@ class Session:
         return {"cwd": str(self.cwd), "provider": settings.provider, "model": settings.model}
 
     def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
+        from mini_claude.agent import Agent
+
         self._look_up_model()
         store = DiskResultStore(self.settings, self.session_id, self.wall_clock)
         context = ToolContext(
@@ -212,6 +217,7 @@ class Session:
         for name in saved.skills:
             if self.skills.get(name) is not None:
                 context.loaded_skills.add(name)
+        self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
         return self.agent
 
     def _lock_for(self, path: Path) -> SessionLock | None:

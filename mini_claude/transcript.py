@@ -163,6 +163,7 @@ class LoadedSession:
     original_messages: list[Message] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     repair: Message | None = None  # results added for tool calls that never finished
+    usage: list[dict[str, Any]] = field(default_factory=list)  # every recorded model call's
 
 
 def load_session(path: Path) -> LoadedSession:
@@ -175,6 +176,7 @@ def load_session(path: Path) -> LoadedSession:
     originals: list[Message] = []
     meta: dict[str, Any] = {}
     warnings: list[str] = []
+    usage: list[dict[str, Any]] = []
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -182,6 +184,8 @@ def load_session(path: Path) -> LoadedSession:
         try:
             record = json.loads(line)
             _apply(record, messages, originals, meta)
+            if record.get("type") == "event" and record.get("kind") == "usage":
+                usage.append(record)
         except (ValueError, KeyError, TypeError) as exc:
             where = "last line" if number == len(lines) else f"line {number}"
             warnings.append(f"transcript {path.name}: {where} is damaged and was skipped ({exc})")
@@ -196,6 +200,7 @@ def load_session(path: Path) -> LoadedSession:
         original_messages=originals,
         warnings=warnings,
         repair=repair,
+        usage=usage,
     )
 
 

@@ -12,15 +12,11 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from mini_claude.pricing import cost_notes, price_for
-from mini_claude.session import SessionError
-from mini_claude.transcript import SessionInfo, list_sessions
-from mini_claude.ui.choice import ChoiceInterrupted, choose
-from mini_claude.ui.context_view import breakdown, render_breakdown
 from mini_claude.ui.render import note
 from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
 
 if TYPE_CHECKING:
+    from mini_claude.transcript import SessionInfo
     from mini_claude.ui.repl import Repl
 
 RESUME_MENU_SIZE = 9
@@ -115,6 +111,8 @@ async def compact_command(repl: Repl, argument: str) -> Outcome:
 
 
 async def context_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.context_view import breakdown, render_breakdown
+
     agent = repl.agent
     view = breakdown(agent.status(), agent.system_prompt, agent.tools, agent.conversation.messages)
     repl.console.print(render_breakdown(view, repl.session.settings.model))
@@ -124,6 +122,8 @@ async def context_command(repl: Repl, argument: str) -> Outcome:
 
 
 async def cost_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.pricing import cost_notes, price_for
+
     costs = repl.agent.costs
     usage = costs.usage
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
@@ -200,6 +200,9 @@ async def model_command(repl: Repl, argument: str) -> Outcome:
 
 
 async def resume_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.transcript import list_sessions
+    from mini_claude.ui.choice import ChoiceInterrupted, choose
+
     session = repl.session
     if argument:
         return _resume(repl, argument.split()[0])
@@ -220,6 +223,8 @@ async def resume_command(repl: Repl, argument: str) -> Outcome:
 
 
 def _resume(repl: Repl, session_id: str) -> Outcome:
+    from mini_claude.session import SessionError
+
     old = repl.agent
     try:
         agent = repl.session.resume(session_id)

@@ -12,15 +12,16 @@ import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from mini_claude import events as ev
-from mini_claude.agent import Agent
-from mini_claude.context.persist import admit_result
-from mini_claude.context.placeholders import count_lines
 from mini_claude.conversation import ToolResultBlock, ToolUseBlock
+
+if TYPE_CHECKING:  # the agent chain loads after the first prompt is drawn
+    from mini_claude import events as ev
+    from mini_claude.agent import Agent
 
 SHELL_PREFIX = "!"
 MENTION = re.compile(r"(?<![\w@])@([^\s@]+)")
@@ -54,6 +55,9 @@ def is_shell_command(text: str) -> bool:
 async def run_user_shell(agent: Agent, command: str,
                          context: ShellContext) -> AsyncIterator[ev.Event]:
     """`!command`: run_shell with the usual permission rules; the output is kept for the model."""
+    from mini_claude import events as ev
+    from mini_claude.context.persist import admit_result
+
     use = ToolUseBlock("user-shell", "run_shell", {"command": command})
     yield ev.ToolStarted(use.id, use.name, use.input)
     output = await agent.registry.execute(use.name, use.input, agent.tool_context)
@@ -68,6 +72,10 @@ async def run_user_shell(agent: Agent, command: str,
 
 async def attach_mentions(agent: Agent, text: str) -> tuple[str, list[ev.Event]]:
     """`@path` words that name files: their text is appended, read the way read_file reads."""
+    from mini_claude import events as ev
+    from mini_claude.context.persist import admit_result
+    from mini_claude.context.placeholders import count_lines
+
     events: list[ev.Event] = []
     attachments: list[str] = []
     root = agent.tool_context.root

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.segment import Segment
@@ -19,9 +19,11 @@ from rich.table import Table
 from rich.text import Text
 
 from mini_claude.context.placeholders import count_lines, utf8_size
-from mini_claude.events import ToolFinished
 from mini_claude.protocol import TierReport
 from mini_claude.text import format_tokens, human_size, short_target
+
+if TYPE_CHECKING:
+    from mini_claude.events import ToolFinished
 
 CODE_THEME = "monokai"
 RESULT_PREVIEW_LINES = 4

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from prompt_toolkit import PromptSession
@@ -29,12 +30,7 @@ from rich.console import Console
 from rich.text import Text
 
 from mini_claude import __version__
-from mini_claude import events as ev
-from mini_claude.agent import Agent
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from mini_claude.session import Session, SessionError, startup_housekeeping
-from mini_claude.settings import Settings
-from mini_claude.tools.base import Approver, allow_all
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
 from mini_claude.ui.conveniences import (
     ModelCompleter,
@@ -46,9 +42,6 @@ from mini_claude.ui.conveniences import (
 )
 from mini_claude.ui.hooks_view import ask_project_hooks
 from mini_claude.ui.live import LiveView, TurnActivity
-from mini_claude.ui.mcp_view import ask_project_trust, watch_servers
-from mini_claude.ui.permissions import TerminalApprover
-from mini_claude.ui.presenter import INTERRUPTED_TURN, TurnPresenter
 from mini_claude.ui.prompt_input import (
     EmptyInterrupt,
     SlashCommandCompleter,
@@ -57,7 +50,15 @@ from mini_claude.ui.prompt_input import (
 )
 from mini_claude.ui.recall import Recall, latest_summary, recap
 from mini_claude.ui.render import error_line, note
+from mini_claude.ui.startup import SessionStarter, can_start_before_session, import_session_modules
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
+
+if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
+    from mini_claude import events as ev
+    from mini_claude.agent import Agent
+    from mini_claude.session import Session
+    from mini_claude.settings import Settings
+    from mini_claude.tools.base import Approver
 
 NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
                   "for non-interactive use")
@@ -67,7 +68,7 @@ INTERRUPTED_COMPACTION = "Interrupted · compaction cancelled; the conversation 
 EXIT_COMMANDS = ("exit", "quit")
 DEFAULT_API_HOSTS = ("api.anthropic.com", "api.openai.com")
 
-EventQueue = asyncio.Queue[ev.Event | None]  # None: the turn is over
+EventQueue = asyncio.Queue["ev.Event | None"]  # None: the turn is over
 
 
 def run_repl(settings: Settings, cwd: Path, args: argparse.Namespace) -> int:
@@ -83,7 +84,26 @@ def run_repl(settings: Settings, cwd: Path, args: argparse.Namespace) -> int:
 
 
 async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, console: Console) -> int:
+    if can_start_before_session(settings, cwd, args):
+        try:
+            return await Repl(None, console, starter=SessionStarter(settings, cwd, args)).run()
+        except Exception as exc:
+            from mini_claude.session import SessionError  # loaded by then: it raised it
+
+            if not isinstance(exc, SessionError):
+                raise
+            console.print(error_line(str(exc)))
+            return EXIT_USAGE
+    return await _start_with_session(settings, cwd, args, console)
+
+
+async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Namespace,
+                              console: Console) -> int:
+    """Resuming, or a project with MCP servers: the session is built before the prompt."""
     from mini_claude.providers import create_provider
+    from mini_claude.session import Session, SessionError, startup_housekeeping
+    from mini_claude.tools.base import allow_all
+    from mini_claude.ui.permissions import TerminalApprover
 
     startup_housekeeping(settings)
     approver: Approver = allow_all if args.yes else TerminalApprover()
@@ -124,8 +144,12 @@ async def run_session_repl(session: Session, *, banner: str | None = None,
 class Repl:
     """Reads messages and slash commands, and shows each turn live until the user leaves."""
 
-    def __init__(self, session: Session, console: Console, *, banner: str | None = None) -> None:
-        self.session = session
+    def __init__(self, session: Session | None, console: Console, *, banner: str | None = None,
+                 starter: SessionStarter | None = None) -> None:
+        assert session is not None or starter is not None
+        self._session = session
+        self.starter = starter  # builds the session after the first frame when given none
+        self._building: asyncio.Task[None] | None = None
         self.console = console
         self.banner = banner
         self.activity = TurnActivity()
@@ -135,8 +159,9 @@ class Repl:
         self.exit_requested = False
         self.terminated = False
         self._expanding: asyncio.Future[None] | None = None
-        self.recall = Recall(summary=latest_summary(session.agent.conversation.messages))
-        self.verbose = session.settings.verbose
+        self.recall = Recall(summary=latest_summary(session.agent.conversation.messages)
+                             if session is not None else None)
+        self.verbose = self.settings.verbose
         self.view = LiveView(self.activity, self._status_line, self.interrupt,
                              lambda: self.agent.meter.chars_per_token,
                              on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
@@ -148,25 +173,97 @@ class Repl:
         self._prompt: PromptSession[str] | None = None
         self._warmed_up = False
         self._sdk_imported = False
-        if isinstance(session.approver, TerminalApprover):
-            session.approver.attach(console, self.question, self.interrupt, self._status_line)
+        if session is not None:
+            self._attach_approver(session)
+
+    @property
+    def session(self) -> Session:
+        """The session; built here, on the spot, if something needs it before the background."""
+        if self._session is None:
+            assert self.starter is not None
+            self._session = self.starter.build()
+            self._attach_approver(self._session)
+        return self._session
+
+    @property
+    def settings(self) -> Settings:
+        if self._session is not None:
+            return self._session.settings
+        assert self.starter is not None
+        return self.starter.settings
+
+    @property
+    def cwd(self) -> Path:
+        if self._session is not None:
+            return self._session.cwd
+        assert self.starter is not None
+        return self.starter.cwd
 
     @property
     def agent(self) -> Agent:
         return self.session.agent
 
+    def _attach_approver(self, session: Session) -> None:
+        from mini_claude.ui.permissions import TerminalApprover
+
+        if isinstance(session.approver, TerminalApprover):
+            session.approver.attach(self.console, self.question, self.interrupt,
+                                    self._status_line)
+
+    async def _build_session(self) -> None:
+        """Right after the first frame: import the agent chain off the loop, then build.
+
+        Then the SDK import and the MCP servers start, as they did after the prompt.
+        """
+        from mini_claude.ui.mcp_view import watch_servers
+
+        await asyncio.to_thread(import_session_modules)
+        session = self.session
+        watch_servers(self)
+        preload_sdk_in_background(session.settings.provider)
+        session.mcp.start()
+        if session.warnings:
+            warnings, session.warnings[:] = list(session.warnings), []
+
+            def write() -> None:
+                for warning in warnings:
+                    self.console.print(note(warning, "warning"))
+
+            await self._print_at_prompt(write)
+        app = get_app_or_none()
+        if app is not None:
+            app.invalidate()  # the status line now reads the real meter
+
+    async def _print_at_prompt(self, write: Callable[[], None]) -> None:
+        app = get_app_or_none()
+        if self.at_prompt.is_set() and app is not None and app.is_running:
+            await run_in_terminal(write)
+        else:
+            write()
+
+    async def session_ready(self) -> Session:
+        """The session, once the background build is over (its failure is raised here)."""
+        if self._building is not None:
+            building, self._building = self._building, None
+            await building
+        return self.session
+
     # ---- the loop -------------------------------------------------------------------
 
     async def run(self) -> int:
         self._print_header()
-        await ask_project_trust(self)
-        watch_servers(self)
-        await ask_project_hooks(self)
+        if self._session is not None:
+            from mini_claude.ui.mcp_view import ask_project_trust, watch_servers
+
+            await ask_project_trust(self)
+            watch_servers(self)
+            await ask_project_hooks(self)
         try:
             with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
                 while not self.exit_requested and (text := await self._next_message()) is not None:
                     if not text.strip():
                         continue
+                    await self.session_ready()
                     if parse_command(text) is not None:
                         if await dispatch(self, text) is Outcome.EXIT:
                             break
@@ -261,26 +358,29 @@ class Repl:
         if not self._sdk_imported:
             from mini_claude.providers import preload_sdk
 
-            await asyncio.to_thread(preload_sdk, self.session.settings.provider)
+            await asyncio.to_thread(preload_sdk, self.settings.provider)
             self._sdk_imported = True
 
     def _after_first_draw(self) -> None:
         """Runs before each prompt is drawn; the first time, schedules the SDK import after it."""
         if not self._warmed_up:
             self._warmed_up = True
+            if self._session is None:  # after the first frame, the session and then the SDK
+                self._building = asyncio.get_running_loop().create_task(self._build_session())
+                return
             asyncio.get_running_loop().call_soon(preload_sdk_in_background,
                                                  self.session.settings.provider)
             asyncio.get_running_loop().call_soon(self.session.mcp.start)  # after the prompt
 
     def _build_prompt(self) -> PromptSession[str]:
-        settings = self.session.settings
+        settings = self.settings
         completer = merge_completers([
             SlashCommandCompleter(
                 [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)]),
-            PathCompleter(self.session.cwd),
+            PathCompleter(self.cwd),
             ModelCompleter(settings.provider, settings.model),
         ])
-        self._prompt = build_prompt(history_for(self.session.settings.home), completer,
+        self._prompt = build_prompt(history_for(settings.home), completer,
                                     self._status_line, extra_keys=self._prompt_keys())
         return self._prompt
 
@@ -295,6 +395,9 @@ class Repl:
 
     async def run_events(self, events: AsyncIterator[ev.Event], label: str = "thinking…") -> bool:
         """Show a turn (or a compaction) live; False when the user interrupted it."""
+        from mini_claude.ui.permissions import TerminalApprover
+        from mini_claude.ui.presenter import INTERRUPTED_TURN, TurnPresenter
+
         self.activity.restart(label)
         approver = self.session.approver
         shown = approver.shown_before if isinstance(approver, TerminalApprover) else None
@@ -382,35 +485,45 @@ class Repl:
         activity = self.activity.label if self._pump is not None else None
         app = get_app_or_none()
         width = app.output.get_size().columns - 1 if app is not None else None
+        if self._session is None:  # the first frame: read from the settings alone
+            assert self.starter is not None
+            return status_fragments(self.starter.idle_status(), self.starter.no_costs(),
+                                    self.settings.model, activity, width)
         return status_fragments(self.agent.status(), self.agent.costs,
                                 self.session.settings.model, activity, width)
 
     def _print_header(self) -> None:
-        settings = self.session.settings
+        settings = self.settings
+        known = self._session if self._session is not None else self.starter
+        assert known is not None
         parts = [
             f"mini-claude {__version__}",
             settings.provider,
             settings.model + _endpoint_label(settings.base_url),
             f"{short_tokens(settings.window)} window",
-            _short_path(self.session.cwd),
-            f"session {self.session.session_id}",
+            _short_path(self.cwd),
+            f"session {known.session_id}",
         ]
-        files = [_short_path(p) for p in self.session.instructions.paths]
+        files = [_short_path(p) for p in known.instructions.paths]
         parts.append("instructions: " + (", ".join(files) if files else "none"))
         header = Text(" · ".join(parts), style="bold")
         if self.banner:
             self.console.print(Text(self.banner, style="yellow"))
         self.console.print(header)
-        messages = len(self.agent.conversation)
+        if self._session is not None:
+            self._print_session_start(self._session)
+        self.console.print(Text("/help for commands · esc interrupts a turn · ctrl-d exits",
+                                style="dim"))
+
+    def _print_session_start(self, session: Session) -> None:
+        messages = len(session.agent.conversation)
         if messages:
             self.show_resumed()
             self.console.print(note(f"resumed: {messages} messages, "
                                     f"{percent(self.agent.status().utilization)} of the context"))
-        for warning in self.session.warnings:
+        for warning in session.warnings:
             self.console.print(note(warning, "warning"))
-        self.session.warnings.clear()
-        self.console.print(Text("/help for commands · esc interrupts a turn · ctrl-d exits",
-                                style="dim"))
+        session.warnings.clear()
 
     def show_resumed(self) -> None:
         """Redraw the recent conversation of a resumed session (and forget the old one's)."""
@@ -420,6 +533,9 @@ class Repl:
             self.console.print(line)
 
     async def _close(self) -> None:
+        if self._session is None and self._building is None:
+            return  # nothing was built: the build failed, and said so
+        await self.session_ready()
         agent = self.agent
         self.console.print(note(f"transcript: {agent.transcript.path}"))
         self.console.print(note(f"resume with: mini-claude --resume {self.session.session_id}"))
