@@ -399,13 +399,20 @@ class Compactor:
         except RebuildError as exc:
             raise CompactionError(str(exc)) from None
 
+    def _target_tokens(self, effective: int) -> int:
+        """The headroom target, as a share of the room the history has beside the system
+        prompt and tool schemas: on a small window those alone can exceed a share of the
+        whole window, and no summary could ever meet it."""
+        fixed = min(round(self.meter.fixed_tokens), effective)
+        return fixed + int((effective - fixed) * self.settings.post_compact_target_pct)
+
     def limits(self) -> Limits:
         """This session's budgets for a rebuilt history."""
         settings = self.settings
         effective = settings.effective_window
         per_token = self.meter.chars_per_token
         return Limits(
-            target_tokens=int(effective * settings.post_compact_target_pct),
+            target_tokens=self._target_tokens(effective),
             tail_tokens=int(effective * settings.compact_tail_share),
             user_chars=int(min(settings.kept_user_tokens, effective * USER_TEXT_SHARE) * per_token),
             file_chars=int(settings.reattach_file_tokens * per_token),
