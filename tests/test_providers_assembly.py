@@ -97,7 +97,8 @@ def test_anthropic_thinking_is_kept_exactly_and_usage_is_merged() -> None:
     )
     done = reply.complete()
 
-    assert out == [ModelThinking(len("let me think"), text="let me think"), ModelTextDelta("Answer")]
+    thought = "let me think"
+    assert out == [ModelThinking(len(thought), text=thought), ModelTextDelta("Answer")]
     assert done.message.blocks == [ThinkingBlock("let me think", "sig"), TextBlock("Answer")]
     assert done.stop_reason == "end_turn"
     assert done.usage == Usage(
