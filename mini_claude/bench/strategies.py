@@ -48,6 +48,9 @@ def _tiers_off(settings: Settings) -> Settings:
         idle_compact_min_tokens=HUGE_TOKENS,
         summary_min_work=0,
         summary_keep_pointers=False,
+        # our own defaults that a peer's published policy does not have
+        autocompact_max_tokens=HUGE_TOKENS,
+        post_compact_target_pct=0.30,
     )
 
 
