@@ -150,6 +150,9 @@ class Settings:
     # newest results that no tier touches still leave room (both steps; tokens ~ chars / 4).
     budget_low_window_share: float = 0.20
     budget_high_window_share: float = 0.10
+    # Cuts wait until together they free this share of the effective window: each cut
+    # breaks the prompt cache from that result on, so they go in batches.
+    budget_min_free_pct: float = 0.05
 
     # Tier 2: snip
     snip_pct: float = 0.60
@@ -160,11 +163,15 @@ class Settings:
     # Tier 3: microcompact
     microcompact_idle_seconds: float = 300.0
     # After an idle gap a history at least this large is summarized instead of cleared.
-    idle_compact_min_tokens: int = 10_000
+    idle_compact_min_tokens: int = 45_000
 
     # Tier 4: auto-compact
     auto_compact: bool = True
     autocompact_pct: float = 0.85
+    # The summary threshold never goes above this many tokens, whatever the window: every
+    # request re-reads the standing context from the cache, so on a large window a summary
+    # at 72K costs less than carrying 150K (measured in `make bench` at 200K).
+    autocompact_max_tokens: int = 72_000
     post_compact_target_pct: float = 0.30
     summary_max_tokens: int = 4_096
     kept_user_tokens: int = 20_000
@@ -250,7 +257,7 @@ class Settings:
 
     @property
     def autocompact_tokens(self) -> int:
-        return int(self.effective_window * self.autocompact_pct)
+        return min(int(self.effective_window * self.autocompact_pct), self.autocompact_max_tokens)
 
     @property
     def transcripts_dir(self) -> Path:
@@ -302,6 +309,7 @@ _PERCENT_FIELDS = {
     "budget_low_window_share",
     "budget_high_window_share",
     "snip_min_free_pct",
+    "budget_min_free_pct",
     "post_compact_target_pct",
     "compact_tail_share",
     "ledger_window_share",

@@ -22,6 +22,8 @@ from mini_claude.context.rebuild import (
     read_attachment,
     recent_files,
     select_user_texts,
+    trim_tail_results,
+    unread_start,
     user_texts,
 )
 from mini_claude.conversation import (
@@ -41,6 +43,7 @@ from tests.compact_support import (
     read,
     reply,
     settings_for,
+    shell,
     user,
     words,
 )
@@ -431,3 +434,20 @@ def test_rebuild_invariants(
         assert messages[-1].blocks == history[-1].blocks or messages[-1].tool_results
     if tail:
         assert (messages[1].text == ACK_TEXT) == (tail[0].role == "user")
+
+
+def test_the_last_resort_cut_spares_results_the_model_has_not_read(tmp_path: Path) -> None:
+    """A result that came back after the last model call is cut only when nothing else fits:
+    its middle would be gone before the model saw it once."""
+    from tests.context_builders import store_for
+
+    store = store_for(settings_for(tmp_path))
+    old_text, fresh_text = words(4_000), words(4_000)
+    tail = [user("go"), *shell("cat old.log", old_text), *shell("tail worker.log", fresh_text)]
+    assert unread_start(tail) == len(tail) - 1
+    spared, trimmed = trim_tail_results(tail, 2_000, store, "t.jsonl", spare_unread=True)
+    assert trimmed == 1
+    assert spared[2].blocks[0].content != old_text  # type: ignore[union-attr]
+    assert spared[-1].blocks[0].content == fresh_text  # type: ignore[union-attr]
+    both, trimmed = trim_tail_results(tail, 2_000, store, "t.jsonl")
+    assert trimmed == 2 and both[-1].blocks[0].content != fresh_text  # type: ignore[union-attr]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mini_claude.context.budget import BudgetTier
 from mini_claude.context.meter import shape_tokens
 from mini_claude.conversation import ResultState, validate
@@ -16,6 +18,12 @@ from tests.context_builders import (
     store_for,
     tier_pass,
 )
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """Any cut is worth a cache break here: these tests are about how one result is cut."""
+    return settings.with_overrides(budget_min_free_pct=0.001)
 
 
 def _session_with(*sizes: int) -> tuple[Session, list[str]]:
@@ -159,3 +167,30 @@ def test_a_rebuilt_history_is_indexed_afresh(settings: Settings) -> None:
     assert tier.run(session.conversation, tier_pass(settings, 0.6)) is None  # first sight
     report = tier.run(session.conversation, tier_pass(settings, 0.6))
     assert report is not None and report.results_touched == 1
+
+
+def test_cuts_wait_until_together_they_free_enough_then_go_in_one_batch(
+    settings: Settings,
+) -> None:
+    """Each cut rewrites the prompt cache from that result on: one small cut per call would
+    break it every call, so cuts wait for a batch worth ``budget_min_free_pct``."""
+    batching = settings.with_overrides(budget_min_free_pct=0.04)  # 12,800 chars at 80K
+    session, texts = _session_with(40_000)  # 36,936 chars: 6,936 over the 30,000 limit
+    tier = _tier(batching, session)
+    assert tier.run(session.conversation, tier_pass(batching, 0.55)) is None
+    assert session.result(session.conversation.results[0]).content == texts[0]
+    session.shell("cmd 1", numbered_lines(40_000 // 26 + 1, prefix="r1")[:40_000])
+    assert tier.run(session.conversation, tier_pass(batching, 0.55)) is None  # not read yet
+    report = tier.run(session.conversation, tier_pass(batching, 0.55))
+    assert report is not None and report.results_touched == 2
+    states = [session.result(r).state for r in session.conversation.results]
+    assert states == [ResultState.BUDGETED, ResultState.BUDGETED]
+
+
+def test_a_request_that_would_not_fit_cuts_at_once(settings: Settings) -> None:
+    batching = settings.with_overrides(budget_min_free_pct=0.5)
+    session, _ = _session_with(40_000)
+    tier = _tier(batching, session)
+    assert tier.run(session.conversation, tier_pass(batching, 0.9)) is None
+    assert tier.run(session.conversation, tier_pass(batching, 1.0)) is not None
+    assert session.result(session.conversation.results[0]).state == ResultState.BUDGETED

@@ -65,6 +65,7 @@ def test_a_quiet_pass_reports_nothing(settings: Settings) -> None:
 
 
 def test_snip_sees_the_utilization_that_budget_left(settings: Settings) -> None:
+    settings = settings.with_overrides(budget_min_free_pct=0.01)  # one cut is a batch
     session = Session()
     big = session.shell("cat data.csv", _text("csv", 40_000))
     _stale_reads(session)

@@ -91,3 +91,17 @@ def test_dotenv_project_file_beats_home_file(tmp_path: Path) -> None:
     values = load_dotenv_files(project, home)
     assert values["MINI_CLAUDE_MODEL"] == "from-project"
     assert values["OPENAI_API_KEY"] == "o"
+
+
+def test_the_summary_threshold_is_capped_on_large_windows_only() -> None:
+    """A large window summarizes at 72K tokens (a smaller standing context is read on every
+    call); a small one keeps its share of the window."""
+    large = Settings(context_window=200_000)
+    assert large.autocompact_tokens == 72_000
+    small = Settings(context_window=32_000)
+    assert small.autocompact_tokens == int(small.effective_window * small.autocompact_pct)
+    raised = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "200000",
+                               "MINI_CLAUDE_AUTOCOMPACT_MAX_TOKENS": "1000000"})
+    assert raised.autocompact_tokens == int(raised.effective_window * raised.autocompact_pct)
+    batch = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_BUDGET_MIN_FREE_PCT": "10"})
+    assert batch.budget_min_free_pct == pytest.approx(0.10)

@@ -50,6 +50,9 @@ def _tiers_off(settings: Settings) -> Settings:
         summary_min_work=0,
         summary_keep_pointers=False,
         ledger_tokens=0,
+        # our own defaults that a peer's published policy does not have
+        autocompact_max_tokens=HUGE_TOKENS,
+        post_compact_target_pct=0.30,
     )
 
 

@@ -54,19 +54,14 @@ class BudgetTier:
         limit = self.limit_for(utilization)
         if limit is None or not self._long:
             return None
+        due = self._due(conversation, seen, limit, utilization)
+        if not due or not self._worth_a_cache_break(conversation, due, limit, context):
+            return None
         touched = freed = 0
         tokens = 0.0
-        for index in sorted(self._long):
-            if index >= seen and utilization < 1.0:
-                break  # the model has not read this one yet: it sees every result whole once,
-                # unless the request would not fit at all
+        for index in due:
             ref = conversation.results[index]
             block = conversation.result_at(ref)
-            if block.state == ResultState.CLEARED or len(block.content) <= self._smallest_limit:
-                self._long.discard(index)
-                continue
-            if len(block.content) <= limit:
-                continue
             shorter = self._shorter(block, limit)
             if shorter is None:
                 continue  # the disk refused: keep the text rather than lose it
@@ -78,6 +73,44 @@ class BudgetTier:
             return None
         detail = f"over {limit:,} chars at {utilization:.0%} of the window"
         return TierReport("budget", touched, freed, round(tokens), detail)
+
+    def _due(
+        self, conversation: Conversation, seen: int, limit: int, utilization: float
+    ) -> list[int]:
+        """Indexes of results over ``limit`` that may be cut now, oldest first."""
+        due: list[int] = []
+        for index in sorted(self._long):
+            if index >= seen and utilization < 1.0:
+                break  # the model has not read this one yet: it sees every result whole once,
+                # unless the request would not fit at all
+            block = conversation.result_at(conversation.results[index])
+            if block.state == ResultState.CLEARED or len(block.content) <= self._smallest_limit:
+                self._long.discard(index)
+                continue
+            if len(block.content) > limit:
+                due.append(index)
+        return due
+
+    def _worth_a_cache_break(
+        self, conversation: Conversation, due: list[int], limit: int, context: PassContext
+    ) -> bool:
+        """Cutting rewrites the prompt cache from the first cut on: only worth it in a batch.
+
+        Cuts wait until together they free ``budget_min_free_pct`` of the window (like
+        snip's threshold and Anthropic's ``clear_at_least``), so one cut at a time does
+        not break the cache on every call; a request that would not fit cuts at once.
+        """
+        if context.utilization >= 1.0:
+            return True
+        freeable = sum(
+            len(conversation.result_at(conversation.results[i]).content) - limit for i in due
+        )
+        worth = (
+            self.settings.budget_min_free_pct
+            * self.settings.effective_window
+            * context.chars_per_token
+        )
+        return freeable >= worth
 
     def _shorter(self, block: ToolResultBlock, limit: int) -> ToolResultBlock | None:
         """The block cut to ``limit``, or None when its full text could not be saved."""

@@ -366,17 +366,32 @@ def clear_tail_results(
     return copies, cleared
 
 
+def unread_start(tail: Sequence[Message]) -> int:
+    """Index of the first message after the last assistant message: the results there came
+    back after the last model call, so the model has not read them yet."""
+    last_assistant = max((i for i, m in enumerate(tail) if m.role == "assistant"), default=-1)
+    return last_assistant + 1
+
+
 def trim_tail_results(
-    tail: Sequence[Message], limit: int, store: ResultStore, fallback_path: str
+    tail: Sequence[Message],
+    limit: int,
+    store: ResultStore,
+    fallback_path: str,
+    *,
+    spare_unread: bool = False,
 ) -> tuple[list[Message], int]:
     """Cut every uncleared tool result longer than ``limit`` to its head and tail.
 
     For results the model still needs (the newest ones): their start and end
-    stay in view and the marker names where the whole text is.
+    stay in view and the marker names where the whole text is. With
+    ``spare_unread`` the results the model has not read yet stay whole: it asked
+    for them, and whatever their middle holds would be cut before it saw it once.
     """
     copies = [Message(m.role, list(m.blocks)) for m in tail]
+    end = unread_start(copies) if spare_unread else len(copies)
     trimmed = 0
-    for message in copies:
+    for message in copies[:end]:
         for index, block in enumerate(message.blocks):
             if not isinstance(block, ToolResultBlock) or block.state == ResultState.CLEARED:
                 continue
@@ -427,6 +442,7 @@ class _Choice:
     cut: int
     clear: bool = False  # older tool results in the tail swapped for placeholders
     trim_to: int | None = None  # remaining tool results cut to this many chars
+    trim_unread: bool = False  # the cut reaches results the model has not read yet
     max_files: int | None = None  # None: as many as the budgets allow
     max_texts: int | None = None
 
@@ -446,7 +462,7 @@ class Planner:
     # Kept verbatim in every candidate: escalation never drops the plan or a loaded skill.
     reattached: Sequence[Reattachment] = ()
     _files: dict[str, Attachment | None] = field(default_factory=dict)
-    _tails: dict[tuple[int, bool, int | None], tuple[list[Message], int, int]] = field(
+    _tails: dict[tuple[int, bool, int | None, bool], tuple[list[Message], int, int]] = field(
         default_factory=dict
     )
 
@@ -506,12 +522,14 @@ class Planner:
         return choice, tokens
 
     def _trim_newest(self, choice: _Choice) -> tuple[_Choice, int]:
-        limit = TRIM_FIRST_CHARS
+        """Results the model has read first; those it has not only when nothing else fits."""
         tokens = self._tokens(choice)
-        while limit >= TRIM_LAST_CHARS and tokens > self.limits.target_tokens:
-            choice = replace(choice, trim_to=limit)
-            tokens = self._tokens(choice)
-            limit //= 2
+        for trim_unread in (False, True):
+            limit = TRIM_FIRST_CHARS
+            while limit >= TRIM_LAST_CHARS and tokens > self.limits.target_tokens:
+                choice = replace(choice, trim_to=limit, trim_unread=trim_unread)
+                tokens = self._tokens(choice)
+                limit //= 2
         return choice, tokens
 
     # -- building one candidate --
@@ -563,7 +581,7 @@ class Planner:
 
     def _tail(self, choice: _Choice) -> tuple[list[Message], int, int]:
         """The kept messages for ``choice``, with how many results were cleared and trimmed."""
-        key = (choice.cut, choice.clear, choice.trim_to)
+        key = (choice.cut, choice.clear, choice.trim_to, choice.trim_unread)
         if key not in self._tails:
             tail = list(self.messages[choice.cut:])
             cleared = trimmed = 0
@@ -573,7 +591,8 @@ class Planner:
                 )
             if choice.trim_to is not None:
                 tail, trimmed = trim_tail_results(
-                    tail, choice.trim_to, self.store, self.transcript_path
+                    tail, choice.trim_to, self.store, self.transcript_path,
+                    spare_unread=not choice.trim_unread,
                 )
             self._tails[key] = (tail, cleared, trimmed)
         tail, cleared, trimmed = self._tails[key]
