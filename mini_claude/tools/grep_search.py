@@ -30,7 +30,7 @@ from mini_claude.tools.grep_worker import WorkerQuery
 from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS
 from mini_claude.tools.paths import project_root, read_permission, resolve
 from mini_claude.tools.process import HeadTailBuffer, pump, terminate_group
-from mini_claude.tools.special_files import refuse_special
+from mini_claude.tools.special_files import refuse_special, special_kind
 
 DEFAULT_TIME_LIMIT_SECONDS = 20.0
 DEFAULT_MAX_MATCHES = 200
@@ -162,6 +162,28 @@ def choose_backend(which: Callable[[str], str | None] = shutil.which) -> GrepBac
     return RipgrepBackend(executable) if executable else PythonBackend()
 
 
+IGNORE_FILE_NAMES = (".gitignore", ".ignore", ".rgignore")
+
+
+def _special_ignore_file(request: SearchRequest) -> bool:
+    """An ignore file that is not a regular file in the searched folder or above it, up to
+    the project (deeper ones are left to the search's time limit)."""
+    folder = request.base if request.base.is_dir() else request.base.parent
+    folders = [folder, *folder.parents]
+    if request.project in folders:
+        folders = folders[: folders.index(request.project) + 1]
+    candidates = [f / name for f in folders for name in IGNORE_FILE_NAMES]
+    candidates.append(request.project / ".git" / "info" / "exclude")
+    for path in candidates:
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        if special_kind(mode) is not None:
+            return True
+    return False
+
+
 def _search_target(request: SearchRequest) -> str:
     if request.base == request.project:
         return "."
@@ -248,10 +270,17 @@ class GrepSearchTool:
         collected, returncode, stderr = await self._collect(request)
         return collected.lines, collected.total, collected.timed_out, returncode, stderr
 
+    def _backend_for(self, request: SearchRequest) -> GrepBackend:
+        """ripgrep opens every ignore file it meets and would wait forever on a named pipe
+        there; the Python worker checks each one first, so it takes such a search."""
+        if isinstance(self.backend, RipgrepBackend) and _special_ignore_file(request):
+            return PythonBackend()
+        return self.backend
+
     async def _collect(self, request: SearchRequest) -> tuple[_Collected, int | None, str]:
         collected = _Collected(self.max_matches, self.max_chars)
         errors = HeadTailBuffer(2_000)
-        argv = self.backend.command(request)
+        argv = self._backend_for(request).command(request)
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
