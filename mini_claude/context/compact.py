@@ -400,11 +400,12 @@ class Compactor:
             raise CompactionError(str(exc)) from None
 
     def _target_tokens(self, effective: int) -> int:
-        """The headroom target, as a share of the room the history has beside the system
-        prompt and tool schemas: on a small window those alone can exceed a share of the
-        whole window, and no summary could ever meet it."""
+        """The headroom target: a share of the effective window, but never so small that
+        the system prompt and tool schemas leave the history less than half of that share
+        (on a small window they alone can fill it, and no summary could ever meet it)."""
+        share = int(effective * self.settings.post_compact_target_pct)
         fixed = min(round(self.meter.fixed_tokens), effective)
-        return fixed + int((effective - fixed) * self.settings.post_compact_target_pct)
+        return min(effective, max(share, fixed + share // 2))
 
     def limits(self) -> Limits:
         """This session's budgets for a rebuilt history."""
