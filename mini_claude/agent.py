@@ -20,6 +20,7 @@ from mini_claude.context.attachments import PlanSource, SkillSource
 from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
+from mini_claude.context.fold import fold_exchanges, folder_of
 from mini_claude.context.ledger import Ledger
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.pipeline import ContextPipeline
@@ -307,6 +308,11 @@ class Agent:
                     self._count_freed(relief)
                     self.cache_misses.note_edit(relief.tier)
                     yield ev.TierFired(relief)
+            folded = None if loop_open else self._fold_cleared_calls()
+            if folded is not None:
+                self._count_freed(folded)
+                self.cache_misses.note_edit(folded.tier)
+                yield ev.TierFired(folded)
             if self.compactor.needs_mid_turn_compaction(self.conversation):
                 async for event in self._compact("mid-turn"):
                     yield event
@@ -320,6 +326,29 @@ class Agent:
             self.transcript.thinking_cleared(len(self.conversation.messages))
         return report
 
+    def _fold_cleared_calls(self) -> TierReport | None:
+        """Fold old exchanges whose results were cleared: the room a summary would buy,
+        without one, when a long turn's cleared calls are what fills the window."""
+        if not self.settings.fold_cleared_calls:
+            return None
+        messages = self.conversation.messages
+        folder = folder_of(messages)
+        if folder is None:
+            return None
+        folded = fold_exchanges(messages, self.settings.fold_keep_messages, folder)
+        if folded is None:
+            return None
+        if self.meter.estimate_messages(folded.messages) > self.settings.autocompact_tokens:
+            return None  # a summary comes anyway: folding would only break the cache first
+        chars, tokens = self.conversation.total_chars, self.meter.estimate(self.conversation)
+        before = list(messages)
+        self.history.fold(folded.messages)
+        self.compactor.note_fold(before, folded.removed, self.conversation.epoch)
+        freed_chars = chars - self.conversation.total_chars
+        freed = tokens - self.meter.estimate_messages(self.conversation.messages)
+        return TierReport("fold", folded.exchanges, freed_chars, max(0, freed),
+                          "old calls with cleared results folded to one line each")
+
     def _summary_would_come_too_soon(self) -> bool:
         """Little work since the last summary: clear old results instead of summarizing again.
 
@@ -327,6 +356,8 @@ class Agent:
         refills the window every few calls would summarize over and over, and clearing
         (the text stays on disk) buys the same room without an API call.
         """
+        if self.settings.autocompact_tokens > self.settings.relief_max_tokens:
+            return False
         work = self.compactor.work_since_last_compaction(self.conversation)
         return work is not None and work < self.settings.summary_min_work
 

@@ -130,6 +130,11 @@ class History:
         if interrupted:
             self.transcript.event("interrupted", during="tools")
 
+    def fold(self, messages: Sequence[Message]) -> None:
+        """Replace the history with its folded form; the transcript records the new one."""
+        self.conversation.replace_all(messages)
+        self.transcript.fold(self.conversation.messages)
+
     def record_compaction(
         self, reason: CompactReason, summary: str, tokens_before: int, tokens_after: int
     ) -> None:

@@ -237,7 +237,9 @@ class ToolOutput:
 
 # ---- context ---------------------------------------------------------------------
 
-TierName = Literal["persist", "truncate", "budget", "snip", "microcompact", "clear_thinking"]
+TierName = Literal[
+    "persist", "truncate", "budget", "snip", "microcompact", "clear_thinking", "fold"
+]
 # Why a summary was made: at the turn boundary ("auto", "idle" when the cache went cold),
 # by hand ("manual"), by the model's tool ("tool"), inside a turn ("mid-turn"), or after
 # the server refused the prompt ("prompt-too-long").

@@ -21,8 +21,9 @@ How to work:
 - Keep answers short and concrete; show file paths and line numbers when you refer to code.
 - Use edit_file for small changes (the old text must be unique) and write_file for new files.
 - Run commands with run_shell (tests, builds, git); the user may be asked to approve them.
-- Old tool results may be replaced by placeholders to save context. A placeholder says where the
-  full text was saved; read that file with read_file if you need it again, or re-run the tool.
+- Old tool results may be replaced by placeholders such as [cleared: …] or [snipped: …] to save
+  context. Each says where the full text was saved: read that file with read_file (offset/limit
+  for long ones) if you need it again, or re-read the file or re-run the command it came from.
 - A summary may replace earlier messages; trust it and continue the work from where it says.
 - Call the compact tool yourself when you have finished a large sub-task and the details of the
   earlier work are no longer needed.

@@ -113,6 +113,12 @@ class Transcript:
             }
         )
 
+    def fold(self, messages: Sequence[Message]) -> None:
+        """Old exchanges were folded to lines: the history as it now stands (they are
+        still in the transcript as they were, above)."""
+        self.write({"type": "fold", "time": time.time(),
+                    "messages": [message_to_dict(m) for m in messages]})
+
     def event(self, kind: str, **data: Any) -> None:
         self.write({"type": "event", "kind": kind, "time": time.time(), **data})
 
@@ -221,7 +227,7 @@ def _apply(
         block = clean_block(block_from_dict(record["block"]))
         assert isinstance(block, ToolResultBlock)
         _replace_result(messages, block)
-    elif kind == "compaction":
+    elif kind in ("compaction", "fold"):
         rebuilt = [clean_message(message_from_dict(m)) for m in record["messages"]]
         messages[:] = [m for m in rebuilt if m.blocks]
     elif kind == "thinking_cleared":

@@ -198,6 +198,19 @@ def test_a_long_saved_file_is_read_at_both_ends_and_command_output_at_its_end() 
     assert call.input["path"] == "/h/out.txt" and call.input["offset"] + call.input["limit"] > 656
 
 
+def test_a_whole_file_read_that_stopped_at_its_page_is_read_on_from_there() -> None:
+    first = "     1\timport os\n(showing lines 1-412 of 782; call again with offset=413)"
+    saved = saved_output(ToolResultPart("toolu_1", first), _conversation("src/a.py", first))
+    assert saved is not None and saved.first_unread == 413
+    assert [c.input["offset"] for c in paging_calls(saved)] == [413, 413 + PAGE_LINES]
+    long = f"(showing lines 1-400 of {WHOLE_FILE_LINES + 553}; call again with offset=401)"
+    saved = saved_output(ToolResultPart("toolu_1", long), _conversation("logs/app.log", long))
+    assert saved is not None
+    assert [c.input["offset"] for c in paging_calls(saved)] == [WHOLE_FILE_LINES + 553 - 349]
+    whole = "     1\timport os\n     2\timport re"
+    assert saved_output(ToolResultPart("toolu_1", whole), _conversation("src/a.py", whole)) is None
+
+
 def test_a_page_is_never_paged_again() -> None:
     notice = persisted_notice("read_file", "/h/r.txt", 40_000, 900, "x\n", 1)
     conv = _conversation("src/a.py", notice, offset=1, limit=350)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mini_claude.context.rebuild import assemble, boundary_message
 from mini_claude.context.summary_request import (
+    cut_results,
     drop_oldest,
     extract_summary,
     summary_instruction,
@@ -98,6 +99,22 @@ def test_drop_keeps_an_earlier_summary_at_the_start() -> None:
 def test_drop_gives_up_when_nothing_would_be_left() -> None:
     history = [user("only"), *read("a", "x" * 100)]
     assert drop_oldest(history, 10_000, size) is None
+
+
+def test_one_turn_too_long_to_drop_from_has_its_largest_results_cut() -> None:
+    big = "".join(f"line {i}\n" for i in range(3_000))  # ~26,000 chars
+    history = [user("only"), *read("small", "x" * 300), *read("big", big)]
+    assert drop_oldest(history[:3], 4_000, size) is None
+    shaped = cut_results(history, 4_000, size)
+    assert shaped is not None and shaped.cut == 1 and shaped.dropped == 0 and shaped.reshaped
+    assert sum(map(size, history)) - sum(map(size, shaped.messages)) >= 4_000
+    text = shaped.messages[-1].tool_results[0].content
+    assert text.startswith("line 0\n") and text.rstrip().endswith("line 2999")
+    assert "chars left out of this summary request; the transcript has them" in text
+    assert shaped.messages[2].tool_results[0].content == "x" * 300  # small ones stay
+    assert history[-1].tool_results[0].content == big  # the history itself is untouched
+    assert validate(shaped.messages) == []
+    assert cut_results(history, 100_000, size) is None
 
 
 def test_drop_share_follows_the_server_numbers() -> None:

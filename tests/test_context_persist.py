@@ -37,12 +37,12 @@ def test_a_small_result_enters_whole_with_its_metadata(settings: Settings) -> No
 def test_a_large_result_is_saved_whole_and_previewed(settings: Settings) -> None:
     text = numbered_lines(3_000)  # 78,000 chars
     block, report = admit_result(
-        ToolOutput(text), _use("read_file", path="big.log"), store_for(settings), settings
+        ToolOutput(text), _use("run_shell", command="cat big.log"), store_for(settings), settings
     )
     assert block.saved_path is not None
     assert Path(block.saved_path).read_text() == text
     assert block.saved_path in block.content
-    assert "3,000 lines" in block.content and "read_file" in block.content
+    assert "3,000 lines" in block.content and "run_shell" in block.content
     assert "76.2 KB" in block.content
     preview = block.content.split("\n\n", 1)[1].split("\n", 1)[1]
     assert text.startswith(preview)
@@ -51,6 +51,16 @@ def test_a_large_result_is_saved_whole_and_previewed(settings: Settings) -> None
     assert report is not None and report.tier == "persist"
     assert report.chars_freed == len(text) - len(block.content)
     assert report.results_touched == 1
+
+
+def test_a_read_is_never_saved_since_the_file_is_its_own_copy(settings: Settings) -> None:
+    text = numbered_lines(3_000)
+    use = _use("read_file", path="big.log")
+    block, _ = admit_result(ToolOutput(text), use, store_for(settings), settings)
+    assert block.saved_path is None and saved_files(settings) == []
+    unbounded = settings.with_overrides(read_page_window_share=0.0)
+    block, report = admit_result(ToolOutput(text), use, store_for(unbounded), unbounded)
+    assert block.saved_path is not None and report is not None and report.tier == "persist"
 
 
 def test_the_threshold_counts_utf8_bytes(settings: Settings) -> None:

@@ -31,6 +31,12 @@ def _anchor_at(meter: TokenMeter, conversation: Conversation, utilization: float
     assert meter.chars_per_token == pytest.approx(4.0)
 
 
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """These tests size their results for 5% minimums (16,000 chars of the 80K window)."""
+    return settings.with_overrides(snip_min_free_pct=0.05, budget_min_free_pct=0.05)
+
+
 def _pipeline(settings: Settings) -> ContextPipeline:
     return ContextPipeline(settings, store_for(settings), TokenMeter(settings, 0))
 
@@ -147,3 +153,33 @@ def test_a_pass_costs_what_was_appended_not_the_history(settings: Settings) -> N
     large = _reads_for_one_more_call(roomy, 2_500)  # 5,001 messages
     assert large == small
     assert large <= 20
+
+
+def test_relief_inside_a_turn_clears_seen_results_when_the_newest_three_are_too_much(
+    settings: Settings,
+) -> None:
+    session = Session()
+    for i in range(2):
+        session.read(f"src/old{i}.py", _text(f"o{i}", 5_000))
+    for i in range(3):
+        session.read(f"src/m{i}.py", _text(f"m{i}", 90_000))  # 22.5k tokens each
+    pipeline = _pipeline(settings)
+    _anchor_at(pipeline.meter, session.conversation, 0.97)
+    report = pipeline.relieve_pressure(session.conversation)
+    assert report is not None and report.tier == "microcompact"
+    states = [session.result(r).state for r in session.conversation.results]
+    # keeping the newest three would still be above the summary threshold: only the
+    # newest (not yet read by the model) keeps its text
+    assert states == [ResultState.CLEARED] * 4 + [ResultState.FULL]
+    assert pipeline.meter.estimate(session.conversation) <= settings.autocompact_tokens
+
+
+def test_relief_stops_at_the_newest_three_when_that_is_enough(settings: Settings) -> None:
+    session = Session()
+    for i in range(6):
+        session.read(f"src/m{i}.py", _text(f"m{i}", 20_000))
+    pipeline = _pipeline(settings)
+    _anchor_at(pipeline.meter, session.conversation, 0.90)
+    assert pipeline.relieve_pressure(session.conversation) is not None
+    states = [session.result(r).state for r in session.conversation.results]
+    assert states[-3:] == [ResultState.FULL] * 3 and ResultState.CLEARED in states

@@ -15,6 +15,7 @@ from mini_claude.context.placeholders import (
     truncation_marker,
 )
 from mini_claude.conversation import ResultState, ToolResultBlock
+from mini_claude.system_prompt import BASE_PROMPT
 from tests.context_builders import numbered_lines
 
 PATH = "/home/u/.mini-claude/tool-results/s/1700000000000-1-read_file.txt"
@@ -38,15 +39,15 @@ def test_a_cleared_result_keeps_tool_target_size_and_where_to_find_it() -> None:
     assert text.startswith("[snipped: read_file src/app.py, 245 lines, ")
     assert f"{len(block.content):,} chars" in text
     assert "read again later" in text
-    assert f"full text at {PATH}" in text
-    assert "re-read it or page through that file with read_file" in text
+    assert text.endswith(f"full text at {PATH}]")
 
 
-def test_recovery_advice_fits_the_tool() -> None:
+def test_how_to_get_a_cleared_text_back_is_said_once_in_the_system_prompt() -> None:
     shell = _block("out\n" * 10, tool_name="run_shell", target="pytest -q")
-    assert "re-run the command" in cleared_placeholder(shell, PATH, label="cleared")
-    grep = _block("a:1\n" * 10, tool_name="grep_search", target="TODO")
-    assert "page through that file with read_file" in cleared_placeholder(grep, PATH, label="x")
+    text = cleared_placeholder(shell, PATH, label="cleared")
+    assert text == f"[cleared: run_shell pytest -q, 10 lines, 40 chars — full text at {PATH}]"
+    assert "[cleared: …]" in BASE_PROMPT and "re-run the command" in BASE_PROMPT
+    assert "read that file with read_file (offset/limit" in BASE_PROMPT
 
 
 def test_long_targets_are_shortened_to_one_line() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from mini_claude.context.snip import SnipTier
 from mini_claude.conversation import ResultRef, ResultState, validate
 from mini_claude.protocol import TierReport
@@ -19,6 +21,12 @@ from tests.context_builders import (
 )
 
 BIG = 20_000  # one stale result of this size is worth a cache break (minimum 16,000 chars)
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """These tests size their results for a 5% minimum (16,000 chars of the 80K window)."""
+    return settings.with_overrides(snip_min_free_pct=0.05)
 
 
 def _text(tag: str, size: int = BIG) -> str:

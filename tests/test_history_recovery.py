@@ -150,7 +150,9 @@ def test_every_early_fact_is_recoverable_in_one_call_after_poor_summaries(
     sources = make_sources(root)
     policy = RecallPolicy(sources)
     simulator.policy = policy
-    _, agent = build_agent(simulator, provider, root, isolated_home, WINDOW, SimClock())
+    # summaries, not clearing, inside the turn: these tests are about what survives them
+    _, agent = build_agent(simulator, provider, root, isolated_home, WINDOW, SimClock(),
+                           summary_min_work=0)
     record = RunRecord()
 
     async def drive() -> None:
@@ -217,7 +219,8 @@ def test_the_ledger_is_bounded_merged_and_carried_through_a_resume(
         (root / path).write_text(f"# {path}\n" + "VALUE = 1\n" * 30)
     policy = ReaderPolicy(files)
     simulator.policy = policy
-    session, agent = build_agent(simulator, provider, root, isolated_home, WINDOW, SimClock())
+    session, agent = build_agent(simulator, provider, root, isolated_home, WINDOW, SimClock(),
+                                 summary_min_work=0)
     bound = ledger_tokens(agent.settings)
     record = RunRecord()
 

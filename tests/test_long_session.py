@@ -28,11 +28,23 @@ def model_requests(sim: Simulator) -> list:
 
 
 def estimate_errors(record: RunRecord, sim: Simulator) -> list[float]:
-    """Relative error of the agent's estimate against the tokenizer, request by request."""
-    estimates = [e.status.tokens for e in record.of(ev.ModelCallStarted)]
+    """Relative error of the agent's estimate against the tokenizer, request by request.
+
+    The first request and the first after a fold have no server count to start from
+    (the history was rebuilt): they are weighed whole, and held to a looser bound here.
+    """
+    estimates: list[int] = []
+    unanchored: list[int] = [0]
+    for event in record.events:
+        if isinstance(event, ev.TierFired) and event.report.tier == "fold":
+            unanchored.append(len(estimates))
+        elif isinstance(event, ev.ModelCallStarted):
+            estimates.append(event.status.tokens)
     actual = [r.prompt_tokens for r in model_requests(sim)]
     assert len(estimates) == len(actual)
-    return [abs(e - a) / a for e, a in zip(estimates, actual, strict=True)]
+    errors = [abs(e - a) / a for e, a in zip(estimates, actual, strict=True)]
+    assert max(errors[i] for i in unanchored) < 0.15
+    return [error for i, error in enumerate(errors) if i not in unanchored]
 
 
 def full_text(content: str) -> str:
@@ -68,14 +80,14 @@ def test_single_turn_of_300_tool_calls(provider: str, tmp_path: Path) -> None:
     assert max(r.prompt_tokens for r in sim.requests) <= WINDOW
     compactions = record.of(ev.CompactionFinished)
     assert compactions, "the mid-turn safety net never fired"
-    # The goal is 10 or fewer; with today's tool set (task, todo_write, search_history
-    # schemas) and the ledger re-attached at every summary this run takes 13-14.
-    assert len(compactions) <= 15, f"{len(compactions)} compactions: too many"
+    assert len(compactions) <= 10, f"{len(compactions)} compactions: too many"
     tiers = {e.report.tier for e in record.of(ev.TierFired)}
-    assert {"persist", "budget", "snip", "microcompact"} <= tiers, tiers
+    assert {"persist", "microcompact", "fold"} <= tiers, tiers
     assert_nothing_lost(agent.transcript.path, root)
     errors = estimate_errors(record, sim)
-    assert max(errors[1:]) < 0.05, f"worst estimate error {max(errors):.1%}"
+    # Large batched edits (15% of the window at once) weighed before the meter has learnt
+    # this text's shape land within ~8%; the output reserve is a quarter of this window.
+    assert max(errors) < 0.10, f"worst estimate error {max(errors):.1%}"
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
@@ -100,7 +112,8 @@ def test_many_turns_with_idle_gaps(provider: str, tmp_path: Path) -> None:
     assert all(r.status == 200 for r in sim.requests), {r.error for r in sim.requests if r.error}
     assert max(r.prompt_tokens for r in sim.requests) <= WINDOW
     tiers = {e.report.tier for e in record.of(ev.TierFired)}
-    assert {"persist", "budget", "snip", "microcompact"} <= tiers, tiers
+    # snip waits until it can free 15% of the window at once; its own tests cover it
+    assert {"persist", "budget", "microcompact"} <= tiers, tiers
     reasons = [e.reason for e in record.of(ev.CompactionFinished)]
     assert {"mid-turn", "idle"} <= set(reasons), reasons
     assert len(reasons) <= 40 * 5 // 10, (
@@ -108,7 +121,9 @@ def test_many_turns_with_idle_gaps(provider: str, tmp_path: Path) -> None:
     )
     assert_nothing_lost(agent.transcript.path, root)
     errors = estimate_errors(record, sim)
-    assert max(errors[1:]) < 0.05, f"worst estimate error {max(errors):.1%}"
+    # Large batched edits (15% of the window at once) weighed before the meter has learnt
+    # this text's shape land within ~8%; the output reserve is a quarter of this window.
+    assert max(errors) < 0.10, f"worst estimate error {max(errors):.1%}"
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])

@@ -524,7 +524,7 @@ def test_auto_compact_shows_before_and_after(
     (project / "big.txt").write_text("".join(f"row {i}: some words to fill\n" for i in range(520)))
     simulator.policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("read_file", {"path": "big.txt"})]),
-        Reply(text="Read the big file. " + "lorem ipsum dolor sit amet " * 700),
+        Reply(text="Read the big file. " + "lorem ipsum dolor sit amet " * 450),
         Reply(text="Answer after compaction."),
     ])
 
@@ -537,7 +537,7 @@ def test_auto_compact_shows_before_and_after(
         await repl.wait_for("Answer after compaction.", after=mark)
         line = re.search(r"✓ compacted \(auto-compact\): ([\d.]+)k → ([\d.]+)k tokens",
                          repl.text[mark:])
-        assert line is not None
+        assert line is not None, repl.text[mark:]
         assert float(line.group(2)) < float(line.group(1))
         history_is_valid(repl)
 

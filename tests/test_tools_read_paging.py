@@ -58,8 +58,20 @@ def test_the_page_fits_a_small_window_and_always_shows_a_line(tmp_path: Path) ->
     assert tiny.startswith("     3\t")
 
 
-def test_a_whole_file_read_still_goes_to_tier_0(tmp_path: Path) -> None:
+def test_a_whole_file_read_is_a_page_that_says_where_to_read_on(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     path.write_text("".join(f"{'z' * 200} {i}\n" for i in range(1_000)))
-    content, persisted = read_page(tmp_path, {"path": "big.txt"})
+    content, persisted = read_page(tmp_path, {"path": "big.txt"}, context_window=32_000)
+    assert not persisted and content.startswith("     1\t")
+    last_shown = int(content.split("showing lines 1-", 1)[1].split(" ", 1)[0].replace(",", ""))
+    assert 100 < last_shown < 1_000
+    assert f"call again with offset={last_shown + 1}" in content
+    ctx = tool_context(tmp_path, context_window=32_000)
+    assert len(content.encode()) <= page_bytes(ctx.settings) + 200
+
+
+def test_with_no_page_share_a_whole_file_read_goes_to_tier_0(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_text("".join(f"{'z' * 200} {i}\n" for i in range(1_000)))
+    content, persisted = read_page(tmp_path, {"path": "big.txt"}, read_page_window_share=0.0)
     assert persisted and "Output too large" in content

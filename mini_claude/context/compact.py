@@ -29,6 +29,8 @@ from mini_claude.context.rebuild import (
 )
 from mini_claude.context.summary_request import (
     DROP_MARGIN_SHARE,
+    ShapedInput,
+    cut_results,
     drop_oldest,
     extract_summary,
     summary_instruction,
@@ -114,6 +116,7 @@ class _LastCompaction:
     epoch: int
     length: int
     known_files: frozenset[str]
+    folded_work: int = 0  # work since then that a fold took out of the history
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,22 +216,28 @@ class Compactor:
             return True
         return False
 
+    def note_fold(self, before: Sequence[Message], removed: Sequence[int], epoch: int) -> None:
+        """Folding took whole exchanges out: keep the count of new work going across it."""
+        last = self._last
+        if last is None or last.epoch != epoch - 1:
+            return
+        gone = set(removed)
+        self._last = _LastCompaction(
+            epoch,
+            last.length - sum(1 for i in gone if i < last.length),
+            last.known_files,
+            last.folded_work + _work_in(
+                [m for i, m in enumerate(before) if i in gone and i >= last.length],
+                last.known_files,
+            ),
+        )
+
     def _new_work(self, conversation: Conversation) -> int | None:
         """Tool calls and user messages since the last compaction, re-reads not counted."""
         last = self._last
         if last is None or conversation.epoch != last.epoch:
             return None
-        work = 0
-        for message in conversation.messages[last.length:]:
-            if message.is_plain_user_message:
-                work += 1
-            for use in message.tool_uses:
-                if use.name in NOT_WORK_TOOLS:
-                    continue
-                if _rereads(use, last.known_files):
-                    continue  # reading back what the summary replaced is not progress
-                work += 1
-        return work
+        return last.folded_work + _work_in(conversation.messages[last.length :], last.known_files)
 
     # ---- doing it ---------------------------------------------------------------------
 
@@ -316,29 +325,41 @@ class Compactor:
         base = messages[: unsent_suffix_start(messages)]
         if not base:
             raise CompactionError("nothing to summarize yet")
-        instruction = Message("user", [TextBlock(summary_instruction(
-            focus, instructions, keep_pointers=self.settings.summary_keep_pointers))])
+        instruction = Message(
+            "user",
+            [
+                TextBlock(
+                    summary_instruction(
+                        focus, instructions, keep_pointers=self.settings.summary_keep_pointers
+                    )
+                )
+            ],
+        )
         max_tokens = max_tokens_for(
             ctx.thinking, min(self.settings.summary_max_tokens, self.settings.reserve)
         )
         fits_below = self.settings.window - max_tokens
-        history, dropped, drop_goal = base, 0, 0
+        shaped, drop_goal = ShapedInput(base, 0), 0
         whole = self.meter.estimate_messages([*base, instruction], epoch=epoch)
         if whole > fits_below:
             drop_goal = whole - fits_below + round(whole * DROP_MARGIN_SHARE)
-            history, dropped = self._shorten(base, drop_goal)
+            shaped = self._shorten(base, drop_goal)
         retries = 0
         while True:
+            reshaped = shaped.reshaped
             # Leaving out old turns changes what later thinking was bound to: send none.
             request = ModelRequest(
                 model=ctx.model,
                 system=ctx.system,
-                messages=[*(history if dropped == 0 else without_thinking(history)), instruction],
+                messages=[
+                    *(without_thinking(shaped.messages) if reshaped else shaped.messages),
+                    instruction,
+                ],
                 tools=ctx.tools,
                 max_tokens=max_tokens,
                 allow_tool_use=False,
-                cache=dropped == 0,  # a reshaped prefix would write a cache entry nobody reads
-                thinking=ctx.thinking if dropped == 0 else None,
+                cache=not reshaped,  # a reshaped prefix would write a cache entry nobody reads
+                thinking=None if reshaped else ctx.thinking,
             )
             try:
                 reply = await _reply_text(ctx.provider, request)
@@ -351,28 +372,35 @@ class Compactor:
                         f"old turns {self.settings.summary_retry_limit} times"
                     ) from None
                 drop_goal += tokens_to_drop(
-                    self.meter.estimate_messages(history, epoch=epoch),
+                    self.meter.estimate_messages(shaped.messages, epoch=epoch),
                     server_tokens=exc.tokens,
                     server_maximum=exc.maximum,
                 )
-                history, dropped = self._shorten(base, drop_goal)
+                shaped = self._shorten(base, drop_goal)
             except ProviderError as exc:
                 raise CompactionError(f"the summary request failed: {exc.message}") from None
         text = clean_text(extract_summary(reply))
         if not text:
             raise CompactionError("the model returned an empty summary")
         notes: list[str] = []
-        if dropped:
-            notes.append(f"left the {dropped} oldest messages out of the summary request to fit")
+        if shaped.dropped:
+            notes.append(
+                f"left the {shaped.dropped} oldest messages out of the summary request to fit"
+            )
+        if shaped.cut:
+            notes.append(f"cut {shaped.cut} long results to their start and end for the summary")
         return _Summary(text, notes)
 
-    def _shorten(self, base: list[Message], drop_goal: int) -> tuple[list[Message], int]:
-        shaped = drop_oldest(base, drop_goal, self._size_of)
+    def _shorten(self, base: list[Message], drop_goal: int) -> ShapedInput:
+        shaped = drop_oldest(base, drop_goal, self._size_of) or cut_results(
+            base, drop_goal, self._size_of
+        )
         if shaped is None:
             raise CompactionError(
-                "the history is too long to summarize even after leaving out its oldest turns"
+                "the history is too long to summarize even after leaving out its oldest turns "
+                "and cutting its long results"
             )
-        return shaped.messages, shaped.dropped
+        return shaped
 
     # ---- the rebuild ------------------------------------------------------------------
 
@@ -429,6 +457,21 @@ class Compactor:
     def _size_of(self, message: Message) -> int:
         """Tokens one message adds to a request, weighed the way the meter weighs history."""
         return self.meter.estimate_messages([message]) - self.meter.estimate_messages([])
+
+
+def _work_in(messages: Sequence[Message], known_files: frozenset[str]) -> int:
+    """Typed user messages and tool calls, minus re-reads of what a summary replaced."""
+    work = 0
+    for message in messages:
+        if message.is_plain_user_message:
+            work += 1
+        for use in message.tool_uses:
+            if use.name in NOT_WORK_TOOLS:
+                continue
+            if _rereads(use, known_files):
+                continue  # reading back what the summary replaced is not progress
+            work += 1
+    return work
 
 
 def _rereads(use: ToolUseBlock, known_files: frozenset[str]) -> bool:

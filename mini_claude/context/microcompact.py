@@ -17,8 +17,6 @@ from mini_claude.conversation import Conversation, ResultState, ToolResultBlock
 from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
 
-IDLE_REASON = "idle, cache expired"
-
 
 class MicrocompactTier:
     """Clears old results once ``microcompact_idle_seconds`` have passed since the last call."""
@@ -47,15 +45,18 @@ class MicrocompactTier:
         detail: str,
         *,
         stop_at_tokens: int | None = None,
+        keep: int | None = None,
     ) -> TierReport | None:
         """Clear old results, oldest first, keeping the newest few.
 
         With ``stop_at_tokens`` it stops once the estimate is down to
         that many tokens: the relief before a mid-turn summary clears only what it
-        must, so newer results keep their text.
+        must, so newer results keep their text. ``keep`` overrides how many of the
+        newest results stay.
         """
         self._sync(conversation)
-        end = len(conversation.results) - self.settings.keep_recent_results
+        kept = self.settings.keep_recent_results if keep is None else keep
+        end = len(conversation.results) - kept
         pending = self._retry + list(range(self._done_before, end))
         self._retry = []
         touched = freed = 0
@@ -73,7 +74,7 @@ class MicrocompactTier:
             if saved_path is None:
                 self._retry.append(index)  # the disk refused: keep the text, try next time
                 continue
-            placeholder = cleared_block(block, saved_path, label="cleared", why=IDLE_REASON)
+            placeholder = cleared_block(block, saved_path, label="cleared")
             if placeholder is None:
                 continue
             chars, weight = apply_edit(conversation, ref, placeholder, meter)
@@ -97,7 +98,7 @@ class MicrocompactTier:
     def _worth_saving(self, block: ToolResultBlock) -> bool:
         """Short results stay: their placeholder would be as long, and a file would be clutter."""
         path = block.saved_path or self._path_standin
-        return cleared_block(block, path, label="cleared", why=IDLE_REASON) is not None
+        return cleared_block(block, path, label="cleared") is not None
 
     def _sync(self, conversation: Conversation) -> None:
         if self._history.changed(conversation):

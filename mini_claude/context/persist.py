@@ -22,6 +22,11 @@ from mini_claude.conversation import ResultState, ToolResultBlock, ToolUseBlock,
 from mini_claude.protocol import TierName, TierReport, ToolOutput
 from mini_claude.settings import Settings
 
+# Tools whose output is a page of a file that stays on disk, bounded by the tool itself
+# (``read_page_window_share``): saving a copy would only make the model read the copy back,
+# and a preview invites answering from the preview alone.
+SELF_PAGED_TOOLS = frozenset({"read_file"})
+
 
 def admit_result(
     output: ToolOutput,
@@ -45,7 +50,8 @@ def admit_result(
     ratio = chars_per_token or settings.chars_per_token
     size_bytes = utf8_size(content)
     save_failed = False
-    if size_bytes > settings.persist_threshold_bytes:
+    self_paged = use.name in SELF_PAGED_TOOLS and settings.read_page_window_share > 0
+    if size_bytes > settings.persist_threshold_bytes and not self_paged:
         saved_path = store.save(use.name, content)
         if saved_path is not None:
             persisted = _persisted_block(block, saved_path, size_bytes, settings)

@@ -60,9 +60,28 @@ class ContextPipeline:
         summary unnecessary.
         """
         target = int(self.settings.effective_window * self.settings.post_compact_target_pct)
-        return self.microcompact.clear_all_but_recent(
-            conversation,
-            self.meter,
-            "context pressure inside a turn",
-            stop_at_tokens=target,
+        report = self.microcompact.clear_all_but_recent(
+            conversation, self.meter, "context pressure inside a turn", stop_at_tokens=target
         )
+        if self.meter.estimate(conversation) <= self.settings.autocompact_tokens:
+            return report
+        # Still too full: results the model has already seen go too (a summary would drop
+        # them as well); only the newest message's results, not yet read, keep their text.
+        unseen = len(conversation.last.tool_results) if conversation.last else 0
+        more = self.microcompact.clear_all_but_recent(
+            conversation, self.meter, "context pressure inside a turn", stop_at_tokens=target,
+            keep=unseen,
+        )
+        return _merged(report, more)
+
+
+def _merged(first: TierReport | None, second: TierReport | None) -> TierReport | None:
+    if first is None or second is None:
+        return first or second
+    return TierReport(
+        first.tier,
+        first.results_touched + second.results_touched,
+        first.chars_freed + second.chars_freed,
+        first.tokens_freed + second.tokens_freed,
+        first.detail,
+    )

@@ -41,25 +41,17 @@ def describe_result(block: ToolResultBlock) -> str:
     return f"{head}, {lines:,} {line_word}, {chars:,} chars"
 
 
-def how_to_recover(block: ToolResultBlock) -> str:
-    paging = "page through that file with read_file (offset/limit)"
-    if block.tool_name == "read_file":
-        return f"re-read it or {paging}"
-    if block.tool_name == "run_shell":
-        return f"re-run the command or {paging}"
-    return paging
-
-
 def cleared_placeholder(
     block: ToolResultBlock, saved_path: str, *, label: str, why: str = ""
 ) -> str:
-    """What a cleared result says, e.g. ``[snipped: read_file a.py, 3 lines, 40 chars — …]``."""
+    """What a cleared result says, e.g. ``[snipped: read_file a.py, 3 lines, 40 chars — …]``.
+
+    How to get the text back is said once in the system prompt, not in every
+    placeholder: on a long turn the placeholders are most of what old calls cost.
+    """
     error = " (an error)" if block.is_error else ""
-    reason = f" — {why}" if why else ""
-    return (
-        f"[{label}: {describe_result(block)}{error}{reason} — full text at {saved_path}; "
-        f"{how_to_recover(block)}]"
-    )
+    reason = f"; {why}" if why else ""
+    return f"[{label}: {describe_result(block)}{error}{reason} — full text at {saved_path}]"
 
 
 def cleared_block(

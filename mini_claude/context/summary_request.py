@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 
-from mini_claude.conversation import Message, SummaryBlock, TextBlock
+from mini_claude.context.placeholders import cut_to_head_and_tail
+from mini_claude.conversation import Message, SummaryBlock, TextBlock, ToolResultBlock
 from mini_claude.prompts import SUMMARY_HEADING
 
 TEMPLATE_PACKAGE = "mini_claude.templates"
@@ -21,6 +22,8 @@ TEMPLATE_NAME = "summary.md"
 
 # Share of the input dropped when the server gives no numbers with "prompt too long".
 DEFAULT_DROP_SHARE = 0.2
+# A result cut for the summary request keeps at least this much of its head and tail.
+CUT_RESULT_KEEP_CHARS = 2_000
 # Extra share dropped on top of the measured excess: estimates and server counts differ.
 DROP_MARGIN_SHARE = 0.05
 
@@ -102,6 +105,11 @@ class ShapedInput:
 
     messages: list[Message]
     dropped: int  # messages left out from the start
+    cut: int = 0  # tool results cut to their head and tail
+
+    @property
+    def reshaped(self) -> bool:
+        return bool(self.dropped or self.cut)
 
 
 def drop_oldest(
@@ -132,6 +140,48 @@ def drop_oldest(
             if dropped_tokens(start) >= tokens_to_drop:
                 return _shaped(messages, keep_head, start)
     return None
+
+
+def cut_results(
+    messages: Sequence[Message],
+    tokens_to_drop: int,
+    size_of: Callable[[Message], int],
+) -> ShapedInput | None:
+    """Cut the largest tool results to their head and tail, in the request only.
+
+    The last resort when no whole turn can be left out (one turn holds the whole
+    history): the summary still sees the start and end of every result, and the
+    transcript keeps them whole. None when even that cannot free enough.
+    """
+    shaped = list(messages)
+    freed = 0
+    for cut, (index, block_index, block) in enumerate(_largest_results(shaped), start=1):
+        keep = max(CUT_RESULT_KEEP_CHARS, len(block.content) // 4)
+        if len(block.content) <= keep:
+            break
+        before = size_of(shaped[index])
+        text = cut_to_head_and_tail(block, keep, _left_out_marker)
+        blocks = list(shaped[index].blocks)
+        blocks[block_index] = replace(block, content=text)
+        shaped[index] = Message(shaped[index].role, blocks)
+        freed += before - size_of(shaped[index])
+        if freed >= tokens_to_drop:
+            return ShapedInput(shaped, 0, cut)
+    return None
+
+
+def _largest_results(messages: Sequence[Message]) -> list[tuple[int, int, ToolResultBlock]]:
+    found = [
+        (index, block_index, block)
+        for index, message in enumerate(messages)
+        for block_index, block in enumerate(message.blocks)
+        if isinstance(block, ToolResultBlock)
+    ]
+    return sorted(found, key=lambda item: -len(item[2].content))
+
+
+def _left_out_marker(chars: int) -> str:
+    return f"[... {chars:,} chars left out of this summary request; the transcript has them ...]"
 
 
 def _can_start(messages: Sequence[Message], index: int) -> bool:

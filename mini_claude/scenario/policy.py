@@ -29,6 +29,10 @@ HISTORY_TOOL = "search_history"
 # How a persisted result announces itself: "... saved in full to PATH. ..." and its line count.
 SAVED_TO = re.compile(r"saved in full to (?P<path>\S+?)\.?(?:\s|$)")
 LINE_COUNT = re.compile(r"\((?:[\d.]+ [KMG]?B), (?P<lines>[\d,]+) lines?\)")
+# How read_file says a whole-file read stopped at its page size.
+READ_ON = re.compile(
+    r"showing lines 1-(?P<last>[\d,]+) of (?P<lines>[\d,]+); call again with offset="
+)
 PAGE_LINES = 350
 WHOLE_FILE_LINES = 1_000
 TAIL_LINES = 150
@@ -44,22 +48,33 @@ class SavedOutput:
     saved_path: str
     lines: int
     source_path: str | None  # the file a read_file call was reading, if any
+    first_unread: int = 1  # the line paging starts at (after a first page already shown)
 
 
 def saved_output(result: ToolResultPart, conv: SimConversation) -> SavedOutput | None:
-    found = SAVED_TO.search(result.content)
-    if found is None:  # a failed command (a test run) is paged too: its end says why
-        return None
-    count = LINE_COUNT.search(result.content)
-    lines = int(count.group("lines").replace(",", "")) if count else PAGE_LINES
+    """What is left to read of a result that did not show everything, if anything."""
     use = conv.tool_use_for(result.tool_use_id)
     if use is None:
         return None
     if use.name == "read_file" and ("offset" in use.input or "limit" in use.input):
         return None  # already paging: never page a page
+    found = SAVED_TO.search(result.content)
+    if found is None:  # a failed command (a test run) is paged too: its end says why
+        return _read_on(result, use.name, use.input.get("path"))
+    count = LINE_COUNT.search(result.content)
+    lines = int(count.group("lines").replace(",", "")) if count else PAGE_LINES
     source = use.input.get("path") if use.name == "read_file" else None
     return SavedOutput(use.name, found.group("path"), lines, source if isinstance(source, str)
                        else None)
+
+
+def _read_on(result: ToolResultPart, tool: str, path: object) -> SavedOutput | None:
+    """A whole-file read that showed its first page only: the rest is still in the file."""
+    found = READ_ON.search(result.content)
+    if tool != "read_file" or found is None or not isinstance(path, str):
+        return None
+    last = int(found.group("last").replace(",", ""))
+    return SavedOutput(tool, path, int(found.group("lines").replace(",", "")), path, last + 1)
 
 
 def paging_calls(saved: SavedOutput) -> list[Call]:
@@ -74,9 +89,10 @@ def paging_calls(saved: SavedOutput) -> list[Call]:
         start = max(1, saved.lines - TAIL_LINES + 1)
         return [read(saved.saved_path, offset=start, limit=TAIL_LINES)]
     if saved.lines <= WHOLE_FILE_LINES:
-        starts = list(range(1, saved.lines + 1, PAGE_LINES))
+        starts = list(range(saved.first_unread, saved.lines + 1, PAGE_LINES))
     else:
         starts = [1, saved.lines - PAGE_LINES + 1]
+        starts = [s for s in starts if s >= saved.first_unread] or [saved.first_unread]
     return [read(saved.source_path, offset=start, limit=PAGE_LINES) for start in starts]
 
 

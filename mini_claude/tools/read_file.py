@@ -92,9 +92,8 @@ class ReadFileTool:
             raise ToolError(f"{target.shown} is a directory; use list_files to see what is in it")
         refuse_special(path, target.shown)
         stamp = file_stamp(path)
-        paged = "offset" in args or "limit" in args
-        max_bytes = page_bytes(ctx.settings) if paged else None
         try:
+            max_bytes = page_bytes(ctx.settings) if bounds_itself(ctx.settings, args) else None
             page = _read_page(path, offset, limit, target.shown, max_bytes)
         except PermissionError:
             raise ToolError(f"{target.shown} cannot be read: permission denied") from None
@@ -104,15 +103,25 @@ class ReadFileTool:
 
 
 def page_bytes(settings: Settings) -> int:
-    """The most an asked-for page (offset/limit given) may hold.
+    """The most one call may show, in bytes of the file.
 
-    Below tier 0's persist threshold, so the page is not itself swapped for a
-    preview of a saved copy (paging a 4 MB transcript must return the page), and
-    within a fifth of a small window; the page then ends early and says where to go on.
+    A share of the effective window, so one read never crowds out the rest on a small
+    window, and below tier 0's cut, which would otherwise take the middle of the page.
+    Tier 0 never saves such a read to a file (the file is its own copy on disk), so a
+    longer file is read on with ``offset`` instead of through a preview of a saved copy.
+    With the share at 0 an asked-for page stays below the size tier 0 would save.
     """
-    window_chars = settings.effective_window * settings.budget_low_window_share
-    window_bytes = int(window_chars * settings.chars_per_token)
-    return max(MIN_PAGE_BYTES, min(settings.persist_threshold_bytes - NOTES_BYTES, window_bytes))
+    share = settings.read_page_window_share
+    limit = settings.truncate_chars if share > 0 else settings.persist_threshold_bytes
+    share = share if share > 0 else settings.budget_low_window_share
+    window_bytes = int(settings.effective_window * share * settings.chars_per_token)
+    return max(MIN_PAGE_BYTES, min(limit - NOTES_BYTES, window_bytes))
+
+
+def bounds_itself(settings: Settings, args: dict[str, Any]) -> bool:
+    """Whether this read stops at a page; with no page share a whole-file read is left
+    to tier 0 like any other output."""
+    return settings.read_page_window_share > 0 or "offset" in args or "limit" in args
 
 
 def _read_page(

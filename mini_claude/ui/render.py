@@ -264,7 +264,7 @@ def error_line(message: str) -> Text:
 
 
 TIER_VERBS = {"persist": "saved", "truncate": "cut", "budget": "trimmed", "snip": "cleared",
-              "microcompact": "cleared"}
+              "microcompact": "cleared", "fold": "folded"}
 
 
 def tier_summary(reports: list[TierReport]) -> str:
