@@ -338,15 +338,15 @@ class Agent:
         folded = fold_exchanges(messages, self.settings.fold_keep_messages, folder)
         if folded is None:
             return None
-        if self.meter.estimate_messages(folded.messages) > self.settings.autocompact_tokens:
+        after = self.meter.estimate_messages(folded.messages)
+        if after > self.settings.autocompact_tokens:
             return None  # a summary comes anyway: folding would only break the cache first
         chars, tokens = self.conversation.total_chars, self.meter.estimate(self.conversation)
         before = list(messages)
         self.history.fold(folded.messages)
         self.compactor.note_fold(before, folded.removed, self.conversation.epoch)
-        freed_chars = chars - self.conversation.total_chars
-        freed = tokens - self.meter.estimate_messages(self.conversation.messages)
-        return TierReport("fold", folded.exchanges, freed_chars, max(0, freed),
+        return TierReport("fold", folded.exchanges, chars - self.conversation.total_chars,
+                          max(0, tokens - after),
                           "old calls with cleared results folded to one line each")
 
     def _summary_would_come_too_soon(self) -> bool:

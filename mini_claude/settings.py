@@ -266,6 +266,11 @@ class Settings:
         return max(min(self.output_reserve, self.window // 4), self.window // 20)
 
     @property
+    def reads_page_themselves(self) -> bool:
+        """read_file stops at a page of its own size and tier 0 never saves its output."""
+        return self.read_page_window_share > 0
+
+    @property
     def effective_window(self) -> int:
         return self.window - self.reserve
 

@@ -37,8 +37,11 @@ SAID_CHARS = 400
 @dataclass(frozen=True, slots=True)
 class Folded:
     messages: list[Message]
-    exchanges: int  # exchanges folded
     removed: list[int]  # indexes (in the history before) of the messages folded away
+
+    @property
+    def exchanges(self) -> int:
+        return len(self.removed) // 2
 
 
 def fold_exchanges(messages: Sequence[Message], keep_last: int, folder: str) -> Folded | None:
@@ -50,33 +53,28 @@ def fold_exchanges(messages: Sequence[Message], keep_last: int, folder: str) -> 
     """
     out: list[Message] = []
     removed: list[int] = []
-    folded = 0
     limit = max(0, len(messages) - keep_last)
     index = 0
     while index < len(messages):
-        if index < limit - 1 and out and _can_receive(out[-1]) and _foldable(messages, index):
-            lines, end, count = _fold_run(messages, index, limit, folder)
+        end = _run_end(messages, index, limit) if out and _can_receive(out[-1]) else index
+        if end > index:
+            lines = [line for i in range(index, end, 2)
+                     for line in _lines_of(messages[i], messages[i + 1], folder)]
             out[-1] = _with_lines(out[-1], lines, folder)
             removed.extend(range(index, end))
-            folded += count
             index = end
             continue
         out.append(messages[index])
         index += 1
-    return Folded(out, folded, removed) if folded else None
+    return Folded(out, removed) if removed else None
 
 
-def _fold_run(
-    messages: Sequence[Message], start: int, limit: int, folder: str
-) -> tuple[list[str], int, int]:
-    lines: list[str] = []
+def _run_end(messages: Sequence[Message], start: int, limit: int) -> int:
+    """Where the run of foldable exchanges starting at ``start`` ends (``start``: none)."""
     index = start
-    count = 0
     while index < limit - 1 and _foldable(messages, index):
-        lines.extend(_lines_of(messages[index], messages[index + 1], folder))
         index += 2
-        count += 1
-    return lines, index, count
+    return index
 
 
 def _can_receive(message: Message) -> bool:

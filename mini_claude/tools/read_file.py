@@ -111,9 +111,10 @@ def page_bytes(settings: Settings) -> int:
     longer file is read on with ``offset`` instead of through a preview of a saved copy.
     With the share at 0 an asked-for page stays below the size tier 0 would save.
     """
-    share = settings.read_page_window_share
-    limit = settings.truncate_chars if share > 0 else settings.persist_threshold_bytes
-    share = share if share > 0 else settings.budget_low_window_share
+    if settings.reads_page_themselves:
+        limit, share = settings.truncate_chars, settings.read_page_window_share
+    else:
+        limit, share = settings.persist_threshold_bytes, settings.budget_low_window_share
     window_bytes = int(settings.effective_window * share * settings.chars_per_token)
     return max(MIN_PAGE_BYTES, min(limit - NOTES_BYTES, window_bytes))
 
@@ -121,7 +122,7 @@ def page_bytes(settings: Settings) -> int:
 def bounds_itself(settings: Settings, args: dict[str, Any]) -> bool:
     """Whether this read stops at a page; with no page share a whole-file read is left
     to tier 0 like any other output."""
-    return settings.read_page_window_share > 0 or "offset" in args or "limit" in args
+    return settings.reads_page_themselves or "offset" in args or "limit" in args
 
 
 def _read_page(
