@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import glob
 import os
 import re
@@ -11,7 +12,9 @@ import secrets
 import stat
 import time
 from collections import Counter
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 from mini_claude.protocol import ToolOutput
 
@@ -30,6 +33,26 @@ class ToolError(Exception):
 
 def error_output(message: str) -> ToolOutput:
     return ToolOutput(message, is_error=True)
+
+
+_Tool = TypeVar("_Tool")
+_Args = TypeVar("_Args")
+_Context = TypeVar("_Context")
+ToolRun = Callable[[_Tool, _Args, _Context], Coroutine[Any, Any, ToolOutput]]
+
+
+def reports_tool_errors(run: ToolRun[_Tool, _Args, _Context]) -> ToolRun[_Tool, _Args, _Context]:
+    """A tool's ``run`` whose expected failures (ToolError) come back as error results,
+    worded for the model; anything else is left to the registry."""
+
+    @functools.wraps(run)
+    async def run_reporting(tool: _Tool, args: _Args, ctx: _Context) -> ToolOutput:
+        try:
+            return await run(tool, args, ctx)
+        except ToolError as exc:
+            return error_output(exc.message)
+
+    return run_reporting
 
 
 def plural(count: int, noun: str) -> str:

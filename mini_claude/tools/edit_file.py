@@ -18,7 +18,7 @@ from mini_claude.tools.common import (
     ToolError,
     atomic_write,
     change_counts,
-    error_output,
+    reports_tool_errors,
     unified_diff,
 )
 from mini_claude.tools.file_stamps import file_stamp
@@ -145,11 +145,9 @@ class EditFileTool:
             detail=edit.diff,
         )
 
+    @reports_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            return await asyncio.to_thread(self._edit, args, ctx)
-        except ToolError as exc:
-            return error_output(exc.message)
+        return await asyncio.to_thread(self._edit, args, ctx)
 
     def _edit(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         checked = _APPROVED in args

@@ -25,7 +25,7 @@ from pathspec import GitIgnoreSpec
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.text import shorten
 from mini_claude.tools.base import PermissionRequest, ToolContext
-from mini_claude.tools.common import ToolError, error_output
+from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.grep_worker import WorkerQuery
 from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS
 from mini_claude.tools.paths import project_root, read_permission, resolve
@@ -233,11 +233,9 @@ class GrepSearchTool:
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
         return read_permission(self.spec.name, str(args.get("path") or "."), ctx)
 
+    @reports_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            return await self._search(args, ctx)
-        except ToolError as exc:
-            return error_output(exc.message)
+        return await self._search(args, ctx)
 
     async def _search(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern = str(args.get("pattern", ""))

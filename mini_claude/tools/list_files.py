@@ -10,7 +10,7 @@ from pathspec import GitIgnoreSpec
 
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import PermissionRequest, ToolContext
-from mini_claude.tools.common import ToolError, error_output, plural
+from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 from mini_claude.tools.ignore import rules_for, walk_files
 from mini_claude.tools.paths import project_root, read_permission, resolve, shown_path
 
@@ -56,11 +56,9 @@ class ListFilesTool:
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
         return read_permission(self.spec.name, str(args.get("path") or "."), ctx)
 
+    @reports_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            return await asyncio.to_thread(self._list, args, ctx)
-        except ToolError as exc:
-            return error_output(exc.message)
+        return await asyncio.to_thread(self._list, args, ctx)
 
     def _list(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         target = resolve(str(args.get("path") or "."), ctx)

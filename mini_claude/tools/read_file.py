@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
 from mini_claude.tools.base import PermissionRequest, ToolContext
-from mini_claude.tools.common import ToolError, error_output
+from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.file_stamps import file_stamp
 from mini_claude.tools.ignore import BINARY_SNIFF_BYTES, looks_binary
 from mini_claude.tools.paths import read_permission, resolve
@@ -72,11 +72,9 @@ class ReadFileTool:
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
         return read_permission(self.spec.name, str(args.get("path", "")), ctx)
 
+    @reports_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            return await asyncio.to_thread(self._read, args, ctx)
-        except ToolError as exc:
-            return error_output(exc.message)
+        return await asyncio.to_thread(self._read, args, ctx)
 
     def _read(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         raw_path = str(args.get("path", ""))

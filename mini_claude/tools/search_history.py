@@ -28,7 +28,7 @@ from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.secrets import api_keys, mask, secret_values
 from mini_claude.text import shorten
 from mini_claude.tools.base import PermissionRequest, ToolContext
-from mini_claude.tools.common import ToolError, error_output, plural
+from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool, SearchRequest
 
 DEFAULT_LIMIT = 50
@@ -236,11 +236,9 @@ class SearchHistoryTool:
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
         return None  # the session's own records, under the mini-claude home
 
+    @reports_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            return await self._search(args, ctx)
-        except ToolError as exc:
-            return error_output(exc.message)
+        return await self._search(args, ctx)
 
     async def _search(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         query = str(args.get("query", ""))

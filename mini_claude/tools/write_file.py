@@ -14,9 +14,9 @@ from mini_claude.tools.common import (
     ToolError,
     atomic_write,
     change_counts,
-    error_output,
     line_count,
     plural,
+    reports_tool_errors,
     unified_diff,
 )
 from mini_claude.tools.file_stamps import file_stamp
@@ -118,11 +118,9 @@ class WriteFileTool:
             detail=plan.diff,
         )
 
+    @reports_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            return await asyncio.to_thread(self._write, args, ctx)
-        except ToolError as exc:
-            return error_output(exc.message)
+        return await asyncio.to_thread(self._write, args, ctx)
 
     def _write(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         checked = _APPROVED in args
