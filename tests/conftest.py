@@ -22,6 +22,10 @@ REAL_ENDPOINT_VARIABLES = (
 )
 
 
+# Shared fixtures of the print-mode tests (the `project` they run in).
+pytest_plugins = ["tests.print_support"]
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own ``MINI_CLAUDE_HOME`` and ``HOME``, so nothing reaches the real ones.

@@ -9,32 +9,7 @@ import pytest
 
 from mini_claude.cli import main
 from mini_claude.simulator import ExplorePolicy, Fault, Reply, ScriptedPolicy, Simulator, ToolCall
-
-PROVIDERS = ("anthropic", "openai")
-
-
-def point_at(sim: Simulator, provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MINI_CLAUDE_MODEL", "sim-sonnet")
-    if provider == "anthropic":
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.anthropic_base_url)
-    else:
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        monkeypatch.setenv("OPENAI_BASE_URL", sim.openai_base_url)
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "project"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "core.py").write_text(
-        "def add(a, b):\n    return a + b\n\nclass Box:\n    pass\n"
-    )
-    (root / "README.md").write_text("# demo project\n")
-    monkeypatch.chdir(root)
-    monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed by pytest teardown
-    return root
+from tests.print_support import PROVIDERS, point_at
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -9,33 +9,13 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
 
 from mini_claude.cli import main
-from mini_claude.headless import load_schema
 from mini_claude.simulator import Fault, Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
-from tests.test_e2e_print import PROVIDERS, point_at, project  # noqa: F401 - fixture
-
-SCHEMA = load_schema()
-LINE = Draft202012Validator(SCHEMA)
-RESULT = Draft202012Validator({"$ref": "#/$defs/result", "$defs": SCHEMA["$defs"]})
-
-
-def parse_lines(out: str) -> list[dict[str, Any]]:
-    lines = [json.loads(text) for text in out.splitlines()]
-    for line in lines:
-        LINE.validate(line)
-    return lines
-
-
-def parse_result(out: str) -> dict[str, Any]:
-    (text,) = out.splitlines()  # json prints one object, on one line
-    result: dict[str, Any] = json.loads(text)
-    RESULT.validate(result)
-    return result
+from tests.print_support import PROVIDERS, RESULT, SCHEMA, parse_lines, parse_result, point_at
 
 
 def test_the_schema_is_itself_valid_and_strict() -> None:
@@ -50,7 +30,7 @@ def test_the_schema_is_itself_valid_and_strict() -> None:
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_json_prints_one_claude_code_shaped_result(
     provider: str,
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -83,7 +63,7 @@ def test_json_prints_one_claude_code_shaped_result(
 
 
 def test_a_failed_turn_is_an_error_result_with_exit_1(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -129,7 +109,7 @@ def big_files(root: Path) -> None:
 @pytest.mark.parametrize("output_format", ["stream-json", "json"])
 def test_a_long_session_with_compactions_and_tool_errors_validates_line_by_line(
     output_format: str,
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -183,7 +163,7 @@ def test_a_long_session_with_compactions_and_tool_errors_validates_line_by_line(
 
 
 def test_retries_are_lines_of_their_own_in_stream_json(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -204,7 +184,7 @@ def test_retries_are_lines_of_their_own_in_stream_json(
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_max_turns_stops_with_error_max_turns_and_the_session_continues(
     provider: str,
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -236,7 +216,7 @@ def test_max_turns_stops_with_error_max_turns_and_the_session_continues(
 
 
 def test_max_turns_in_text_mode_says_why_on_stderr(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -259,7 +239,7 @@ def test_a_bad_max_turns_is_a_usage_error(value: str, capsys: pytest.CaptureFixt
 
 
 def test_print_only_flags_without_p_are_refused_not_ignored(
-    project: Path,  # noqa: F811
+    project: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["--max-turns", "3", "--allowed-tools", "write_file"]) == 2
@@ -281,7 +261,7 @@ def shell_policy(*commands: str) -> ScriptedPolicy:
 
 
 def test_allowed_tools_let_a_ci_job_run_exactly_what_it_needs_without_yes(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -302,7 +282,7 @@ def test_allowed_tools_let_a_ci_job_run_exactly_what_it_needs_without_yes(
 
 
 def test_disallowed_tools_win_over_yes_and_over_allow(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -329,7 +309,7 @@ def test_disallowed_tools_win_over_yes_and_over_allow(
 
 
 def test_a_rule_that_cannot_be_read_is_a_usage_error(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -342,7 +322,7 @@ def test_a_rule_that_cannot_be_read_is_a_usage_error(
 
 
 def test_a_hostile_project_file_cannot_allow_itself_the_shell_but_may_deny(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -375,7 +355,7 @@ def test_a_hostile_project_file_cannot_allow_itself_the_shell_but_may_deny(
 
 
 def test_the_users_settings_file_may_allow(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -400,7 +380,7 @@ def system_text(simulator: Simulator) -> str:
 
 
 def test_append_system_prompt_adds_standing_instructions(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -413,7 +393,7 @@ def test_append_system_prompt_adds_standing_instructions(
 
 
 def test_system_prompt_file_replaces_the_built_in_instructions(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -427,7 +407,7 @@ def test_system_prompt_file_replaces_the_built_in_instructions(
 
 
 def test_a_missing_system_prompt_file_is_one_line_and_exit_2(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -448,7 +428,7 @@ def test_a_missing_system_prompt_file_is_one_line_and_exit_2(
 def test_an_interrupted_run_still_ends_with_an_error_result(
     sig: signal.Signals,
     output_format: str,
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
 ) -> None:
     simulator.policy = ScriptedPolicy(

@@ -13,18 +13,7 @@ from mini_claude.mcp.config import PROJECT_CONFIG_NAME, load_config
 from mini_claude.simulator import Reply, Simulator
 from mini_claude.trust import ProjectTrust
 from tests.mcp_support import Recorder, call, http_server, stdio_entry, write_config
-
-PROVIDERS = ("anthropic", "openai")
-
-
-def point_at(sim: Simulator, provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MINI_CLAUDE_MODEL", "sim-sonnet")
-    if provider == "anthropic":
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.anthropic_base_url)
-    else:
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        monkeypatch.setenv("OPENAI_BASE_URL", sim.openai_base_url)
+from tests.print_support import PROVIDERS, point_at
 
 
 @pytest.fixture

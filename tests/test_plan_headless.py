@@ -9,8 +9,7 @@ import pytest
 
 from mini_claude.cli import main
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from tests.test_e2e_print import PROVIDERS, point_at, project  # noqa: F401 - fixture
-from tests.test_headless import parse_lines
+from tests.print_support import PROVIDERS, parse_lines, point_at
 
 TODOS = [{"content": "Read core.py", "status": "completed"},
          {"content": "Explain add", "status": "in_progress"}]
@@ -19,7 +18,7 @@ TODOS = [{"content": "Read core.py", "status": "completed"},
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_stream_json_emits_the_plan_as_a_todos_line(
     provider: str,
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -41,7 +40,7 @@ def test_stream_json_emits_the_plan_as_a_todos_line(
 
 
 def test_text_mode_narrates_the_plan_on_stderr(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -57,7 +56,7 @@ def test_text_mode_narrates_the_plan_on_stderr(
 
 
 def test_print_mode_does_not_run_unapproved_project_hooks_and_says_so(
-    project: Path,  # noqa: F811
+    project: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],

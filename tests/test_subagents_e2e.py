@@ -20,6 +20,7 @@ from mini_claude.simulator.types import SimConversation
 from mini_claude.subagent import task_transcripts_dir
 from mini_claude.tools.base import PermissionDecision, PermissionRequest
 from mini_claude.transcript import load_session
+from tests.print_support import point_at
 from tests.reliability_support import PROVIDERS, Provider, session_settings
 from tests.subagent_support import (
     EXPLORE_SYSTEM,
@@ -36,7 +37,6 @@ from tests.subagent_support import (
     tool_names,
     transcript_records,
 )
-from tests.test_e2e_print import point_at
 
 SECRET_LINE = "CHILD-ONLY loader reads settings.toml through load_config()"
 ANSWER = "The config is loaded by load_config() in pkg/config.py, line 1."
