@@ -343,7 +343,7 @@ class Agent:
             return None  # a summary comes anyway: folding would only break the cache first
         chars, tokens = self.conversation.total_chars, self.meter.estimate(self.conversation)
         before = list(messages)
-        self.history.fold(folded.messages)
+        self.history.fold(folded)
         self.compactor.note_fold(before, folded.removed, self.conversation.epoch)
         return TierReport("fold", folded.exchanges, chars - self.conversation.total_chars,
                           max(0, tokens - after),

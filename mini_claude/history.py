@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from mini_claude.context.base import ResultStore
+from mini_claude.context.fold import Folded
 from mini_claude.context.persist import admit_result
 from mini_claude.context.placeholders import count_lines
 from mini_claude.conversation import (
@@ -130,10 +131,10 @@ class History:
         if interrupted:
             self.transcript.event("interrupted", during="tools")
 
-    def fold(self, messages: Sequence[Message]) -> None:
-        """Replace the history with its folded form; the transcript records the new one."""
-        self.conversation.replace_all(messages)
-        self.transcript.fold(self.conversation.messages)
+    def fold(self, folded: Folded) -> None:
+        """Replace the history with its folded form; the transcript records what changed."""
+        self.conversation.replace_all(folded.messages)
+        self.transcript.fold(folded.removed, folded.replaced)
 
     def record_compaction(
         self, reason: CompactReason, summary: str, tokens_before: int, tokens_after: int

@@ -12,7 +12,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -113,11 +113,15 @@ class Transcript:
             }
         )
 
-    def fold(self, messages: Sequence[Message]) -> None:
-        """Old exchanges were folded to lines: the history as it now stands (they are
-        still in the transcript as they were, above)."""
-        self.write({"type": "fold", "time": time.time(),
-                    "messages": [message_to_dict(m) for m in messages]})
+    def fold(self, removed: Sequence[int], replaced: Mapping[int, Message]) -> None:
+        """Old exchanges were folded to lines: which messages went and which took the lines
+        (by position in the history as it stood; the exchanges stay above as they were)."""
+        self.write({
+            "type": "fold",
+            "time": time.time(),
+            "removed": list(removed),
+            "replaced": {str(i): message_to_dict(m) for i, m in replaced.items()},
+        })
 
     def event(self, kind: str, **data: Any) -> None:
         self.write({"type": "event", "kind": kind, "time": time.time(), **data})
@@ -227,11 +231,23 @@ def _apply(
         block = clean_block(block_from_dict(record["block"]))
         assert isinstance(block, ToolResultBlock)
         _replace_result(messages, block)
-    elif kind in ("compaction", "fold"):
+    elif kind == "fold":
+        _apply_fold(messages, record["removed"], record["replaced"])
+    elif kind == "compaction":
         rebuilt = [clean_message(message_from_dict(m)) for m in record["messages"]]
         messages[:] = [m for m in rebuilt if m.blocks]
     elif kind == "thinking_cleared":
         strip_thinking(messages, int(record["before"]))
+
+
+def _apply_fold(messages: list[Message], removed: list[int], replaced: dict[str, Any]) -> None:
+    positions = [*map(int, removed), *map(int, replaced)]
+    if any(not 0 <= i < len(messages) for i in positions):
+        raise ValueError("a fold names a message this history does not have")
+    for key, data in replaced.items():
+        messages[int(key)] = clean_message(message_from_dict(data))
+    for index in sorted(map(int, removed), reverse=True):
+        del messages[index]
 
 
 def _replace_result(messages: list[Message], new: ToolResultBlock) -> None:

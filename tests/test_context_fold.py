@@ -100,8 +100,22 @@ def test_a_fold_is_replayed_when_the_session_is_resumed(
         history.append(message)
     folded = fold_exchanges(history.conversation.messages, keep_last=2, folder=FOLDER)
     assert folded is not None
-    history.fold(folded.messages)
+    history.fold(folded)
     history.transcript.close()
     loaded = load_session(path)
     assert loaded.conversation.messages == history.conversation.messages
     assert len(loaded.original_messages) == len(_history())  # every exchange kept as it was
+
+
+def test_a_damaged_fold_record_is_skipped_and_the_rest_loads(
+    settings: Settings, tmp_path: Path
+) -> None:
+    path = tmp_path / "s.jsonl"
+    history = History(Transcript(path), Conversation(), store_for(settings), settings)
+    for message in _history():
+        history.append(message)
+    history.transcript.fold([len(_history()) + 5], {})
+    history.transcript.close()
+    loaded = load_session(path)
+    assert loaded.conversation.messages == loaded.original_messages  # nothing folded
+    assert any("damaged" in warning for warning in loaded.warnings)

@@ -7,7 +7,8 @@ exchanges into lines of one text block (tool, target, size, saved file, and the
 assistant's own words) with the saved results' folder named once. Only whole
 exchanges go, so no call ever loses its result; a message with thinking never
 does, since the server checks it word for word. The transcript keeps every
-exchange as it was.
+exchange as it was, and records a fold as what changed (messages removed, the
+receiving messages rewritten), not as the whole new history.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ SAID_CHARS = 400
 class Folded:
     messages: list[Message]
     removed: list[int]  # indexes (in the history before) of the messages folded away
+    replaced: dict[int, Message]  # index (before) -> the message with the fold text joined
 
     @property
     def exchanges(self) -> int:
@@ -53,6 +55,7 @@ def fold_exchanges(messages: Sequence[Message], keep_last: int, folder: str) -> 
     """
     out: list[Message] = []
     removed: list[int] = []
+    replaced: dict[int, Message] = {}
     limit = max(0, len(messages) - keep_last)
     index = 0
     while index < len(messages):
@@ -61,12 +64,13 @@ def fold_exchanges(messages: Sequence[Message], keep_last: int, folder: str) -> 
             lines = [line for i in range(index, end, 2)
                      for line in _lines_of(messages[i], messages[i + 1], folder)]
             out[-1] = _with_lines(out[-1], lines, folder)
+            replaced[index - 1] = out[-1]  # a run never starts right after another one
             removed.extend(range(index, end))
             index = end
             continue
         out.append(messages[index])
         index += 1
-    return Folded(out, removed) if removed else None
+    return Folded(out, removed, replaced) if removed else None
 
 
 def _run_end(messages: Sequence[Message], start: int, limit: int) -> int:
