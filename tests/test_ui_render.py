@@ -202,6 +202,10 @@ def test_one_line_sums_up_what_the_tiers_did_before_a_call() -> None:
                          TierReport("budget", 2, 4_000, 1_000, "at 118% of the window"),
                          TierReport("budget", 1, 1_000, 300)])
     assert line == "context: persist saved 1 result, budget trimmed 3 results; 3.3k tokens freed"
+    folded = tier_summary([TierReport("microcompact", 4, 9_000, 2_000),
+                           TierReport("fold", 12, 3_000, 700)])
+    assert folded == ("context: microcompact cleared 4 results, fold folded 12 old calls; "
+                      "2.7k tokens freed")
 
 
 def test_a_search_is_shown_by_its_pattern() -> None:

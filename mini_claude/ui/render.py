@@ -265,6 +265,7 @@ def error_line(message: str) -> Text:
 
 TIER_VERBS = {"persist": "saved", "truncate": "cut", "budget": "trimmed", "snip": "cleared",
               "microcompact": "cleared", "fold": "folded"}
+TIER_NOUNS = {"fold": "old call"}  # what a tier counts, when not results
 
 
 def tier_summary(reports: list[TierReport]) -> str:
@@ -274,7 +275,7 @@ def tier_summary(reports: list[TierReport]) -> str:
         touched[report.tier] = touched.get(report.tier, 0) + report.results_touched
     parts = []
     for tier, count in touched.items():
-        noun = "result" if count == 1 else "results"
+        noun = TIER_NOUNS.get(tier, "result") + ("" if count == 1 else "s")
         parts.append(f"{tier} {TIER_VERBS.get(tier, 'edited')} {count} {noun}")
     freed = sum(r.tokens_freed for r in reports)
     return f"context: {', '.join(parts)}; {format_tokens(freed)} tokens freed"
