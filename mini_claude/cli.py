@@ -171,7 +171,7 @@ def _positive_int(text: str) -> int:
 
 def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     """Settings from flags > environment > .env files."""
-    from mini_claude.dotenv_policy import layered_environment
+    from mini_claude.project.dotenv_rule import layered_environment
     from mini_claude.settings import SettingsError, from_environment
 
     layered = layered_environment(cwd, os.environ)
@@ -227,7 +227,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         _refuse_print_only_flags(args)
     settings = load_settings(args, cwd)
     if prompt is not None:
-        from mini_claude.printmode import run_print_mode
+        from mini_claude.headless.printmode import run_print_mode
 
         return run_print_mode(settings, cwd, prompt, args)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):

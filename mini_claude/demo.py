@@ -25,7 +25,7 @@ from mini_claude.providers import create_provider
 from mini_claude.scenario.policy import ReplyMaker, SavedOutputPager
 from mini_claude.scenario.script import Call, Script, Step, Turn, build_script, without_needs
 from mini_claude.scenario.workload import plan_project, write_project
-from mini_claude.session import Session
+from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import Reply, SimClock, SimConversation, Simulator, TextPart
 from mini_claude.tools.base import allow_all

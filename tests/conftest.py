@@ -23,7 +23,7 @@ REAL_ENDPOINT_VARIABLES = (
 
 
 # Shared fixtures of the print-mode tests (the `project` they run in).
-pytest_plugins = ["tests.print_support"]
+pytest_plugins = ["tests.support.printing"]
 
 
 @pytest.fixture(autouse=True)
@@ -53,6 +53,6 @@ def simulator() -> Iterator[Simulator]:
 @pytest.fixture
 def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """Settings with a 100K-token window and a private home, as the context tests use them."""
-    from tests.context_builders import isolated_settings
+    from tests.support.context_builders import isolated_settings
 
     return isolated_settings(tmp_path, monkeypatch)

@@ -38,6 +38,7 @@ from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from mini_claude.agent.history import AdmittedResult, History
 from mini_claude.context.compact import Compactor
 from mini_claude.context.meter import MESSAGE_OVERHEAD_TOKENS, TokenMeter
 from mini_claude.context.pipeline import ContextPipeline
@@ -57,7 +58,7 @@ from mini_claude.conversation import (
     user_text,
     validate,
 )
-from mini_claude.history import AdmittedResult, History
+from mini_claude.project.instructions import ProjectInstructions, build_system_prompt
 from mini_claude.protocol import ModelRequest, ToolOutput, ToolSpec
 from mini_claude.providers import anthropic as anthropic_adapter
 from mini_claude.providers import openai as openai_adapter
@@ -65,10 +66,9 @@ from mini_claude.settings import Settings
 from mini_claude.simulator import anthropic_wire, openai_wire
 from mini_claude.simulator.tokens import TokenCounter, shared_counter
 from mini_claude.simulator.wire import WireError
-from mini_claude.system_prompt import ProjectInstructions, build_system_prompt
 from mini_claude.tools.registry import default_registry
 from mini_claude.transcript import Transcript, load_session
-from tests.strategies import (
+from tests.support.strategies import (
     Answer,
     IdMaker,
     Script,

@@ -33,7 +33,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mini_claude import events as ev
-from mini_claude.agent import Agent
+from mini_claude.agent.loop import Agent
 from mini_claude.conversation import (
     Message,
     TextBlock,

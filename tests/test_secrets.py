@@ -19,7 +19,7 @@ import pytest
 
 from mini_claude.cli import main
 from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
-from tests.reliability_support import PROVIDERS, Provider
+from tests.support.reliability import PROVIDERS, Provider
 
 KEYS: dict[Provider, str] = {
     "anthropic": "sk-ant-api03-LeakCheck-Q7v2ZpX9mT4rB8nK1sW6yD3hF5jL0cGa",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from mini_claude.providers import create_provider
-from mini_claude.session import Session
+from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import FunctionPolicy, Reply, Simulator, ToolCall
 from mini_claude.simulator.policies import RoutedPolicy, files_in_listing, system_contains

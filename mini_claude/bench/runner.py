@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_claude import events as ev
-from mini_claude.agent import Agent
+from mini_claude.agent.loop import Agent
 from mini_claude.bench.strategies import Strategy
 from mini_claude.pricing import SONNET
 from mini_claude.protocol import Usage
@@ -24,7 +24,7 @@ from mini_claude.providers import create_provider
 from mini_claude.scenario.policy import HISTORY_TOOL, ScriptPolicy
 from mini_claude.scenario.script import Script
 from mini_claude.scenario.workload import Fact
-from mini_claude.session import Session
+from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, SimClock, Simulator
 from mini_claude.simulator.summary import REALISTIC, SummaryStyle

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from mini_claude.context.reattach import Reattachment
 from mini_claude.conversation import Message
 from mini_claude.plan import Plan
-from mini_claude.skills import LoadedSkills, SkillCatalog, within_budget
+from mini_claude.project.skills import LoadedSkills, SkillCatalog, within_budget
 
 PLAN_TITLE = "your todo list, as you last wrote it with todo_write"
 

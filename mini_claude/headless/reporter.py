@@ -22,7 +22,7 @@ from mini_claude.headless.lines import (
 from mini_claude.protocol import Usage
 
 if TYPE_CHECKING:
-    from mini_claude.agent import Agent
+    from mini_claude.agent.loop import Agent
 
 INTERRUPTED = "interrupted"
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from mini_claude.mcp.config import ConfigFile, ServerConfig, load_configs
 from mini_claude.mcp.connection import RemoteTool, ServerConnection, route_sdk_logs
 from mini_claude.mcp.tool import McpTool, tool_name
+from mini_claude.project.trust import ProjectTrust, TrustStatus
 from mini_claude.settings import Settings
 from mini_claude.tools.registry import ToolRegistry
-from mini_claude.trust import ProjectTrust, TrustStatus
 
 LOG_FOLDER = "mcp-logs"
 TRUST_FLAG = "--trust-project-mcp"

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mini_claude.plan import Plan
+from mini_claude.project.skills import LoadedSkills, SkillCatalog
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
-from mini_claude.skills import LoadedSkills, SkillCatalog
 from mini_claude.tools.permission_rules import PermissionDenied, PermissionRules
 
 

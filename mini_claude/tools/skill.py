@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mini_claude.project.skills import load_text
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.skills import load_text
 from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import error_output
 

@@ -223,7 +223,7 @@ async def resume_command(repl: Repl, argument: str) -> Outcome:
 
 
 def _resume(repl: Repl, session_id: str) -> Outcome:
-    from mini_claude.session import SessionError
+    from mini_claude.session.wiring import SessionError
 
     old = repl.agent
     try:

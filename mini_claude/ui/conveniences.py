@@ -21,7 +21,7 @@ from mini_claude.conversation import ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:  # the agent chain loads after the first prompt is drawn
     from mini_claude import events as ev
-    from mini_claude.agent import Agent
+    from mini_claude.agent.loop import Agent
 
 SHELL_PREFIX = "!"
 MENTION = re.compile(r"(?<![\w@])@([^\s@]+)")

@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from mini_claude.hooks import HookCommand
+from mini_claude.agent.hooks import HookCommand
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.render import note
 

@@ -55,8 +55,8 @@ from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 
 if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     from mini_claude import events as ev
-    from mini_claude.agent import Agent
-    from mini_claude.session import Session
+    from mini_claude.agent.loop import Agent
+    from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
     from mini_claude.tools.base import Approver
 
@@ -88,7 +88,7 @@ async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, consol
         try:
             return await Repl(None, console, starter=SessionStarter(settings, cwd, args)).run()
         except Exception as exc:
-            from mini_claude.session import SessionError  # loaded by then: it raised it
+            from mini_claude.session.wiring import SessionError  # loaded by then: it raised it
 
             if not isinstance(exc, SessionError):
                 raise
@@ -101,7 +101,7 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
                               console: Console) -> int:
     """Resuming, or a project with MCP servers: the session is built before the prompt."""
     from mini_claude.providers import create_provider
-    from mini_claude.session import Session, SessionError, startup_housekeeping
+    from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
     from mini_claude.tools.base import allow_all
     from mini_claude.ui.permissions import TerminalApprover
 

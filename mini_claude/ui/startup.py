@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mini_claude.system_prompt import ProjectInstructions, find_instructions
+from mini_claude.project.instructions import ProjectInstructions, find_instructions
 
 if TYPE_CHECKING:
     from mini_claude.pricing import CostTracker
     from mini_claude.protocol import ContextStatus
-    from mini_claude.session import Session
+    from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
 
 PROJECT_MCP_FILE = ".mcp.json"
@@ -27,8 +27,8 @@ PROJECT_SETTINGS_FILE = Path(".mini-claude") / "settings.json"  # may hold hooks
 
 # Imported in a worker thread after the first frame, so the loop keeps drawing and reading keys.
 SESSION_MODULES = (
-    "mini_claude.session",
-    "mini_claude.agent",
+    "mini_claude.session.wiring",
+    "mini_claude.agent.loop",
     "mini_claude.providers",
     "mini_claude.ui.presenter",
     "mini_claude.ui.permissions",
@@ -92,7 +92,7 @@ class SessionStarter:
     def build(self) -> Session:
         """The session, as the CLI built it before the prompt (housekeeping included)."""
         from mini_claude.providers import create_provider
-        from mini_claude.session import Session, startup_housekeeping
+        from mini_claude.session.wiring import Session, startup_housekeeping
         from mini_claude.tools.base import Approver, allow_all
         from mini_claude.ui.permissions import TerminalApprover
 

@@ -1,0 +1,1 @@
+"""The agent: the model loop, its context decisions and its tool calls."""

@@ -1,0 +1,262 @@
+"""`mini-claude -p`: one turn, the answer on stdout, tool activity on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from mini_claude import __version__
+from mini_claude import events as ev
+from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from mini_claude.headless import HeadlessReporter, RunInfo, stop_signals
+from mini_claude.headless.options import HeadlessOptions
+from mini_claude.project.instructions import build_system_prompt
+from mini_claude.protocol import ProviderError
+from mini_claude.sanitize import EMPTY_REPLY_NOTICE
+from mini_claude.settings import Settings
+from mini_claude.text import format_tokens
+from mini_claude.tools.base import allow_all, deny_all
+from mini_claude.tools.permission_rules import RuleError
+from mini_claude.tools.registry import default_registry
+from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
+
+if TYPE_CHECKING:
+    from mini_claude.agent.loop import Agent
+    from mini_claude.session.wiring import Session
+
+
+def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace) -> int:
+    # `kill` stops the turn as Ctrl-C does, so a running shell command is stopped with it;
+    # a tool thread that cannot be stopped does not keep the process alive.
+    restore_signals = stop_signals.install()
+    run = PrintRun()
+    try:
+        return asyncio.run(_run(settings, cwd, prompt, args, sys.stdout, sys.stderr, run))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("mini-claude: interrupted", file=sys.stderr)
+        if run.headless is not None:
+            run.headless.finish(interrupted=True)  # the JSON formats still end with a result
+        return EXIT_INTERRUPTED
+    finally:
+        restore_signals()
+
+
+class PrintRun:
+    """What outlives an interrupted event loop: the reporter that owes a result line."""
+
+    def __init__(self) -> None:
+        self.headless: HeadlessReporter | None = None
+
+
+async def _run(
+    settings: Settings,
+    cwd: Path,
+    prompt: str,
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+    run: PrintRun | None = None,
+) -> int:
+    from mini_claude.providers import create_provider
+    from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
+
+    stop_signals.cancel_in_loop()
+    options = HeadlessOptions.from_args(args)
+    startup_housekeeping(settings)
+    try:
+        extra_prompt = options.read_system_prompt(cwd)
+    except OSError as exc:
+        print(f"mini-claude: cannot read --system-prompt-file: {exc}", file=err)
+        return EXIT_USAGE
+    try:
+        known = [*default_registry().names(), *([TASK_TOOL] if settings.task_tool else [])]
+        loaded = options.load_rules(cwd, settings.home, known)
+    except RuleError as exc:
+        print(f"mini-claude: {exc}", file=err)
+        return EXIT_USAGE
+    try:
+        provider = create_provider(settings)
+    except ProviderError as exc:
+        print(f"mini-claude: {exc.message}", file=err)
+        return EXIT_USAGE
+    approver = allow_all if args.yes else deny_all
+    session = Session(settings, cwd, provider, approver, rules=loaded.rules)
+    session.system_prompt = build_system_prompt(
+        cwd, session.instructions, skills=session.skills.prompt_section(), **extra_prompt
+    )
+    if session.project_hooks_status() in ("unknown", "denied"):
+        print(
+            "mini-claude: the hooks in this project's .mini-claude/settings.json are not run: "
+            "approve them once in the REPL (mini-claude)",
+            file=err,
+        )
+    try:
+        if args.continue_session or args.resume:
+            agent = session.resume(args.resume)
+        else:
+            agent = session.start_new()
+    except SessionError as exc:
+        await session.provider.close()
+        print(f"mini-claude: {exc}", file=err)
+        return EXIT_USAGE
+    for warning in [*session.warnings, *loaded.warnings]:
+        print(f"warning: {warning}", file=err)
+    reporter = PrintReporter(args.output_format, out, err)
+    headless: HeadlessReporter | None = None
+    if args.output_format in ("json", "stream-json"):
+        narrate = reporter.narrate_only if args.output_format == "json" else None
+        headless = HeadlessReporter(args.output_format, out, narrate)
+        headless.begin(run_info(session, agent, options, yes=bool(args.yes)), agent)
+        if run is not None:
+            run.headless = headless
+    try:
+        await start_mcp_servers(session, getattr(args, "trust_project_mcp", False), err)
+        async for event in agent.turn(prompt, options.max_turns):
+            if headless is not None:
+                headless.handle(event)
+                reporter.note_outcome(event)
+            else:
+                reporter.handle(event)
+    finally:
+        await session.mcp.close()
+        await session.provider.close()
+        agent.transcript.close()
+        if agent.transcript.write_failed:
+            print(
+                f"warning: the transcript could not be written ({agent.transcript.failure}); "
+                "this session will not be saved in full",
+                file=err,
+            )
+    if headless is not None:
+        subtype = headless.finish()
+        return EXIT_OK if subtype == "success" else EXIT_FAILED
+    reporter.finish(session.session_id, agent.stats())
+    return EXIT_OK if reporter.error is None and not reporter.limited else EXIT_FAILED
+
+
+def run_info(session: Session, agent: Agent, options: HeadlessOptions, *, yes: bool) -> RunInfo:
+    settings = session.settings
+    status = agent.status()
+    return RunInfo(
+        session_id=session.session_id,
+        cwd=str(session.cwd),
+        model=settings.model,
+        provider=settings.provider,
+        tools=tuple(session.registry.names()),
+        permission_mode="bypassPermissions" if yes else "default",
+        version=__version__,
+        context_window=status.window,
+        effective_window=status.effective_window,
+        autocompact_at=status.autocompact_at,
+        max_turns=options.max_turns,
+    )
+
+
+async def start_mcp_servers(session: Session, trust_project: bool, err: TextIO) -> None:
+    """Connect the allowed MCP servers before the turn; project ones only with the flag
+    or an earlier approval (``--yes`` is about tool calls, not about starting programs)."""
+    manager = session.mcp
+    if not manager.configured:
+        return
+    if trust_project:
+        manager.approve_project(remember=False)
+    notice = manager.unapproved_notice(
+        "approve them once in the REPL (mini-claude), or pass --trust-project-mcp"
+    )
+    if notice:
+        print(f"mini-claude: {notice}", file=err)
+    manager.start()
+    await manager.wait_settled()  # each server settles within its own connect timeout
+    for view in manager.views():
+        if view.state.startswith("failed"):
+            print(f"warning: MCP server {view.name!r} {view.state}", file=err)
+
+
+class PrintReporter:
+    """Turns events into print-mode output for one of three formats."""
+
+    def __init__(self, output_format: str, out: TextIO, err: TextIO) -> None:
+        self.format = output_format
+        self.out = out
+        self.err = err
+        self.final_text = ""
+        self.error: str | None = None
+        self.limited = False
+
+    def handle(self, event: ev.Event) -> None:
+        self.note_outcome(event)
+        self._narrate(event)
+
+    def note_outcome(self, event: ev.Event) -> None:
+        """The answer or the error, whatever the format (errors also go to stderr)."""
+        if isinstance(event, ev.TurnFinished):
+            self.final_text = event.final_text
+        elif isinstance(event, ev.TurnError):
+            self.error = event.message
+            print(f"mini-claude: {event.message}", file=self.err)
+        elif isinstance(event, ev.TurnLimitReached):
+            self.limited = True
+            print(
+                f"mini-claude: stopped after {event.requests} model calls (--max-turns); "
+                "continue with -c",
+                file=self.err,
+            )
+
+    def narrate_only(self, event: ev.Event) -> None:
+        self._narrate(event)
+
+    def _narrate(self, event: ev.Event) -> None:
+        line = narration(event)
+        if line and isinstance(event, ev.Notice) and event.text == EMPTY_REPLY_NOTICE:
+            line = f"\x1b[2m{line}\x1b[0m" if _is_terminal(self.err) else line  # dim
+        if line:
+            print(line, file=self.err, flush=True)
+
+    def finish(self, session_id: str, stats: dict[str, Any]) -> None:
+        if self.final_text:
+            print(self.final_text, file=self.out, flush=True)
+
+
+def narration(event: ev.Event) -> str | None:
+    """One stderr line for the events a print-mode user wants to see."""
+    if isinstance(event, ev.ToolStarted):
+        target = next(
+            (str(v) for k, v in event.input.items() if k in ("path", "command", "pattern")), ""
+        )
+        return f"→ {event.name} {target}".rstrip()
+    if isinstance(event, ev.ToolFinished):
+        mark = "✗" if event.result.is_error else "✓"
+        first = event.result.content.strip().splitlines()[:1]
+        return f"  {mark} {first[0][:100] if first else ''}"
+    if isinstance(event, ev.TierFired):
+        return f"  · {event.report.describe()}"
+    if isinstance(event, ev.CompactionStarted):
+        return f"  · compacting ({event.reason}) at {format_tokens(event.tokens_before)} tokens"
+    if isinstance(event, ev.CompactionFinished):
+        return (
+            f"  · compacted: {format_tokens(event.tokens_before)} → "
+            f"{format_tokens(event.tokens_after)} tokens"
+        )
+    if isinstance(event, ev.CompactionFailed):
+        return f"  · compaction failed: {event.error}"
+    if isinstance(event, ev.Retrying):
+        return (
+            f"  · {event.error}; retrying in {event.delay_seconds:.1f}s (attempt {event.attempt})"
+        )
+    if isinstance(event, ev.Notice):
+        return f"  · {event.text}"
+    if isinstance(event, ev.PlanUpdated):
+        done = sum(item.status == "completed" for item in event.items)
+        current = next((i.content for i in event.items if i.status == "in_progress"), "")
+        return f"  · todo list {done}/{len(event.items)} done" + (f": {current}" if current else "")
+    return None
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

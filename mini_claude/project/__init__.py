@@ -1,0 +1,1 @@
+"""What a project folder brings: instructions, skills, agent types, trust, the .env rule."""

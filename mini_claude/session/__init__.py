@@ -1,0 +1,1 @@
+"""One session: its wiring, its lock and what it keeps besides messages."""

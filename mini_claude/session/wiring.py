@@ -1,0 +1,339 @@
+"""Wires one session together: settings in, a ready Agent out. The CLI and the REPL call this."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mini_claude.agent.hooks import (
+    HookRunner,
+    HookSettings,
+    load_hook_settings,
+    project_hooks_status,
+)
+from mini_claude.agent.subagent import add_task_tool, task_transcripts_dir
+from mini_claude.context.store import DiskResultStore, cleanup_old_results
+from mini_claude.conversation import Conversation
+from mini_claude.mcp.manager import McpManager
+from mini_claude.private_dirs import ensure_private_dir
+from mini_claude.project.instructions import (
+    ProjectInstructions,
+    build_system_prompt,
+    find_instructions,
+)
+from mini_claude.project.skills import SkillCatalog, find_skills
+from mini_claude.project.trust import ProjectTrust
+from mini_claude.protocol import Provider
+from mini_claude.providers import PLACEHOLDER_KEY
+from mini_claude.providers.models_api import ModelLookup
+from mini_claude.secrets import api_keys
+from mini_claude.session.lock import SessionBusy, SessionLock, lock_path
+from mini_claude.session.state import read_saved_state
+from mini_claude.settings import Settings
+from mini_claude.tools.base import Approver, ToolContext
+from mini_claude.tools.permission_rules import PermissionRules, load_rules
+from mini_claude.tools.registry import ToolRegistry, default_registry
+from mini_claude.tools.run_shell import child_environment
+from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
+from mini_claude.transcript import (
+    Transcript,
+    list_sessions,
+    load_session,
+    new_session_id,
+)
+
+DEFAULT_THINKING_TOKENS = 8_000
+
+if TYPE_CHECKING:  # the agent chain is imported when the first agent is built
+    from mini_claude.agent.loop import Agent
+
+
+class SessionError(Exception):
+    """A session cannot start (no transcript to resume, unreadable file); one line for the user."""
+
+
+@dataclass
+class Session:
+    settings: Settings
+    cwd: Path
+    provider: Provider
+    approver: Approver
+    clock: Callable[[], float] = time.monotonic
+    registry: ToolRegistry = field(default_factory=default_registry)
+    instructions: ProjectInstructions = field(init=False)
+    system_prompt: str = field(init=False)
+    session_id: str = field(init=False, default="")
+    agent: Agent = field(init=False)
+    warnings: list[str] = field(default_factory=list)
+    model_lookup: ModelLookup | None = field(init=False, default=None)
+    _last_thinking: int = field(init=False, default=0)
+    lock: SessionLock | None = field(init=False, default=None)
+    rules: PermissionRules | None = None  # None: the rules of the settings files
+    mcp: McpManager = field(init=False)
+    # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
+    wall_clock: Callable[[], float] = time.time
+    skills: SkillCatalog = field(init=False)
+    hook_settings: HookSettings = field(init=False)
+
+    def __post_init__(self) -> None:
+        with contextlib.suppress(OSError):  # unwritable: the transcript reports it
+            ensure_private_dir(self.settings.home)
+        self.instructions = find_instructions(self.cwd, self.settings.home)
+        self.skills = find_skills(self.cwd, self.settings.home)
+        self.warnings.extend(self.skills.warnings)
+        if not self.skills.skills:
+            self.registry.remove("skill")  # nothing to load: no tool to offer
+        self.system_prompt = build_system_prompt(
+            self.cwd, self.instructions, skills=self.skills.prompt_section()
+        )
+        self.hook_settings = load_hook_settings(
+            self.cwd, self.settings.home, self.settings.hook_timeout_seconds
+        )
+        self.warnings.extend(self.hook_settings.warnings)
+        if self.settings.task_tool and self.registry.get(TASK_TOOL) is None:
+            self.warnings.extend(add_task_tool(self))
+        if self.rules is None:
+            loaded = load_rules(
+                allowed=(),
+                disallowed=(),
+                cwd=self.cwd,
+                home=self.settings.home,
+                known_tools=self.registry.names(),
+            )
+            self.rules = loaded.rules
+            self.warnings.extend(loaded.warnings)
+        # Reads the server lists only; servers start when the UI calls ``mcp.start()``.
+        self.mcp = McpManager(self.settings, self.cwd, self.registry)
+        self.mcp.on_tools_changed.append(self._tools_changed)
+        self.warnings.extend(self.mcp.notices)
+        self.mcp.notices.clear()
+
+    def _tools_changed(self) -> None:
+        """An MCP server's tools arrived: the running conversation sees them from now on."""
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None:
+            agent.refresh_tools()
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return api_keys(self.settings)
+
+    def _meta(self) -> dict[str, object]:
+        settings = self.settings
+        return {"cwd": str(self.cwd), "provider": settings.provider, "model": settings.model}
+
+    def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
+        from mini_claude.agent.loop import Agent
+
+        self._look_up_model()
+        store = DiskResultStore(self.settings, self.session_id, self.wall_clock)
+        context = ToolContext(
+            root=self.cwd,
+            settings=self.settings,
+            approve=self.approver,
+            session_id=self.session_id,
+            env=child_environment(os.environ, self.settings),
+            transcript_path=transcript.path,
+            results_folder=store.folder,
+            rules=self.rules,
+            skills=self.skills,
+        )
+        agent = Agent(
+            settings=self.settings,
+            provider=self.provider,
+            registry=self.registry,
+            tool_context=context,
+            system_prompt=self.system_prompt,
+            transcript=transcript,
+            store=store,
+            clock=self.clock,
+            conversation=conversation,
+            hooks=self._hook_runner(context.env, transcript),
+        )
+        agent.settings_update = self._reported_settings
+        return agent
+
+    # ---- hooks ------------------------------------------------------------------------
+
+    def project_hooks_status(self) -> str:
+        """"none", or the trust record's word ("approved", "denied", "unknown") for the
+        project settings file whose hooks want to run."""
+        return project_hooks_status(self.hook_settings, self.cwd, self.settings.home)
+
+    def decide_project_hooks(self, approved: bool) -> None:
+        """Remember the user's answer for this file's content; approved hooks run from now on."""
+        project = self.hook_settings.project
+        if project is None:
+            return
+        trust = ProjectTrust(self.settings.home)
+        record = trust.approve if approved else trust.deny
+        record(self.cwd, project.path, project.content)
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None:
+            agent.hooks = self._hook_runner(agent.tool_context.env, agent.transcript)
+
+    def _hook_runner(self, env: dict[str, str] | None, transcript: Transcript) -> HookRunner:
+        """The user's hooks always; the project's only once its file was approved."""
+        settings = self.hook_settings
+        commands = list(settings.user.commands) if settings.user else []
+        if settings.project is not None and self.project_hooks_status() == "approved":
+            commands += settings.project.commands
+        return HookRunner(
+            commands,
+            cwd=self.cwd,
+            env=env,
+            session_id=self.session_id,
+            transcript_path=str(transcript.path),
+        )
+
+    def start_new(self, session_id: str | None = None) -> Agent:
+        """A fresh conversation with its own transcript (also what /clear does)."""
+        self.session_id = session_id or new_session_id()
+        transcript = Transcript.create(
+            self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
+        )
+        self._adopt(self._lock_for(transcript.path), transcript)
+        self.agent = self._build_agent(transcript, Conversation())
+        return self.agent
+
+    def resume(self, session_id: str | None) -> Agent:
+        """Continue the newest session of this folder, or the one named."""
+        path = self._find_transcript(session_id)
+        lock = self._lock_for(path)  # before loading: the other process may still be writing
+        try:
+            loaded = load_session(path)
+        except BaseException:
+            if lock is not None and lock is not self.lock:
+                lock.release()  # the session in use (if any) stays as it was
+            raise
+        self.warnings.extend(loaded.warnings)
+        self.session_id = loaded.session_id
+        transcript = Transcript(path, secrets=self.secrets)
+        self._adopt(lock, transcript)
+        if loaded.repair is not None:
+            transcript.message(loaded.repair)
+        transcript.event("resumed")
+        self.agent = self._build_agent(transcript, loaded.conversation)
+        saved = read_saved_state(path)
+        context = self.agent.tool_context
+        context.plan.replace(saved.todos)
+        for name in saved.skills:
+            if self.skills.get(name) is not None:
+                context.loaded_skills.add(name)
+        self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
+        return self.agent
+
+    def _lock_for(self, path: Path) -> SessionLock | None:
+        """The lock of the session at ``path``: ours already, or taken now (or SessionError)."""
+        if self.lock is not None and self.lock.path == lock_path(path):
+            return self.lock  # resuming the session in use
+        try:
+            return SessionLock.acquire(path)
+        except SessionBusy as exc:
+            raise SessionError(str(exc)) from None
+
+    def _adopt(self, lock: SessionLock | None, transcript: Transcript) -> None:
+        """This process alone writes the session from now on; the previous one is let go.
+
+        Closing the transcript lets the lock go too.
+        """
+        if lock is not self.lock:
+            self._release()
+            self.lock = lock
+        if lock is not None:
+            transcript.on_close(lock.attach())
+
+    def _release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def _find_transcript(self, session_id: str | None) -> Path:
+        directory = self.settings.transcripts_dir
+        if session_id:
+            if "/" in session_id or session_id.startswith("."):
+                raise SessionError(f"{session_id!r} is not a session id")
+            path = directory / f"{session_id}.jsonl"
+            if not path.is_file():
+                matches = sorted(directory.glob(f"{glob.escape(session_id)}*.jsonl"))
+                if not matches:  # a sub-agent's transcript, in its session's folder
+                    parent = session_id.split("-task-")[0]
+                    folder = task_transcripts_dir(self.settings, parent)
+                    matches = sorted(folder.glob(f"{glob.escape(session_id)}*.jsonl"))
+                if len(matches) > 1:
+                    names = ", ".join(m.stem for m in matches[:5])
+                    more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+                    raise SessionError(
+                        f"{session_id!r} matches {len(matches)} sessions ({names}{more}); "
+                        "give more of the id"
+                    )
+                if not matches:
+                    raise SessionError(f"no session {session_id!r} under {directory}")
+                path = matches[0]
+            return path
+        sessions = list_sessions(directory, self.cwd)
+        if not sessions:
+            raise SessionError(f"no earlier session in {self.cwd} to continue")
+        return sessions[0].path
+
+    def switch_model(self, model: str) -> None:
+        """`/model NAME`: later requests use the new model; the window follows it."""
+        self.settings = self.settings.with_overrides(
+            model=model, reported_window=None, window_reported_by=None, reported_thinking=None
+        )
+        self._look_up_model()
+        self.agent.reconfigure(self.settings)
+
+    def toggle_thinking(self, tokens: int | None = None) -> int:
+        """`/think [tokens]`: extended thinking on (with this budget) or off; returns the
+        budget now in force (0 = off). Takes effect from the next request."""
+        current = self.settings.thinking_tokens
+        if tokens is None:
+            tokens = 0 if current else (self._last_thinking or DEFAULT_THINKING_TOKENS)
+        if current:
+            self._last_thinking = current
+        self.settings = self.settings.with_overrides(thinking_tokens=tokens)
+        self.agent.settings = self.settings
+        return tokens
+
+    def _look_up_model(self) -> None:
+        """Ask the provider about a model the table does not know; never waits for it."""
+        settings = self.settings
+        key = settings.api_key or (PLACEHOLDER_KEY if settings.base_url else None)
+        if key is None or not ModelLookup.wanted(settings):
+            self.model_lookup = None
+            return
+        if self.model_lookup is None or self.model_lookup.model != settings.model:
+            self.model_lookup = ModelLookup(settings, key).start()
+        self.settings = self._reported_settings() or self.settings
+
+    def _reported_settings(self) -> Settings | None:
+        """New settings once the lookup has a window the session does not use yet."""
+        facts = self.model_lookup.facts if self.model_lookup is not None else None
+        if facts is None or facts.window is None or facts.model != self.settings.model:
+            return None
+        if self.settings.reported_window == facts.window:
+            return None
+        thinking = (
+            "adaptive" if facts.thinking_adaptive
+            else "enabled" if facts.thinking_enabled else None
+        )
+        self.settings = self.settings.with_overrides(
+            reported_window=facts.window, window_reported_by=facts.source,
+            reported_thinking=thinking,
+        )
+        return self.settings
+
+
+def startup_housekeeping(settings: Settings) -> int:
+    """Remove persisted results past their retention period; never fails the start."""
+    try:
+        return cleanup_old_results(settings, time.time())
+    except OSError:
+        return 0

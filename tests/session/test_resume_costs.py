@@ -1,0 +1,95 @@
+"""A resumed session's costs go on from the transcript's recorded usage, summaries included."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from mini_claude.pricing import SONNET, CostTracker
+from mini_claude.protocol import Usage
+from mini_claude.simulator import Simulator
+from mini_claude.ui.statusbar import cost_label, status_text
+from tests.support.repl import running_repl, sim_settings
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+def test_resume_rebuilds_the_costs_that_status_bar_and_cost_show(
+        simulator: Simulator, isolated_home: Path, project: Path) -> None:
+    settings = sim_settings(simulator, isolated_home)
+
+    async def first_session() -> tuple[str, CostTracker]:
+        async with running_repl(settings, project) as repl:
+            mark = await repl.submit("tell me about the project")
+            await repl.at_prompt()
+            mark = await repl.submit("/compact")
+            await repl.wait_for("compacted", after=mark)
+            await repl.at_prompt()
+            costs = repl.repl.agent.costs
+            session_id = repl.session.session_id
+            assert await repl.exit() == 0
+        return session_id, costs
+
+    async def resumed(session_id: str) -> tuple[CostTracker, str, str]:
+        async with running_repl(settings, project, resume=session_id) as repl:
+            agent = repl.repl.agent
+            bar = status_text(agent.status(), agent.costs, settings.model, None)
+            mark = await repl.submit("/cost")
+            await repl.wait_for("wall time", after=mark)
+            shown = repl.text[mark:]
+            assert await repl.exit() == 0
+        return agent.costs, bar, shown
+
+    session_id, before = asyncio.run(first_session())
+    assert before.requests >= 2 and before.summaries.requests == 1 and before.dollars > 0
+
+    after, bar, shown = asyncio.run(resumed(session_id))
+    assert after.usage == before.usage
+    assert after.requests == before.requests
+    assert after.dollars == pytest.approx(before.dollars)
+    assert after.summaries.requests == 1
+    assert after.summaries.usage == before.summaries.usage
+    assert cost_label(after) in bar and cost_label(after) in shown
+
+
+def test_usage_recorded_before_the_model_was_noted_is_priced_at_the_session_model() -> None:
+    costs = CostTracker()
+    costs.replay([
+        {"type": "event", "kind": "usage", "input_tokens": 1_000_000, "output_tokens": 0},
+        {"kind": "usage", "model": "gpt-4o-mini", "input_tokens": 1_000_000},
+        {"kind": "usage", "model": "claude-sonnet-4-5", "output_tokens": 1_000_000,
+         "summary": True},
+    ], default_model="claude-sonnet-4-5")
+    assert costs.requests == 3
+    assert costs.usage == Usage(input_tokens=2_000_000, output_tokens=1_000_000)
+    assert costs.dollars == pytest.approx(SONNET.input + 0.15 + SONNET.output)
+    assert costs.summaries.requests == 1
+    assert costs.summaries.dollars == pytest.approx(SONNET.output)
+
+
+def test_the_transcript_notes_each_calls_model_and_marks_summaries(
+        simulator: Simulator, isolated_home: Path, project: Path) -> None:
+    settings = sim_settings(simulator, isolated_home)
+
+    async def session() -> Path:
+        async with running_repl(settings, project) as repl:
+            await repl.submit("hello")
+            await repl.at_prompt()
+            mark = await repl.submit("/compact")
+            await repl.wait_for("compacted", after=mark)
+            path = repl.repl.agent.transcript.path
+            assert await repl.exit() == 0
+        return path
+
+    records = [json.loads(line) for line in asyncio.run(session()).read_text().splitlines()]
+    usage = [r for r in records if r.get("kind") == "usage"]
+    assert [r.get("summary", False) for r in usage] == [False, True]
+    assert {r["model"] for r in usage} == {settings.model}

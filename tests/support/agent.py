@@ -1,0 +1,102 @@
+"""A whole session (settings, tools, agent, transcript) talking HTTP to the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mini_claude import events as ev
+from mini_claude.agent.loop import Agent
+from mini_claude.providers import create_provider
+from mini_claude.session.wiring import Session
+from mini_claude.settings import Settings
+from mini_claude.simulator import RecordedRequest, Simulator
+from mini_claude.tools.base import allow_all
+
+PROVIDERS = ("anthropic", "openai")
+T = TypeVar("T")
+
+
+class Run:
+    """One event loop for the whole test: the SDK client is bound to the loop it started on."""
+
+    def __init__(self, sim: Simulator, provider: str, home: Path, project: Path,
+                 **overrides: Any) -> None:
+        values: dict[str, Any] = {
+            "provider": provider,
+            "model": "sim-model",
+            "home": home,
+            "max_retries": 0,
+            "anthropic_api_key": "sk-test-plan",
+            "anthropic_base_url": sim.anthropic_base_url,
+            "openai_api_key": "sk-test-plan",
+            "openai_base_url": sim.openai_base_url,
+        }
+        values.update(overrides)
+        self.sim = sim
+        self.settings = Settings(**values)
+        self.project = project
+        self.loop = asyncio.new_event_loop()
+        self.session = Session(self.settings, project, create_provider(self.settings), allow_all)
+        self.events: list[ev.Event] = []
+
+    def start(self) -> Agent:
+        return self.session.start_new()
+
+    @property
+    def agent(self) -> Agent:
+        return self.session.agent
+
+    def run(self, coro: Awaitable[T]) -> T:
+        return self.loop.run_until_complete(coro)
+
+    def turn(self, text: str) -> list[ev.Event]:
+        async def collect() -> list[ev.Event]:
+            return [event async for event in self.agent.turn(text)]
+
+        events = self.run(collect())
+        self.events.extend(events)
+        return events
+
+    def compact(self, focus: str | None = None) -> list[ev.Event]:
+        async def collect() -> list[ev.Event]:
+            return [event async for event in self.agent.compact(focus)]
+
+        events = self.run(collect())
+        self.events.extend(events)
+        return events
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.agent.transcript.close()
+        self.run(self.session.provider.close())
+        self.loop.close()
+
+    def model_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.sim.requests if not r.is_summary_request]
+
+    def summary_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.sim.requests if r.is_summary_request]
+
+
+def request_text(request: RecordedRequest) -> str:
+    """Every text and tool result of a request, as the policy saw it."""
+    assert request.conversation is not None
+    parts: list[str] = []
+    for message in request.conversation.messages:
+        parts.append(message.text)
+        parts.extend(r.content for r in message.tool_results)
+    return "\n".join(parts)
+
+
+def first_message_text(request: RecordedRequest) -> str:
+    assert request.conversation is not None
+    return request.conversation.messages[0].text
+
+
+def last_results(request: RecordedRequest) -> list[str]:
+    assert request.conversation is not None
+    return [r.content for r in request.conversation.last_tool_results()]
