@@ -21,6 +21,7 @@ from mini_claude.tools.common import (
     reports_tool_errors,
     unified_diff,
 )
+from mini_claude.tools.edit_steps import apply_steps, steps_from_arguments
 from mini_claude.tools.file_stamps import file_stamp
 from mini_claude.tools.ignore import looks_binary
 from mini_claude.tools.paths import ResolvedPath, writable
@@ -30,10 +31,13 @@ SPEC = ToolSpec(
     name="edit_file",
     description=(
         "Replace text in an existing file: `old` must appear exactly once (same whitespace and "
-        "indentation as in the file) and is replaced by `new`. Include enough surrounding lines "
-        "in `old` to make it unique. Fails without changing anything when `old` is missing or "
-        "appears more than once. Read the file first. Only files inside the project folder can "
-        "be edited; use write_file to create a file."
+        "indentation as in the file) and is replaced by `new`; with `replace_all` every "
+        "occurrence is replaced. Include enough surrounding lines in `old` to make it unique. "
+        "For several changes to one file, pass `edits` (a list of {old, new, replace_all?}) "
+        "instead of old/new: they apply in order, each to the text the previous ones left, and "
+        "all or none: if one fails the file is untouched and the error names that edit. Read "
+        "the file first. Only files inside the project folder can be edited; use write_file to "
+        "create a file."
     ),
     input_schema={
         "type": "object",
@@ -41,8 +45,25 @@ SPEC = ToolSpec(
             "path": {"type": "string", "description": "File to edit, relative to the project."},
             "old": {"type": "string", "description": "The exact text to replace."},
             "new": {"type": "string", "description": "The text to put in its place."},
+            "replace_all": {
+                "type": "boolean",
+                "description": "Replace every occurrence of old, not just a unique one.",
+            },
+            "edits": {
+                "type": "array",
+                "description": "Several replacements, applied in order, all or none.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "old": {"type": "string"},
+                        "new": {"type": "string"},
+                        "replace_all": {"type": "boolean"},
+                    },
+                    "required": ["old", "new"],
+                },
+            },
         },
-        "required": ["path", "old", "new"],
+        "required": ["path"],
         "additionalProperties": False,
     },
 )
@@ -65,6 +86,7 @@ class _Edit:
     source_digest: bytes = b""
     added: int = 0
     removed: int = 0
+    replacements: int = 1
 
     def same_change(self, other: _Edit | None) -> bool:
         """The same result from the same file: what the user approved is what happens."""
@@ -77,12 +99,7 @@ class _Edit:
 
 def _plan(args: dict[str, Any], ctx: ToolContext) -> _Edit:
     target = writable(str(args.get("path", "")), ctx)
-    old = str(args.get("old", ""))
-    new = str(args.get("new", ""))
-    if not old:
-        raise ToolError("old must not be empty; to create or replace a whole file use write_file")
-    if old == new:
-        raise ToolError("old and new are the same; there is nothing to change")
+    steps = steps_from_arguments(args)
     path = target.path
     if not path.exists():
         raise ToolError(f"{target.shown} does not exist; use write_file to create it")
@@ -97,34 +114,16 @@ def _plan(args: dict[str, Any], ctx: ToolContext) -> _Edit:
     if looks_binary(data):
         raise ToolError(f"{target.shown} is a binary file; edit_file only changes text")
     text = data.decode(_ENCODING, errors=_ERRORS)
-    old, new = _match_line_endings(text, old, new)
-    found = text.count(old)
-    if found == 0:
-        raise ToolError(
-            f"old text not found in {target.shown}; it must match the file exactly, including "
-            "whitespace and indentation (read the file again and copy the text)"
-        )
-    if found > 1:
-        raise ToolError(
-            f"old text found {found} times in {target.shown}; include more context to make it "
-            "unique"
-        )
-    start = text.index(old)
-    updated = text[:start] + new + text[start + len(old):]
+    applied = apply_steps(text, steps, target.shown)
+    updated, start = applied.text, applied.first_offset
     shown_old = data.decode(_ENCODING, errors="replace")
     shown_new = updated.encode(_ENCODING, errors=_ERRORS).decode(_ENCODING, errors="replace")
     diff = unified_diff(shown_old, shown_new, target.shown)
     added, removed = change_counts(shown_old, shown_new, diff)
     first_line = text.count("\n", 0, start) + 1
     digest = hashlib.sha256(data).digest()
-    return _Edit(target, updated, mode, first_line, diff, digest, added, removed)
-
-
-def _match_line_endings(text: str, old: str, new: str) -> tuple[str, str]:
-    """Models write ``\\n``; a CRLF file needs ``\\r\\n`` for the text to match and stay CRLF."""
-    if "\r\n" in text and "\n" in old and "\r\n" not in old and old not in text:
-        return old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
-    return old, new
+    return _Edit(target, updated, mode, first_line, diff, digest, added, removed,
+                 applied.replacements)
 
 
 class EditFileTool:
@@ -169,8 +168,11 @@ class EditFileTool:
         if stamp is not None:
             ctx.read_stamps[str(edit.target.path)] = stamp
         added, removed = edit.added, edit.removed
+        where = f"at line {edit.first_line}"
+        if edit.replacements > 1:
+            where = f"({edit.replacements} replacements, the first at line {edit.first_line})"
         return ToolOutput(
-            f"Edited {edit.target.shown} at line {edit.first_line} (+{added} -{removed})",
+            f"Edited {edit.target.shown} {where} (+{added} -{removed})",
             display=edit.diff,
             display_kind="diff",
         )

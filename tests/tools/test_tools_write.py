@@ -143,7 +143,7 @@ def test_edit_refuses_text_that_is_not_unique(tmp_path: Path, source: Path) -> N
     before = source.read_bytes()
     out = edit(tmp_path, "mod.py", "    return 1", "    return 3")
     assert out.is_error
-    assert out.content == "old text found 2 times in mod.py; include more context to make it unique"
+    assert out.content.startswith("old text found 2 times in mod.py; include more context")
     assert source.read_bytes() == before
 
 
@@ -189,3 +189,58 @@ def test_edit_permission_carries_the_diff_and_skips_doomed_edits(
     assert request.detail is not None and "-def f():\n+def F():\n" in request.detail
     doomed = EditFileTool().permission({"path": "mod.py", "old": "absent", "new": "x"}, ctx)
     assert doomed is None
+
+
+# ---- several edits at once ------------------------------------------------------------------
+
+
+def edit_with(root: Path, args: dict[str, object]) -> ToolOutput:
+    return run(EditFileTool().run({"path": "mod.py", **args}, tool_context(root)))
+
+
+def test_edit_replace_all_changes_every_occurrence(tmp_path: Path, source: Path) -> None:
+    out = edit_with(tmp_path, {"old": "return 1", "new": "return 7", "replace_all": True})
+    assert not out.is_error
+    assert out.content == "Edited mod.py (2 replacements, the first at line 2) (+2 -2)"
+    assert source.read_text() == "def f():\n    return 7\n\n\ndef g():\n    return 7\n"
+
+
+def test_several_edits_apply_in_order_each_to_the_previous_result(
+    tmp_path: Path, source: Path
+) -> None:
+    out = edit_with(tmp_path, {"edits": [
+        {"old": "def f():\n    return 1", "new": "def f():\n    return 10"},
+        {"old": "return 10", "new": "return 11"},  # only there after the first edit
+        {"old": "def g():", "new": "def gee():"},
+    ]})
+    assert not out.is_error, out.content
+    assert source.read_text() == "def f():\n    return 11\n\n\ndef gee():\n    return 1\n"
+    assert out.display is not None and "+def gee():" in out.display
+
+
+def test_a_failed_edit_leaves_the_file_untouched_and_is_named(
+    tmp_path: Path, source: Path
+) -> None:
+    before = source.read_bytes()
+    out = edit_with(tmp_path, {"edits": [
+        {"old": "def f():", "new": "def first():"},
+        {"old": "def g():", "new": "def second():"},
+        {"old": "def missing():", "new": "x"},
+    ]})
+    assert out.is_error
+    assert out.content.startswith("edit 3 of 3: old text not found in mod.py")
+    assert "Nothing was changed" in out.content
+    assert source.read_bytes() == before
+    ambiguous = edit_with(tmp_path, {"edits": [{"old": "return 1", "new": "return 2"}]})
+    assert ambiguous.is_error and "replace_all" in ambiguous.content
+    assert source.read_bytes() == before
+
+
+def test_edits_and_old_new_together_or_neither_are_refused(tmp_path: Path, source: Path) -> None:
+    both = edit_with(tmp_path, {"old": "def f", "new": "def F", "edits": [
+        {"old": "a", "new": "b"}]})
+    assert both.is_error and "not both" in both.content
+    neither = edit_with(tmp_path, {})
+    assert neither.is_error and "old and new" in neither.content
+    bad = edit_with(tmp_path, {"edits": [{"old": "def f"}]})
+    assert bad.is_error and bad.content.startswith("edit 1: old and new must both be strings")
