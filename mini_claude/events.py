@@ -8,6 +8,7 @@ from typing import Any, Literal
 from mini_claude.conversation import Message, ToolResultBlock
 from mini_claude.plan import TodoItem
 from mini_claude.protocol import CompactReason, ContextStatus, TierReport, Usage
+from mini_claude.protocol import ToolProgress as ToolProgress  # a running tool's live output
 
 NoticeLevel = Literal["info", "warning", "error"]
 TurnErrorKind = Literal["auth", "prompt_too_long", "error", "interrupted"]
@@ -174,4 +175,5 @@ Event = (
     | TurnLimitReached
     | TaskProgress
     | PlanUpdated
+    | ToolProgress
 )

@@ -235,6 +235,20 @@ class ToolOutput:
     display_kind: Literal["text", "diff", "code", "ansi"] = "text"
 
 
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool's output so far (a long shell command), for the faces to show live."""
+
+    tool_use_id: str
+    name: str
+    recent: str  # the last lines printed (bounded), newest last
+    lines: int  # lines printed so far in all
+    elapsed_seconds: float
+
+    def last_lines(self, count: int) -> list[str]:
+        return self.recent.splitlines()[-count:] if count > 0 else []
+
+
 # ---- context ---------------------------------------------------------------------
 
 TierName = Literal[

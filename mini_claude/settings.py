@@ -241,6 +241,17 @@ class Settings:
     task_tool: bool = True
     task_model: str | None = None
 
+    # Tools for real work: live shell output, web_fetch, images.
+    # The REPL and stream-json get a running command's last lines at most this often.
+    shell_progress_interval_seconds: float = 0.5
+    # web_fetch: largest body read, seconds for the whole fetch, minutes a page stays cached.
+    web_fetch_max_bytes: int = 5 * 1024 * 1024
+    web_fetch_timeout_seconds: float = 30.0
+    web_fetch_cache_seconds: float = 300.0
+    # Hosts or networks (comma-separated: ``127.0.0.1``, ``10.0.0.0/8``, ``localhost``) that
+    # web_fetch may reach although they are private or loopback; plain http stays http there.
+    web_fetch_allow_private: str = ""
+
     @property
     def window(self) -> int:
         return self.context_window or self.reported_window or window_for_model(self.model)

@@ -9,7 +9,7 @@ The agent drives this unit; the property tests drive the same one.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from mini_claude.context.base import ResultStore
@@ -32,6 +32,17 @@ from mini_claude.settings import Settings
 from mini_claude.transcript import Transcript
 
 NO_RESPONSE = "(no response)"
+INTERRUPTED_OUTPUT_NOTE = (
+    "[interrupted: the user stopped the command before it finished; above is what it "
+    "printed until then]"
+)
+
+
+def interrupted_output(printed: str) -> str:
+    """What an interrupted command printed, marked so the model knows it did not finish."""
+    return f"{printed}\n{INTERRUPTED_OUTPUT_NOTE}" if printed.strip() else (
+        "(no output yet)\n" + INTERRUPTED_OUTPUT_NOTE
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,11 +127,22 @@ class History:
         results: Sequence[AdmittedResult],
         *,
         interrupted: bool = False,
+        partial: Mapping[str, str] | None = None,
     ) -> None:
-        """Answer every tool_use, marking the unfinished ones as interrupted."""
+        """Answer every tool_use, marking the unfinished ones as interrupted.
+
+        A call that printed something before it was stopped (``partial``, by tool_use
+        id) is answered with that output, through tier 0 like any result.
+        """
         admitted = [r.block for r in results]
         originals = [r.original for r in results]
         for use in uses[len(results) :]:
+            printed = (partial or {}).get(use.id)
+            if printed is not None:
+                result = self.admit(use, ToolOutput(interrupted_output(printed), is_error=True))
+                admitted.append(result.block)
+                originals.append(result.original)
+                continue
             block = ToolResultBlock(use.id, INTERRUPTED_RESULT, True, use.name, target_of(use))
             admitted.append(block)
             originals.append(block)

@@ -18,8 +18,9 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.agent.history import AdmittedResult, History
 from mini_claude.agent.hooks import HookOutcome, HookRunner
+from mini_claude.agent.live_calls import LiveCalls, streams_output
 from mini_claude.agent.metered import MeteredProvider
-from mini_claude.context.attachments import PlanSource, SkillSource
+from mini_claude.context.attachments import PlanSource, ShellSource, SkillSource
 from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
@@ -107,6 +108,7 @@ class Agent:
         self.pipeline_seconds: list[float] = []
         self.last_call_at: float | None = None
         self._side_events: asyncio.Queue[ev.Event] | None = None
+        self.live_calls = LiveCalls(self.publish, settings.shell_progress_interval_seconds)
         # Called at each turn start; new settings (a window the Models API reported) or None.
         self.settings_update: Callable[[], Settings | None] | None = None
         self.attach(transcript, conversation or Conversation())
@@ -162,6 +164,7 @@ class Agent:
         self.compactor.add_reattach_source(
             SkillSource(context.skills, context.loaded_skills, skill_chars)
         )
+        self.compactor.add_reattach_source(ShellSource(context.shells))
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings (e.g. another model) for the same conversation; totals carry over."""
@@ -445,7 +448,9 @@ class Agent:
                 outputs: list[ToolOutput] = []
                 for use in batch:
                     yield ev.ToolStarted(use.id, use.name, use.input)
-                if len(batch) == 1 and not self._runs_concurrently(batch[0]):
+                if len(batch) == 1 and not self._runs_concurrently(batch[0]) and not (
+                    streams_output(self.registry.get(batch[0].name))
+                ):
                     outputs.append(await self._execute(batch[0]))
                 else:
                     async for side_event in self._execute_together(batch, outputs):
@@ -463,7 +468,9 @@ class Agent:
                     for event in self._after_tool(use, output):
                         yield event
         except (asyncio.CancelledError, GeneratorExit):
-            self.history.close_results(uses, results, interrupted=True)
+            self.history.close_results(
+                uses, results, interrupted=True, partial=self.live_calls.partials()
+            )
             raise
         self.history.close_results(uses, self._remind_in_results(results))
 
@@ -533,7 +540,9 @@ class Agent:
             self._hook_warnings.extend(before.warnings)
             if before.block_reason is not None:
                 return error_output(f"Blocked by a PreToolUse hook: {before.block_reason}")
+        self.tool_context.progress = self.live_calls.start(use)
         output = await self.registry.execute(use.name, use.input, self.tool_context)
+        self.live_calls.finished(use)
         content = clean_text(output.content)
         display = clean_text(output.display) if output.display else output.display
         if content is not output.content or display is not output.display:

@@ -1,4 +1,5 @@
-"""The plan and the loaded skills as re-attachment sources: both outlive every summary.
+"""The plan, the loaded skills and the background shells as re-attachment sources: all
+outlive every summary.
 
 Each renders from the session's own state, never from what an earlier
 boundary said, so the blocks are replaced at each compaction, not nested.
@@ -7,6 +8,8 @@ boundary said, so the blocks are replaced at each compaction, not nested.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
 
 from mini_claude.context.reattach import Reattachment
 from mini_claude.conversation import Message
@@ -14,6 +17,7 @@ from mini_claude.plan import Plan
 from mini_claude.project.skills import LoadedSkills, SkillCatalog, within_budget
 
 PLAN_TITLE = "your todo list, as you last wrote it with todo_write"
+SHELLS_TITLE = "background shells you started with run_shell"
 
 
 class PlanSource:
@@ -54,3 +58,40 @@ class SkillSource:
                 )
             )
         return blocks
+
+
+class _Shell(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def command(self) -> str: ...
+    @property
+    def log_path(self) -> Path: ...
+    @property
+    def running(self) -> bool: ...
+    def state(self) -> str: ...
+
+
+class _ShellRoster(Protocol):
+    def all(self) -> Sequence[_Shell]: ...
+
+
+class ShellSource:
+    """The background shells still running: after a summary the model still knows their
+    ids, commands and logs."""
+
+    def __init__(self, shells: _ShellRoster) -> None:
+        self.shells = shells
+
+    def reattachments(self, history: Sequence[Message]) -> list[Reattachment]:
+        lines = [
+            f"- {shell.id}: {shell.state()} · {shell.command} · log: {shell.log_path}"
+            for shell in self.shells.all()
+            if shell.running
+        ]
+        if not lines:
+            return []
+        body = "\n".join(
+            [*lines, "Read new output with shell_output(shell_id), stop one with kill_shell."]
+        )
+        return [Reattachment("shells", SHELLS_TITLE, body)]

@@ -165,6 +165,9 @@ def tool_result_line(event: ev.ToolFinished, session_id: str) -> Line:
     }
 
 
+PROGRESS_LINES = 5  # of a running command's output, per tool_progress line
+
+
 def own_line(event: ev.Event, session_id: str) -> Line | None:
     """Our context events as ``type: "mini_claude"`` lines; None for events not published."""
     body: Line
@@ -222,6 +225,15 @@ def own_line(event: ev.Event, session_id: str) -> Line | None:
         body = {"subtype": "thinking", "chars": event.chars, "redacted": event.redacted}
     elif isinstance(event, ev.PlanUpdated):
         body = {"subtype": "todos", "todos": [item.to_dict() for item in event.items]}
+    elif isinstance(event, ev.ToolProgress):
+        body = {
+            "subtype": "tool_progress",
+            "tool_use_id": event.tool_use_id,
+            "tool_name": event.name,
+            "last_lines": event.last_lines(PROGRESS_LINES),
+            "lines": event.lines,
+            "elapsed_ms": round(event.elapsed_seconds * 1000),
+        }
     else:
         return None
     return {"type": OWN_TYPE, **body, "session_id": session_id, "uuid": _uuid()}

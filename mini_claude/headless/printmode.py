@@ -121,6 +121,7 @@ async def _run(
             else:
                 reporter.handle(event)
     finally:
+        await asyncio.to_thread(session.shells.stop_all)
         await session.mcp.close()
         await session.provider.close()
         agent.transcript.close()

@@ -36,6 +36,7 @@ from mini_claude.secrets import api_keys
 from mini_claude.session.lock import SessionBusy, SessionLock, lock_path
 from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
+from mini_claude.tools.background import BackgroundShells
 from mini_claude.tools.base import Approver, ToolContext
 from mini_claude.tools.permission_rules import PermissionRules, load_rules
 from mini_claude.tools.registry import ToolRegistry, default_registry
@@ -80,6 +81,8 @@ class Session:
     wall_clock: Callable[[], float] = time.time
     skills: SkillCatalog = field(init=False)
     hook_settings: HookSettings = field(init=False)
+    # Background shells outlive /clear and a model switch; they end with the session.
+    shells: BackgroundShells = field(default_factory=BackgroundShells)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -143,6 +146,7 @@ class Session:
             results_folder=store.folder,
             rules=self.rules,
             skills=self.skills,
+            shells=self.shells,
         )
         agent = Agent(
             settings=self.settings,

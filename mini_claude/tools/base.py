@@ -11,7 +11,9 @@ from mini_claude.plan import Plan
 from mini_claude.project.skills import LoadedSkills, SkillCatalog
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
+from mini_claude.tools.background import BackgroundShells
 from mini_claude.tools.permission_rules import PermissionDenied, PermissionRules
+from mini_claude.tools.progress import CallProgress
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,10 @@ class ToolContext:
     plan: Plan = field(default_factory=Plan)  # the todo list todo_write keeps
     skills: SkillCatalog = field(default_factory=SkillCatalog)  # what the skill tool can load
     loaded_skills: LoadedSkills = field(default_factory=LoadedSkills)
+    # Commands run_shell started in the background (shell_output, kill_shell, /shells).
+    shells: BackgroundShells = field(default_factory=BackgroundShells)
+    # The running call's live output (set by the agent for each call; None: nobody watches).
+    progress: CallProgress | None = None
 
 
 class Tool(Protocol):

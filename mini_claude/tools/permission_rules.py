@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mini_claude.tools.web_guard import host_of
+
 # Tools whose rules may name a pattern, and the argument the pattern is matched against.
-PATTERN_ARGUMENTS = {"run_shell": "command"}
+# web_fetch's pattern is matched against the host of its URL: ``web_fetch(docs.python.org)``.
+PATTERN_ARGUMENTS = {"run_shell": "command", "web_fetch": "url"}
 PREFIX_SUFFIX = ":*"
 # Anything that chains, pipes, substitutes or redirects. A prefix rule never allows these.
 CONTROL_OPERATORS = (";", "&", "|", "`", "$(", ">", "<", "\n", "\r")
@@ -262,7 +265,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _subject(tool: str, args: Mapping[str, Any]) -> str:
     value = args.get(PATTERN_ARGUMENTS.get(tool, ""), "")
-    return value if isinstance(value, str) else str(value)
+    text = value if isinstance(value, str) else str(value)
+    return host_of(text) if tool == "web_fetch" else text
 
 
 def _normal(command: str) -> str:

@@ -7,6 +7,7 @@ import codecs
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -161,9 +162,12 @@ class HeadTailBuffer:
 
 
 async def pump(
-    stream: asyncio.StreamReader, buffer: HeadTailBuffer, chunk: int = 64 * 1024
+    stream: asyncio.StreamReader, buffer: HeadTailBuffer, chunk: int = 64 * 1024,
+    watch: Callable[[bytes], None] | None = None,
 ) -> None:
-    """Read a pipe to its end into a bounded buffer."""
+    """Read a pipe to its end into a bounded buffer (and to ``watch``, a live view)."""
     while data := await stream.read(chunk):
         buffer.feed(data)
+        if watch is not None:
+            watch(data)
     buffer.feed(b"", final=True)

@@ -20,13 +20,16 @@ from mini_claude.tools.common import error_output
 from mini_claude.tools.compact import CompactTool
 from mini_claude.tools.edit_file import EditFileTool
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
+from mini_claude.tools.kill_shell import KillShellTool
 from mini_claude.tools.list_files import ListFilesTool
 from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.read_file import ReadFileTool
 from mini_claude.tools.run_shell import RunShellTool
 from mini_claude.tools.search_history import SearchHistoryTool
+from mini_claude.tools.shell_output import ShellOutputTool
 from mini_claude.tools.skill import SkillTool
 from mini_claude.tools.todo_write import TodoWriteTool
+from mini_claude.tools.web_fetch import WebFetchTool
 from mini_claude.tools.write_file import WriteFileTool
 
 _JSON_TYPE_NAMES = {
@@ -255,5 +258,8 @@ def default_registry(grep_backend: GrepBackend | None = None) -> ToolRegistry:
             SearchHistoryTool(grep_backend),
             TodoWriteTool(),
             SkillTool(),
+            ShellOutputTool(),
+            KillShellTool(),
+            WebFetchTool(),
         ]
     )

@@ -11,7 +11,7 @@ import math
 import os
 import time
 from asyncio.subprocess import Process
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from mini_claude.tools.process import (
     terminate_group,
     wait_for_exit,
 )
+from mini_claude.tools.progress import CallProgress
 
 MAX_TIMEOUT_SECONDS = 600.0
 # After the shell exits, how long to wait for background children to release its output pipes.
@@ -43,7 +44,9 @@ SPEC = ToolSpec(
         "`--yes` or `-y` instead. Times out after `timeout` seconds (default 120, max 600); the "
         "command and all its child processes are then killed. Very long output keeps its "
         "beginning and end. Use it for builds, tests, git and other programs; prefer read_file, "
-        "grep_search and list_files for looking at files."
+        "grep_search and list_files for looking at files. For a command that keeps running (a "
+        "dev server, a watcher) set `run_in_background`: the call returns a shell id at once; "
+        "read its new output with shell_output and stop it with kill_shell."
     ),
     input_schema={
         "type": "object",
@@ -52,6 +55,11 @@ SPEC = ToolSpec(
             "timeout": {
                 "type": "number",
                 "description": "Seconds before the command is killed (default 120, max 600).",
+            },
+            "run_in_background": {
+                "type": "boolean",
+                "description": "Start the command and return its shell id at once; it runs "
+                "until it ends, kill_shell stops it, or the session ends.",
             },
         },
         "required": ["command"],
@@ -98,11 +106,14 @@ class RunShellTool:
             command = str(args.get("command", ""))
             if not command.strip():
                 raise ToolError("command must not be empty")
-            timeout = _timeout(args.get("timeout"), ctx.settings)
             env = ctx.env if ctx.env is not None else child_environment(os.environ, ctx.settings)
+            if args.get("run_in_background"):
+                return start_in_background(command, env, ctx)
+            timeout = _timeout(args.get("timeout"), ctx.settings)
+            progress = ctx.progress
             result = await execute(
                 command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars,
-                spill_dir=_spill_dir(ctx), secrets=api_keys(ctx.settings),
+                spill_dir=_spill_dir(ctx), secrets=api_keys(ctx.settings), progress=progress,
             )
         except ToolError as exc:
             return error_output(exc.message)
@@ -152,10 +163,13 @@ def _spill_dir(ctx: ToolContext) -> Path:
 async def execute(
     command: str, cwd: os.PathLike[str], env: Mapping[str, str], timeout: float, cap: int,
     *, spill_dir: Path | None = None, secrets: tuple[str, ...] = (),
+    progress: CallProgress | None = None,
 ) -> ShellResult:
     """Run ``bash -c command``; on timeout or cancellation kill its whole process group.
 
     Output beyond the in-memory cap is spilled whole to ``spill_dir`` so nothing is lost.
+    ``progress`` sees the output as it arrives; when the run is cancelled it gets what
+    was printed so far, for the model.
     """
     stamp = f"{time.time_ns()}-run_shell"
     stdout = HeadTailBuffer(cap // 2, spill_dir / f"{stamp}-stdout.txt" if spill_dir else None,
@@ -169,11 +183,12 @@ async def execute(
     assert process.stdout is not None and process.stderr is not None
     LIVE_GROUPS.add(process.pid)
     readers = [
-        asyncio.create_task(pump(process.stdout, stdout)),
-        asyncio.create_task(pump(process.stderr, stderr)),
+        asyncio.create_task(pump(process.stdout, stdout, watch=_watch(progress))),
+        asyncio.create_task(pump(process.stderr, stderr, watch=_watch(progress))),
     ]
     timed_out = False
     detached = False
+    cancelled = True  # until the command ends or times out
     try:
         async with asyncio.timeout(timeout):
             await wait_for_exit(process, None)
@@ -181,8 +196,10 @@ async def execute(
         if still_open:
             detached = True  # background children hold our pipes: they would die of SIGPIPE
             await terminate_group(process)
+        cancelled = False
     except TimeoutError:
         timed_out = True
+        cancelled = False
     finally:
         try:
             if process.returncode is None or timed_out:
@@ -190,7 +207,26 @@ async def execute(
         finally:
             LIVE_GROUPS.discard(process.pid)
         await _finish_readers(readers)
+        if cancelled and progress is not None:
+            partial = ShellResult(None, stdout.text(), stderr.text(), False, False)
+            progress.partial = _render_parts(partial)
     return ShellResult(process.returncode, stdout.text(), stderr.text(), timed_out, detached)
+
+
+def _watch(progress: CallProgress | None) -> Callable[[bytes], None] | None:
+    return progress.feeder() if progress is not None else None
+
+
+def start_in_background(command: str, env: Mapping[str, str], ctx: ToolContext) -> ToolOutput:
+    """Start the command as a background shell and say how to follow it."""
+    log_dir = (ctx.results_folder or _spill_dir(ctx)) / "shells"
+    shell = ctx.shells.start(command, project_root(ctx), env, log_dir)
+    text = (
+        f"Started background shell {shell.id} (pid {shell.pid}): {command}\n"
+        f"Read its new output with shell_output(shell_id=\"{shell.id}\"), stop it with "
+        f"kill_shell(shell_id=\"{shell.id}\"). It is stopped when the session ends."
+    )
+    return ToolOutput(text)
 
 
 async def _finish_readers(readers: list[asyncio.Task[None]]) -> None:
@@ -201,12 +237,18 @@ async def _finish_readers(readers: list[asyncio.Task[None]]) -> None:
     await asyncio.gather(*readers, return_exceptions=True)
 
 
-def _render(result: ShellResult, timeout: float) -> ToolOutput:
+def _render_parts(result: ShellResult) -> str:
     parts: list[str] = []
     if result.stdout:
         parts.append(result.stdout.rstrip("\n"))
     if result.stderr:
         parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
+    return "\n".join(parts)
+
+
+def _render(result: ShellResult, timeout: float) -> ToolOutput:
+    printed = _render_parts(result)
+    parts: list[str] = [printed] if printed else []
     if result.detached_output:
         parts.append(
             "[background processes kept the output open and were stopped; to leave one "

@@ -311,6 +311,13 @@ async def expand_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
+async def shells_list_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.shells_view import shells_command
+
+    await shells_command(repl, argument)
+    return Outcome.CONTINUE
+
+
 async def summary_command(repl: Repl, argument: str) -> Outcome:
     repl.console.print(repl.recall.full_summary())
     return Outcome.CONTINUE
@@ -326,5 +333,7 @@ COMMANDS = (
     Command("skills", "list the skills the model can load", skills_command),
     Command("hooks", "the hooks that run, or approve the project's", hooks_list_command,
             argument="[approve]"),
+    Command("shells", "background shells: list them, or stop one", shells_list_command,
+            argument="[kill <id>]"),
     COMMANDS[-1],
 )

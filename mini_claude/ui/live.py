@@ -56,6 +56,7 @@ class TurnActivity:
     streamed_chars: int = 0
     tail: str = ""
     plan: list[str] = field(default_factory=list)  # the todo checklist, redrawn in place
+    output: list[str] = field(default_factory=list)  # a running command's last lines
 
     def set(self, label: str) -> None:
         self.label = label
@@ -66,6 +67,7 @@ class TurnActivity:
         self.started = time.monotonic()
         self.streamed_chars = 0
         self.tail = ""
+        self.output = []
 
 
 class LiveView:
@@ -177,6 +179,11 @@ class LiveView:
                 filter=Condition(lambda: bool(self.activity.plan)),
             ),
             ConditionalContainer(
+                Window(FormattedTextControl(self._output_lines), dont_extend_height=True,
+                       wrap_lines=False),
+                filter=Condition(lambda: bool(self.activity.output)),
+            ),
+            ConditionalContainer(
                 Window(FormattedTextControl(self._queued_lines), dont_extend_height=True),
                 filter=has_queue,
             ),
@@ -242,6 +249,12 @@ class LiveView:
             out.append(("class:spinner.hint", f"  ↳ queued: {line}\n"))
         out.append(("class:spinner.hint", "    (sent when this turn ends · esc takes it back)"))
         return out
+
+    def _output_lines(self) -> StyleAndTextTuples:
+        """A running command's last lines, dim and indented under the spinner."""
+        lines = [f"  │ {line}" for line in self.activity.output]
+        lines.append("  └ ctrl+o shows all of it")
+        return [("class:spinner.hint", "\n".join(lines))]
 
     def _tail_text(self) -> StyleAndTextTuples:
         return [("class:tail", self.activity.tail)]

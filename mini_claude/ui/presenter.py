@@ -30,6 +30,7 @@ from mini_claude.ui.render import (
     tool_result_view,
 )
 
+LIVE_OUTPUT_LINES = 5  # of a running command, under the spinner
 AUTH_HINT = "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY) and the endpoint"
 INTERRUPTED_TURN = "Interrupted · tell the agent what to do instead"
 
@@ -77,7 +78,11 @@ class TurnPresenter:
                 await self._flush_text()
                 self.activity.set(f"running {event.name}")
                 await self._print(Text(), tool_call_line(event.name, event.input))
+            case ev.ToolProgress():
+                self.activity.output = event.last_lines(LIVE_OUTPUT_LINES)
+                self.recall.keep_result(f"{event.name} (so far)", event.recent)
             case ev.ToolFinished():
+                self.activity.output = []
                 self.activity.set("thinking…")
                 await self._print(self._result_view(event))
             case ev.TierFired():

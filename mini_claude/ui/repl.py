@@ -50,6 +50,7 @@ from mini_claude.ui.prompt_input import (
 )
 from mini_claude.ui.recall import Recall, latest_summary, recap
 from mini_claude.ui.render import error_line, note
+from mini_claude.ui.shells_view import running_label
 from mini_claude.ui.startup import SessionStarter, can_start_before_session, import_session_modules
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 
@@ -490,7 +491,8 @@ class Repl:
             return status_fragments(self.starter.idle_status(), self.starter.no_costs(),
                                     self.settings.model, activity, width)
         return status_fragments(self.agent.status(), self.agent.costs,
-                                self.session.settings.model, activity, width)
+                                self.session.settings.model, activity, width,
+                                shells=running_label(self.session.shells))
 
     def _print_header(self) -> None:
         settings = self.settings
@@ -540,6 +542,7 @@ class Repl:
         self.console.print(note(f"transcript: {agent.transcript.path}"))
         self.console.print(note(f"resume with: mini-claude --resume {self.session.session_id}"))
         agent.transcript.close()
+        await asyncio.to_thread(self.session.shells.stop_all)
         await self.session.mcp.close()
         await self.session.provider.close()
 

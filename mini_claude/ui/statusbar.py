@@ -112,7 +112,7 @@ def over_window_reason(status: ContextStatus, activity: str | None) -> str:
 
 
 # Fields of the status line, most important first: the narrowest terminal keeps the top.
-_FIELD_ORDER = ("percent", "activity", "cost", "model", "autocompact", "tokens", "bar")
+_FIELD_ORDER = ("percent", "activity", "shells", "cost", "model", "autocompact", "tokens", "bar")
 
 
 def status_fragments(
@@ -121,6 +121,7 @@ def status_fragments(
     model: str,
     activity: str | None,
     width: int | None = None,
+    shells: str | None = None,
 ) -> StyleAndTextTuples:
     """The status line as prompt_toolkit fragments (plain text plus style classes).
 
@@ -142,6 +143,8 @@ def status_fragments(
     }
     if activity:
         fields["activity"] = [("class:status.activity", activity)]
+    if shells:
+        fields["shells"] = [("class:status.activity", shells)]
     shown = [name for name in _FIELD_ORDER if name in fields]
     while width is not None and len(shown) > 1 and _width(_layout(fields, shown)) > width:
         shown.pop()
@@ -156,7 +159,7 @@ def _layout(fields: dict[str, StyleAndTextTuples], shown: list[str]) -> StyleAnd
     for name in ("bar", "tokens"):
         if name in shown:
             out += [("class:status", " "), *fields[name]]
-    for name in ("autocompact", "cost", "model", "activity"):
+    for name in ("autocompact", "cost", "model", "shells", "activity"):
         if name in shown:
             out += [sep, *fields[name]]
     return out

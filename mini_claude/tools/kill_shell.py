@@ -1,0 +1,45 @@
+"""kill_shell: stop a background shell and everything it started."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.common import reports_tool_errors
+from mini_claude.tools.shell_output import shell_header
+
+SPEC = ToolSpec(
+    name="kill_shell",
+    description=(
+        "Stop a background shell started with run_shell(run_in_background=true): its whole "
+        "process group gets SIGTERM, then SIGKILL after 2 s. Its log stays readable with "
+        "shell_output."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "shell_id": {"type": "string", "description": "The id run_shell returned (bash_1)."},
+        },
+        "required": ["shell_id"],
+        "additionalProperties": False,
+    },
+)
+
+
+class KillShellTool:
+    spec = SPEC
+    read_only = True  # it only stops what an approved command started
+
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
+        return None
+
+    @reports_tool_errors
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        shell_id = str(args.get("shell_id", ""))
+        shell = ctx.shells.get(shell_id)
+        if not shell.running:
+            return ToolOutput(f"{shell_header(shell)}\nIt was no longer running.")
+        await asyncio.to_thread(ctx.shells.stop, shell_id)
+        return ToolOutput(f"{shell_header(shell)}\nStopped.")

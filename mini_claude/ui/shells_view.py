@@ -1,0 +1,60 @@
+"""``/shells``: the background shells of this session, and stopping one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+from mini_claude.text import human_size
+from mini_claude.tools.background import BackgroundShells
+from mini_claude.tools.common import ToolError
+from mini_claude.ui.render import note
+
+if TYPE_CHECKING:
+    from mini_claude.ui.repl import Repl
+
+USAGE = "usage: /shells [kill <id>]"
+
+
+def shells_table(shells: BackgroundShells) -> Table:
+    table = Table(box=None, padding=(0, 2, 0, 0))
+    for column in ("id", "state", "output", "command"):
+        table.add_column(column, style="bold" if column == "id" else None)
+    for shell in shells.all():
+        table.add_row(shell.id, shell.state(), human_size(shell.log_size()), shell.command)
+    return table
+
+
+def running_label(shells: BackgroundShells) -> str | None:
+    """``2 shells`` for the status line while background shells run; None when none do."""
+    count = len(shells.running())
+    if not count:
+        return None
+    return f"{count} shell" + ("" if count == 1 else "s")
+
+
+async def shells_command(repl: Repl, argument: str) -> None:
+    shells = repl.session.shells
+    words = argument.split()
+    if not words:
+        if not shells.all():
+            repl.console.print(note("no background shells in this session"))
+            return
+        repl.console.print(shells_table(shells))
+        repl.console.print(note("stop one with /shells kill <id>"))
+        return
+    if len(words) != 2 or words[0] != "kill":
+        repl.console.print(note(USAGE, "warning"))
+        return
+    try:
+        shell = shells.get(words[1])
+    except ToolError as exc:
+        repl.console.print(note(exc.message, "warning"))
+        return
+    if not shell.running:
+        repl.console.print(note(f"{shell.id} is not running ({shell.state()})"))
+        return
+    await asyncio.to_thread(shells.stop, shell.id)
+    repl.console.print(note(f"stopped {shell.id}: {shell.command}"))
