@@ -42,6 +42,7 @@ OWN_EVENTS: list[ev.Event] = [
     ev.TierFired(TierReport("clear_thinking", 4, 9_000, 2_250, "earlier turns' thinking")),
     ev.PlanUpdated((TodoItem("read the config loader", "completed"),
                     TodoItem("fix the port parsing", "in_progress"))),
+    ev.ToolProgress("toolu_7", "run_shell", "building\nstep 1\nstep 2", 3, 12.5),
 ]
 
 

@@ -19,7 +19,7 @@ from tests.support.tools import ScriptedApprover, run, tool_context
 EXPECTED_ORDER = [
     "read_file", "grep_search", "list_files", "run_shell", "write_file", "edit_file", "compact",
     "search_history",
-    "todo_write", "skill",
+    "todo_write", "skill", "shell_output", "kill_shell", "web_fetch",
 ]
 
 
@@ -76,7 +76,7 @@ def test_read_only_flags() -> None:
     registry = default_registry(PythonBackend())
     read_only = {name for name in registry.names() if registry.get(name).read_only}  # type: ignore[union-attr]
     assert read_only == {"read_file", "grep_search", "list_files", "compact", "search_history",
-                         "todo_write", "skill"}
+                         "todo_write", "skill", "shell_output", "kill_shell"}
     assert registry.get("nonexistent") is None
 
 
