@@ -31,7 +31,7 @@ def web_server() -> Iterator[WebServer]:
     server_state = WebServer(0)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+        def do_GET(self) -> None:
             server_state.hits.append(self.path)
             if self.path == "/page":
                 self._send(200, "text/html; charset=utf-8", PAGE.encode())
