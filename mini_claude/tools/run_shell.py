@@ -94,6 +94,7 @@ class ShellResult:
 class RunShellTool:
     spec = SPEC
     read_only = False
+    streams_output = True  # its output is shown while it runs (see agent/live_calls.py)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest:
         command = str(args.get("command", ""))

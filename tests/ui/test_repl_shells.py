@@ -1,0 +1,96 @@
+"""The REPL and the tools for real work: a running command's last lines under the spinner
+(Ctrl-O shows them all), background shells on the status line, and /shells."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
+from mini_claude.tools.base import allow_all
+from tests.support.repl import ReplDriver, running_repl, sim_settings, until
+
+SLOW = "for i in $(seq 1 40); do echo compiling unit $i; sleep 0.15; done"
+
+
+def status_text(repl: ReplDriver) -> str:
+    return "".join(text for _style, text, *_ in repl.repl._status_line())
+
+
+def test_live_output_under_the_spinner_and_ctrl_o_shows_all_of_it(
+    simulator: Simulator, isolated_home: Path, tmp_path: Path
+) -> None:
+    simulator.policy = ScriptedPolicy([
+        Reply("Building.", [ToolCall("run_shell", {"command": SLOW})]),
+        Reply("Built."),
+    ])
+
+    async def main() -> None:
+        settings = sim_settings(simulator, isolated_home)
+        async with running_repl(settings, tmp_path, approver=allow_all) as repl:
+            mark = await repl.submit("build")
+            activity = repl.repl.activity
+            await until(lambda: len(activity.output) == 5, "five live lines")
+            assert all(line.startswith("compiling unit ") for line in activity.output)
+            shown = activity.output[-1]
+            await repl.keys("\x0f")  # ctrl-o
+            await repl.wait_for("full result of run_shell (so far)", after=mark)
+            assert "compiling unit 1\ncompiling unit 2\n" in repl.text[mark:]
+            assert shown in repl.text[mark:]
+            await repl.wait_for("Built.", after=mark)
+            assert activity.output == []  # gone once the command finished
+            assert await repl.exit() == 0
+
+    asyncio.run(main())
+
+
+def test_background_shells_on_the_status_line_and_in_shells(
+    simulator: Simulator, isolated_home: Path, tmp_path: Path
+) -> None:
+    simulator.policy = ScriptedPolicy([
+        Reply("Starting the watcher.", [ToolCall("run_shell", {
+            "command": "echo watching; sleep 120", "run_in_background": True})]),
+        Reply("It runs."),
+    ])
+
+    async def main() -> None:
+        settings = sim_settings(simulator, isolated_home)
+        async with running_repl(settings, tmp_path, approver=allow_all) as repl:
+            assert "shell" not in status_text(repl)
+            mark = await repl.submit("watch the files")
+            await repl.wait_for("It runs.", after=mark)
+            assert "· 1 shell" in status_text(repl)
+            mark = await repl.submit("/shells")
+            await repl.wait_for("stop one with /shells kill <id>", after=mark)
+            assert "bash_1" in repl.text[mark:] and "echo watching; sleep 120" in repl.text[mark:]
+            mark = await repl.submit("/shells kill bash_9")
+            await repl.wait_for("no background shell 'bash_9'", after=mark)
+            mark = await repl.submit("/shells kill bash_1")
+            await repl.wait_for("stopped bash_1", after=mark)
+            assert repl.session.shells.running() == []
+            assert "shell" not in status_text(repl)
+            assert await repl.exit() == 0
+
+    asyncio.run(main())
+
+
+def test_exit_stops_the_background_shells(
+    simulator: Simulator, isolated_home: Path, tmp_path: Path
+) -> None:
+    simulator.policy = ScriptedPolicy([
+        Reply("Starting.", [ToolCall("run_shell", {
+            "command": "sleep 120", "run_in_background": True})]),
+        Reply("Started."),
+    ])
+
+    async def main() -> None:
+        settings = sim_settings(simulator, isolated_home)
+        async with running_repl(settings, tmp_path, approver=allow_all) as repl:
+            mark = await repl.submit("start it")
+            await repl.wait_for("Started.", after=mark)
+            shells = repl.session.shells
+            assert len(shells.running()) == 1
+            assert await repl.exit() == 0
+            assert shells.running() == []
+
+    asyncio.run(main())
