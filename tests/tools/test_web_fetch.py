@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ def fetch(ctx: ToolContext, url: str, tool: WebFetchTool | None = None, **extra:
     return run((tool or WebFetchTool()).run({"url": url, **extra}, ctx))
 
 
-def allowed_ctx(root: Path, **settings: object) -> ToolContext:
+def allowed_ctx(root: Path, **settings: Any) -> ToolContext:
     return tool_context(root, web_fetch_allow_private=LOOPBACK_ALLOWED, **settings)
 
 
