@@ -104,10 +104,38 @@ class RedactedThinkingBlock:
     kind: Literal["redacted_thinking"] = "redacted_thinking"
 
 
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """An image the model sees: base64 data within the APIs' limits, and what it was.
+
+    ``tokens`` is what the provider charges for it (computed when the image was
+    loaded, by the provider's formula); ``name`` and ``original_bytes`` let a
+    placeholder say which image stood here once the data is gone.
+    """
+
+    media_type: str
+    data: str  # base64
+    width: int
+    height: int
+    name: str
+    original_bytes: int
+    tokens: int
+    kind: Literal["image"] = "image"
+
+    def placeholder(self) -> str:
+        """What stands in for the image where no image may go (a summary request)."""
+        return (
+            f"[image {self.name}: {self.width}×{self.height}, {self.original_bytes:,} bytes; "
+            "not included here]"
+        )
+
+
 Block = (
     TextBlock | ToolUseBlock | ToolResultBlock | SummaryBlock | ThinkingBlock
-    | RedactedThinkingBlock
+    | RedactedThinkingBlock | ImageBlock
 )
+# Characters an image counts for in the character-based estimate, per token it costs.
+IMAGE_CHARS_PER_TOKEN = 4
 THINKING_BLOCKS = (ThinkingBlock, RedactedThinkingBlock)
 
 
@@ -158,6 +186,8 @@ def block_chars(block: Block) -> int:
         return len(block.thinking)
     if isinstance(block, RedactedThinkingBlock):
         return len(block.data) // 2  # opaque; roughly the reasoning it stands for
+    if isinstance(block, ImageBlock):
+        return block.tokens * IMAGE_CHARS_PER_TOKEN  # priced by size, not by its base64
     return len(block.render())
 
 
@@ -356,6 +386,7 @@ _BLOCK_TYPES: dict[str, type[Any]] = {
     "summary": SummaryBlock,
     "thinking": ThinkingBlock,
     "redacted_thinking": RedactedThinkingBlock,
+    "image": ImageBlock,
 }
 
 

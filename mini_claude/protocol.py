@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from mini_claude.conversation import Message
+from mini_claude.conversation import ImageBlock, Message
 from mini_claude.text import format_tokens
 
 
@@ -233,6 +233,7 @@ class ToolOutput:
     is_error: bool = False
     display: str | None = None
     display_kind: Literal["text", "diff", "code", "ansi"] = "text"
+    images: tuple[ImageBlock, ...] = ()  # sent beside the result (read_file of a picture)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 from mini_claude.conversation import (
     Block,
+    ImageBlock,
     Message,
     RedactedThinkingBlock,
     TextBlock,
@@ -97,7 +98,7 @@ def clean_block(block: Block) -> Block | None:
         if cleaned is block.input and name is block.name:
             return block
         return replace(block, input=cleaned, name=name)
-    if isinstance(block, ThinkingBlock | RedactedThinkingBlock):
+    if isinstance(block, ThinkingBlock | RedactedThinkingBlock | ImageBlock):
         return block  # sent back exactly as received: the API checks its signature
     summary = clean_text(block.summary)
     return block if summary is block.summary else replace(block, summary=summary)

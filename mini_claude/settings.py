@@ -251,6 +251,8 @@ class Settings:
     # Hosts or networks (comma-separated: ``127.0.0.1``, ``10.0.0.0/8``, ``localhost``) that
     # web_fetch may reach although they are private or loopback; plain http stays http there.
     web_fetch_allow_private: str = ""
+    # The model accepts images (read_file of a picture, @shot.png); 0 for a text-only model.
+    vision: bool = True
 
     @property
     def window(self) -> int:

@@ -20,6 +20,7 @@ from mini_claude.conversation import (
     INTERRUPTED_RESULT,
     Block,
     Conversation,
+    ImageBlock,
     Message,
     TextBlock,
     ToolResultBlock,
@@ -52,6 +53,7 @@ class AdmittedResult:
     block: ToolResultBlock
     original: ToolResultBlock
     report: TierReport | None
+    images: tuple[ImageBlock, ...] = ()  # sent after the results, in the same message
 
 
 class History:
@@ -119,7 +121,7 @@ class History:
             count_lines(output.content),
         )
         block, report = admit_result(output, use, self.store, self.settings)
-        return AdmittedResult(block, original, report)
+        return AdmittedResult(block, original, report, output.images)
 
     def close_results(
         self,
@@ -146,7 +148,8 @@ class History:
             block = ToolResultBlock(use.id, INTERRUPTED_RESULT, True, use.name, target_of(use))
             admitted.append(block)
             originals.append(block)
-        self.append(Message("user", list(admitted)), Message("user", list(originals)))
+        images: list[Block] = [image for r in results for image in r.images]
+        self.append(Message("user", [*admitted, *images]), Message("user", [*originals, *images]))
         for original, block in zip(originals, admitted, strict=True):
             if block is not original and block.content != original.content:
                 self.transcript.edit(block.state.name.lower(), block)

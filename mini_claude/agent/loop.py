@@ -38,6 +38,7 @@ from mini_claude.context.thinking import (
 from mini_claude.context.tier import cache_is_cold
 from mini_claude.conversation import (
     Conversation,
+    ImageBlock,
     Message,
     TextBlock,
     ToolUseBlock,
@@ -177,11 +178,14 @@ class Agent:
 
     # ---- turns ------------------------------------------------------------------------
 
-    async def turn(self, text: str, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
+    async def turn(
+        self, text: str, max_requests: int | None = None, images: Sequence[ImageBlock] = ()
+    ) -> AsyncIterator[ev.Event]:
         """Run one user request to completion, yielding events as they happen.
 
         With ``max_requests`` the turn stops, once the tools of that many model
         calls have run, with :class:`TurnLimitReached` (print mode's ``--max-turns``).
+        ``images`` (pasted or mentioned) go with the text.
         """
         yield ev.TurnStarted(text)
         if not text.strip():
@@ -195,7 +199,9 @@ class Agent:
         if updated is not None:
             self.reconfigure(updated)
         self.compactor.note_turn_start()
-        self.history.append(self._with_plan_reminder(user_text(text)))
+        message = user_text(text)
+        message.blocks.extend(images)
+        self.history.append(self._with_plan_reminder(message))
         if self.compactor.should_auto_compact(self.conversation):
             async for event in self._compact("auto"):
                 yield event
@@ -591,7 +597,7 @@ class Agent:
         last = results[-1]
         block = replace(last.block, content=f"{last.block.content}\n\n{reminder}")
         original = replace(last.original, content=f"{last.original.content}\n\n{reminder}")
-        return [*results[:-1], AdmittedResult(block, original, last.report)]
+        return [*results[:-1], AdmittedResult(block, original, last.report, last.images)]
 
     def _without_keys(self, output: ToolOutput) -> ToolOutput:
         """A tool may print one of our API keys (``cat .env``); it must not reach the

@@ -36,6 +36,7 @@ from mini_claude.context.summary_request import (
     summary_instruction,
     tokens_to_drop,
     unsent_suffix_start,
+    without_images,
 )
 from mini_claude.context.thinking import max_tokens_for, without_thinking
 from mini_claude.conversation import Conversation, Message, TextBlock, ToolUseBlock
@@ -352,7 +353,9 @@ class Compactor:
                 model=ctx.model,
                 system=ctx.system,
                 messages=[
-                    *(without_thinking(shaped.messages) if reshaped else shaped.messages),
+                    *without_images(
+                        without_thinking(shaped.messages) if reshaped else shaped.messages
+                    ),
                     instruction,
                 ],
                 tools=ctx.tools,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from mini_claude.conversation import (
     Block,
     Conversation,
+    ImageBlock,
     Message,
     RedactedThinkingBlock,
     ResultRef,
@@ -160,6 +161,8 @@ class ShapeMemo:
             return self.of_text(block.thinking)
         if isinstance(block, RedactedThinkingBlock):
             return block_chars(block) / 4
+        if isinstance(block, ImageBlock):
+            return float(block.tokens)  # the provider's own formula, fixed when it was loaded
         return self.of_text(block.render())
 
     def of_messages(self, messages: Sequence[Message]) -> tuple[float, int]:

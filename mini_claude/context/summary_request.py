@@ -14,7 +14,14 @@ from functools import cache
 from importlib import resources
 
 from mini_claude.context.placeholders import cut_to_head_and_tail
-from mini_claude.conversation import Message, SummaryBlock, TextBlock, ToolResultBlock
+from mini_claude.conversation import (
+    Block,
+    ImageBlock,
+    Message,
+    SummaryBlock,
+    TextBlock,
+    ToolResultBlock,
+)
 from mini_claude.prompts import SUMMARY_HEADING
 
 TEMPLATE_PACKAGE = "mini_claude.templates"
@@ -30,6 +37,21 @@ DROP_MARGIN_SHARE = 0.05
 _ANALYSIS = re.compile(r"<analysis>.*?(?:</analysis>|\Z)", re.DOTALL | re.IGNORECASE)
 _SUMMARY = re.compile(r"<summary>(.*?)(?:</summary>|\Z)", re.DOTALL | re.IGNORECASE)
 _STRAY_TAGS = re.compile(r"</?(?:analysis|summary)>", re.IGNORECASE)
+
+
+def without_images(messages: Sequence[Message]) -> list[Message]:
+    """Each image replaced by a line naming its file and size: a summary request never
+    carries image data (a summary cannot keep it, and it would cost its tokens again).
+    Messages without images are passed on as they are, so the cached prefix still holds."""
+    out: list[Message] = []
+    for message in messages:
+        if not any(isinstance(b, ImageBlock) for b in message.blocks):
+            out.append(message)
+            continue
+        blocks: list[Block] = [TextBlock(b.placeholder()) if isinstance(b, ImageBlock) else b
+                               for b in message.blocks]
+        out.append(Message(message.role, blocks))
+    return out
 
 
 @cache

@@ -1,9 +1,9 @@
-"""An MCP tool result as the text the conversation carries.
+"""An MCP tool result as the text (and images) the conversation carries.
 
-Tool results reach the model as text, so an image (or audio, or a binary
-resource) is written under the session's tool-results folder and the text
-names where it is; text parts are joined in order. Whatever is large goes
-through tier 0 afterwards like any other result.
+An image is passed to the model as an image when the model takes images
+(``image_loader``); it, audio and binary resources are also written under the
+session's tool-results folder and the text names where; text parts are joined
+in order. Whatever is large goes through tier 0 afterwards like any other result.
 """
 
 from __future__ import annotations
@@ -14,11 +14,17 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mini_claude.conversation import ImageBlock
 from mini_claude.private_dirs import make_private_dirs
 from mini_claude.protocol import ToolOutput
+from mini_claude.tools.common import ToolError
+
+# Bytes and a name -> an image block for the model; raises ToolError when it cannot be one.
+ImageLoader = Callable[[bytes, str], ImageBlock]
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
@@ -61,14 +67,23 @@ class BinarySaver:
             return path
 
 
-def result_output(result: CallToolResult, tool_name: str, saver: BinarySaver) -> ToolOutput:
-    """The result's parts in order, binary ones replaced by where they were saved."""
+def result_output(result: CallToolResult, tool_name: str, saver: BinarySaver,
+                  image_loader: ImageLoader | None = None) -> ToolOutput:
+    """The result's parts in order, binary ones replaced by where they were saved; images
+    also passed as images when ``image_loader`` can make them."""
     from mcp_types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 
     parts: list[str] = []
+    images: list[ImageBlock] = []
     for block in result.content:
         if isinstance(block, TextContent):
             parts.append(block.text)
+        elif isinstance(block, ImageContent) and image_loader is not None and (
+            image := _as_image(block.data, tool_name, image_loader)
+        ) is not None:
+            images.append(image)
+            parts.append(f"[image ({block.mime_type}, {image.original_bytes:,} bytes) from "
+                         f"{tool_name}: shown to you as an image]")
         elif isinstance(block, ImageContent | AudioContent):
             kind = "image" if isinstance(block, ImageContent) else "audio"
             parts.append(_binary_part(kind, block.mime_type, block.data, tool_name, saver))
@@ -80,7 +95,15 @@ def result_output(result: CallToolResult, tool_name: str, saver: BinarySaver) ->
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=2))
     text = "\n".join(parts) if parts else EMPTY_RESULT
-    return ToolOutput(text, is_error=result.is_error)
+    return ToolOutput(text, is_error=result.is_error, images=tuple(images))
+
+
+def _as_image(encoded: str, tool_name: str, loader: ImageLoader) -> ImageBlock | None:
+    """The image for the model, or None to fall back to saving it (bad data, no vision)."""
+    try:
+        return loader(base64.b64decode(encoded, validate=True), f"{tool_name} image")
+    except (binascii.Error, ValueError, ToolError):
+        return None
 
 
 def _resource_part(block: Any, tool_name: str, saver: BinarySaver) -> str:

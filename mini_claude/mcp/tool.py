@@ -7,9 +7,10 @@ import re
 from typing import Any
 
 from mini_claude.mcp.connection import McpCallError, RemoteTool, ServerConnection
-from mini_claude.mcp.results import BinarySaver, result_output
+from mini_claude.mcp.results import BinarySaver, ImageLoader, result_output
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.images import image_from_bytes, vision_refusal
 
 TOOL_PREFIX = "mcp__"
 MAX_TOOL_NAME = 64  # what both providers accept
@@ -60,13 +61,21 @@ class McpTool:
             result = await self.server.call(self.remote.name, args)
         except McpCallError as exc:
             return ToolOutput(str(exc), is_error=True)
-        return result_output(result, self.spec.name, _saver(ctx))
+        return result_output(result, self.spec.name, _saver(ctx), _image_loader(ctx))
 
 
 def _saver(ctx: ToolContext) -> BinarySaver:
     """Binary parts go beside the session's persisted results."""
     folder = ctx.settings.tool_results_dir / (_safe_session(ctx.session_id) or "session")
     return BinarySaver(folder)
+
+
+def _image_loader(ctx: ToolContext) -> ImageLoader | None:
+    """Images go to the model as images, when the model takes them."""
+    if vision_refusal(ctx.settings) is not None:
+        return None
+    settings = ctx.settings
+    return lambda data, name: image_from_bytes(data, name, settings)
 
 
 def _safe_session(session_id: str) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from mini_claude.conversation import (
     Block,
+    ImageBlock,
     Message,
     RedactedThinkingBlock,
     Role,
@@ -131,6 +132,9 @@ def wire_block(block: Block) -> dict[str, Any]:
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if isinstance(block, RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": block.data}
+    if isinstance(block, ImageBlock):
+        source = {"type": "base64", "media_type": block.media_type, "data": block.data}
+        return {"type": "image", "source": source}
     return {"type": "text", "text": block.render()}
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mini_claude.conversation import (
+    ImageBlock,
     Message,
     SummaryBlock,
     TextBlock,
@@ -100,9 +101,21 @@ def wire_messages(message: Message) -> list[dict[str, Any]]:
         if isinstance(b, ToolResultBlock)
     ]
     text = _joined_text(message)
-    if text or not wire:
+    images = [b for b in message.blocks if isinstance(b, ImageBlock)]
+    if images:
+        # Tool messages carry text only: a tool's images follow in a user message.
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        parts.extend(image_part(image) for image in images)
+        wire.append({"role": "user", "content": parts})
+    elif text or not wire:
         wire.append({"role": "user", "content": text})
     return wire
+
+
+def image_part(image: ImageBlock) -> dict[str, Any]:
+    """An image as a data URL (the Chat Completions ``image_url`` part)."""
+    url = f"data:{image.media_type};base64,{image.data}"
+    return {"type": "image_url", "image_url": {"url": url}}
 
 
 def _assistant_message(message: Message) -> dict[str, Any]:

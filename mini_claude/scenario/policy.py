@@ -23,6 +23,7 @@ from mini_claude.simulator.types import (
     TextPart,
     ToolCall,
     ToolResultPart,
+    ToolUsePart,
 )
 
 HISTORY_TOOL = "search_history"
@@ -163,7 +164,7 @@ def context_text(conv: SimConversation) -> str:
                 parts.append(block.text)
             elif isinstance(block, ToolResultPart):
                 parts.append(block.content)
-            else:
+            elif isinstance(block, ToolUsePart):
                 parts.append(json.dumps(block.input))
     return "\n".join(parts)
 

@@ -6,9 +6,11 @@ import json
 from typing import Any
 
 from mini_claude.simulator.diagnostics import fingerprint, previous_id_of
+from mini_claude.simulator.images import SeenImage, anthropic_image
 from mini_claude.simulator.thinking import PrefixChain, check_thinking, thinking_mode
 from mini_claude.simulator.tokens import TOOL_OVERHEAD, TokenCounter, canonical_json
 from mini_claude.simulator.types import (
+    ImagePart,
     SimBlock,
     SimConversation,
     SimMessage,
@@ -117,6 +119,10 @@ def _check_block(block: Any, where: str) -> None:
                 )
                 if item.get("type") == "text":
                     _check_text(item.get("text"), f"{where}.content.{index}")
+                elif item.get("type") == "image":
+                    anthropic_image(item, f"{where}.content.{index}")
+    elif kind == "image":
+        anthropic_image(block, where)
     elif kind not in OPAQUE_BLOCK_TYPES:
         raise WireError(
             f"{where}: Input tag '{kind}' found using 'type' does not match any of the "
@@ -289,10 +295,23 @@ def _count_breakpoints(
     return count
 
 
+def _images_in(block: dict[str, Any]) -> list[SeenImage]:
+    """The images of a block (itself, or inside a tool_result), measured."""
+    if block.get("type") == "image":
+        return [anthropic_image(block, "image")]
+    nested = block.get("content") if block.get("type") == "tool_result" else None
+    if not isinstance(nested, list):
+        return []
+    return [anthropic_image(i, "image") for i in nested
+            if isinstance(i, dict) and i.get("type") == "image"]
+
+
 def _block_text(block: dict[str, Any]) -> str:
     kind = block.get("type")
     if kind == "text":
         return str(block["text"])
+    if kind == "image":
+        return ""  # priced by its size (see _images_in), never by its base64
     if kind == "tool_use":
         return f"{block['name']} {canonical_json(block['input'])}"
     if kind == "tool_result":
@@ -324,7 +343,8 @@ def _units(
                 ttls = [_ttl_of("content", i) for i in nested if isinstance(i, dict)]
                 ttl = next((t for t in ttls if t is not None), None)
             piece = _strip_control(block)
-            builder.add_message_block(message["role"], b_index == 0, piece, _block_text(block), ttl)
+            builder.add_message_block(message["role"], b_index == 0, piece, _block_text(block), ttl,
+                                      image_tokens=sum(i.tokens for i in _images_in(block)))
         if not message["content"]:
             builder.add_message_block(message["role"], True, "", "")
     if top_level_ttl is not None and builder.units:
@@ -349,6 +369,8 @@ def _to_sim_blocks(blocks: list[dict[str, Any]]) -> list[SimBlock]:
                     bool(block.get("is_error", False)),
                 )
             )
+        for image in _images_in(block):
+            parts.append(ImagePart(image.media_type, image.width, image.height, image.tokens))
     return parts
 
 

@@ -6,8 +6,10 @@ import json
 import time
 from typing import Any
 
+from mini_claude.simulator.images import openai_image
 from mini_claude.simulator.tokens import TOOL_OVERHEAD, TokenCounter, canonical_json
 from mini_claude.simulator.types import (
+    ImagePart,
     SimBlock,
     SimConversation,
     SimMessage,
@@ -64,9 +66,23 @@ def _content_text(content: Any, where: str) -> str:
             )
         if part["type"] == "text":
             texts.append(str(part.get("text", "")))
+        elif part["type"] == "image_url":
+            openai_image(part, f"{where}[{index}]")  # checked here; priced by _images_of
         else:
             texts.append(canonical_json(part))
     return "\n".join(texts)
+
+
+def _images_of(content: Any) -> list[ImagePart]:
+    """The images of a user message's content parts, measured as the API prices them."""
+    if not isinstance(content, list):
+        return []
+    found: list[ImagePart] = []
+    for index, part in enumerate(content):
+        if isinstance(part, dict) and part.get("type") == "image_url":
+            seen = openai_image(part, f"content[{index}]")
+            found.append(ImagePart(seen.media_type, seen.width, seen.height, seen.tokens))
+    return found
 
 
 def _check_message(message: Any, index: int) -> None:
@@ -241,7 +257,8 @@ def _sim_message(message: dict[str, Any]) -> SimMessage | None:
     if role == "tool":
         return SimMessage("user", [ToolResultPart(message["tool_call_id"], text)])
     if role == "user":
-        return SimMessage("user", [TextPart(text)] if text else [])
+        images: list[SimBlock] = list(_images_of(message.get("content")))
+        return SimMessage("user", ([TextPart(text)] if text else []) + images)
     if role != "assistant":
         return None
     blocks: list[SimBlock] = [TextPart(text)] if text else []
@@ -272,8 +289,10 @@ def _units(
             arguments = function.get("arguments")
             arguments_text = arguments if isinstance(arguments, str) else canonical_json(arguments)
             pieces.append((call, f"{function['name']} {arguments_text}"))
+        image_tokens = sum(i.tokens for i in _images_of(message.get("content")))
         for index, (piece, piece_text) in enumerate(pieces):
-            builder.add_message_block(role, index == 0, piece, piece_text)
+            builder.add_message_block(role, index == 0, piece, piece_text,
+                                      image_tokens=image_tokens if index == 0 else 0)
     return builder
 
 

@@ -63,7 +63,18 @@ class ToolResultPart:
     type: Literal["tool_result"] = "tool_result"
 
 
-SimBlock = TextPart | ToolUsePart | ToolResultPart
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image the request carried, as the server measured it."""
+
+    media_type: str
+    width: int
+    height: int
+    tokens: int
+    type: Literal["image"] = "image"
+
+
+SimBlock = TextPart | ToolUsePart | ToolResultPart | ImagePart
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +93,10 @@ class SimMessage:
     @property
     def tool_results(self) -> list[ToolResultPart]:
         return [b for b in self.blocks if isinstance(b, ToolResultPart)]
+
+    @property
+    def images(self) -> list[ImagePart]:
+        return [b for b in self.blocks if isinstance(b, ImagePart)]
 
     @property
     def is_plain_user_message(self) -> bool:

@@ -123,20 +123,23 @@ class UnitBuilder:
         label: str,
         overhead: int = BLOCK_OVERHEAD,
         ttl: float | None = None,
+        image_tokens: int = 0,
     ) -> None:
-        """``piece`` identifies the content; ``text`` is what gets tokenized."""
+        """``piece`` identifies the content; ``text`` is what gets tokenized; images in the
+        piece cost ``image_tokens`` (priced by size, never by their base64)."""
         identity = digest(canonical_json(piece)) if not isinstance(piece, str) else digest(piece)
         tokens = self.counter.count_memoized(identity, lambda: text)
         key = digest(label) + identity
-        self.units.append(PromptUnit(key, tokens + overhead, ttl))
+        self.units.append(PromptUnit(key, tokens + overhead + image_tokens, ttl))
 
     def add_message_block(
-        self, role: str, first: bool, piece: Any, text: str, ttl: float | None = None
+        self, role: str, first: bool, piece: Any, text: str, ttl: float | None = None,
+        image_tokens: int = 0,
     ) -> None:
         """A message's first block also carries the message's own framing cost."""
         overhead = BLOCK_OVERHEAD + (MESSAGE_OVERHEAD if first else 0)
         label = f"{role}:{'first' if first else 'next'}"
-        self.add(piece, text, label=label, overhead=overhead, ttl=ttl)
+        self.add(piece, text, label=label, overhead=overhead, ttl=ttl, image_tokens=image_tokens)
 
 
 def merge_same_role(messages: list[SimMessage]) -> list[SimMessage]:

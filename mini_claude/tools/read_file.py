@@ -15,6 +15,7 @@ from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.file_stamps import file_stamp
 from mini_claude.tools.ignore import BINARY_SNIFF_BYTES, looks_binary
+from mini_claude.tools.images import describe, is_image_path, load_image
 from mini_claude.tools.paths import read_permission, resolve
 from mini_claude.tools.special_files import open_regular, refuse_special
 
@@ -36,7 +37,8 @@ SPEC = ToolSpec(
         "with offset/limit also ends early rather than grow too large). Lines longer "
         f"than {MAX_LINE_CHARS:,} characters are cut. Paths are relative to the project folder. "
         "Use this to look at a file before editing it; use grep_search to find where something "
-        "is first when you do not know the file."
+        "is first when you do not know the file. An image (png, jpg, gif, webp) is shown to "
+        "you as an image."
     ),
     input_schema={
         "type": "object",
@@ -89,6 +91,9 @@ class ReadFileTool:
         if path.is_dir():
             raise ToolError(f"{target.shown} is a directory; use list_files to see what is in it")
         refuse_special(path, target.shown)
+        if is_image_path(path):
+            image = load_image(path, target.shown, ctx.settings)
+            return ToolOutput(describe(image), images=(image,))
         stamp = file_stamp(path)
         try:
             max_bytes = page_bytes(ctx.settings) if bounds_itself(ctx.settings, args) else None

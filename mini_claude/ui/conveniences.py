@@ -18,6 +18,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
 from mini_claude.conversation import ToolResultBlock, ToolUseBlock
+from mini_claude.tools.images import is_image_path
 
 if TYPE_CHECKING:  # the agent chain loads after the first prompt is drawn
     from mini_claude import events as ev
@@ -80,8 +81,8 @@ async def attach_mentions(agent: Agent, text: str) -> tuple[str, list[ev.Event]]
     attachments: list[str] = []
     root = agent.tool_context.root
     for index, path in enumerate(dict.fromkeys(MENTION.findall(text))):
-        if not (root / path).is_file():
-            continue
+        if not (root / path).is_file() or is_image_path(path):
+            continue  # an image goes as an image (ui/image_attachments.py)
         use = ToolUseBlock(f"user-mention-{index}", "read_file", {"path": path})
         output = await agent.registry.execute(use.name, use.input, agent.tool_context)
         block, report = admit_result(output, use, agent.store, agent.settings)

@@ -41,6 +41,7 @@ from mini_claude.ui.conveniences import (
     run_user_shell,
 )
 from mini_claude.ui.hooks_view import ask_project_hooks
+from mini_claude.ui.image_attachments import attach_images
 from mini_claude.ui.live import LiveView, TurnActivity
 from mini_claude.ui.prompt_input import (
     EmptyInterrupt,
@@ -282,9 +283,10 @@ class Repl:
     async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
         """A message: its `@path` files attached, earlier `!command` output put before it."""
         text, attached = await attach_mentions(self.agent, text)
-        for event in attached:
+        images, image_notes = await attach_images(self.agent, text)
+        for event in [*attached, *image_notes]:
             yield event
-        async for event in self.agent.turn(self.shell_context.with_message(text)):
+        async for event in self.agent.turn(self.shell_context.with_message(text), images=images):
             yield event
 
     async def _next_message(self) -> str | None:

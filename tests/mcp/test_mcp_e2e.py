@@ -93,13 +93,37 @@ def test_large_result_is_persisted_by_tier_zero(
     assert "line 02999 of a large result" in saved[0].read_text()
 
 
-def test_image_result_becomes_a_placeholder_naming_the_saved_file(
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_image_result_reaches_the_model_as_an_image(
+    provider: str,
     project: Path,
     isolated_home: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    write_config(isolated_home / "mcp.json", {"sample": stdio_entry()})
+    recorder = Recorder([call("mcp__sample__picture"), Reply("seen")])
+    code, _, err = run(simulator, recorder, monkeypatch, capsys, "--yes", provider=provider)
+    assert code == 0, err
+    [(content, is_error)] = tool_results(recorder, 1) or [
+        (r.content, r.is_error) for r in recorder.seen[1].tool_results()[-1:]
+    ]
+    assert not is_error
+    assert content.startswith("a red pixel\n[image (image/png, ")
+    assert "shown to you as an image" in content
+    images = [i for m in recorder.seen[1].messages for i in m.images]
+    assert [(i.media_type, i.width, i.height) for i in images] == [("image/png", 1, 1)]
+
+
+def test_image_result_becomes_a_placeholder_naming_the_saved_file_without_vision(
+    project: Path,
+    isolated_home: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("MINI_CLAUDE_VISION", "0")
     write_config(isolated_home / "mcp.json", {"sample": stdio_entry()})
     recorder = Recorder([call("mcp__sample__picture"), Reply("seen")])
     code, _, err = run(simulator, recorder, monkeypatch, capsys, "--yes")
