@@ -1,0 +1,94 @@
+"""Images: loaded within each API's limits, priced by the provider's formula, refused for a
+model without vision, and found in a message as @mentions or dropped paths."""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from mini_claude.settings import Settings
+from mini_claude.tools.common import ToolError
+from mini_claude.tools.images import image_from_bytes, image_tokens, load_image
+from mini_claude.tools.read_file import ReadFileTool
+from mini_claude.ui.image_attachments import image_paths_in
+from tests.support.tools import run, tool_context
+
+
+def png(width: int, height: int, noisy: bool = False) -> bytes:
+    image = Image.new("RGB", (width, height), (30, 120, 200))
+    if noisy:
+        image = Image.effect_noise((width, height), 80).convert("RGB")
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def test_the_provider_formulas() -> None:
+    assert image_tokens("anthropic", 1000, 750) == 1000  # width × height / 750
+    assert image_tokens("anthropic", 200, 200) == 54
+    # OpenAI: 2048×4096 fits 1024×2048, short side to 768: 768×1536 = 2×3 tiles.
+    assert image_tokens("openai", 2048, 4096) == 85 + 170 * 6
+    assert image_tokens("openai", 512, 512) == 85 + 170
+
+
+def test_a_large_screenshot_is_downscaled_to_the_anthropic_limit() -> None:
+    block = image_from_bytes(png(4000, 3000), "shot.png", Settings(provider="anthropic"))
+    assert (block.width, block.height) == (1568, 1176)
+    assert block.tokens == image_tokens("anthropic", 1568, 1176)
+    assert block.media_type == "image/png"
+    openai = image_from_bytes(png(4000, 3000), "shot.png", Settings(provider="openai"))
+    assert (openai.width, openai.height) == (2048, 1536)
+
+
+def test_an_image_too_big_in_bytes_becomes_a_jpeg_under_the_limit() -> None:
+    raw = png(1500, 1500, noisy=True)
+    assert len(raw) > 5 * 1024 * 1024  # noise compresses badly in PNG
+    block = image_from_bytes(raw, "noise.png", Settings(provider="anthropic"))
+    assert block.media_type == "image/jpeg" and (block.width, block.height) == (1500, 1500)
+    assert len(base64.b64decode(block.data)) <= 5 * 1024 * 1024
+    assert block.original_bytes == len(raw)
+
+
+def test_a_small_png_is_sent_as_it_is(tmp_path: Path) -> None:
+    raw = png(64, 32)
+    (tmp_path / "icon.png").write_bytes(raw)
+    block = load_image(tmp_path / "icon.png", "icon.png", Settings())
+    assert base64.b64decode(block.data) == raw
+    assert (block.width, block.height, block.tokens) == (64, 32, 3)
+
+
+def test_a_model_without_vision_gets_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "shot.png").write_bytes(png(10, 10))
+    with pytest.raises(ToolError, match="deepseek-chat does not accept images"):
+        load_image(tmp_path / "shot.png", "shot.png", Settings(model="deepseek-chat"))
+    out = run(ReadFileTool().run({"path": "shot.png"}, tool_context(tmp_path, vision=False)))
+    assert out.is_error
+    assert out.content == "cannot send shot.png: images are turned off for " \
+        f"{Settings().model} (MINI_CLAUDE_VISION=0)"
+
+
+def test_read_file_of_an_image_returns_the_image(tmp_path: Path) -> None:
+    (tmp_path / "ui.png").write_bytes(png(300, 150))
+    out = run(ReadFileTool().run({"path": "ui.png"}, tool_context(tmp_path)))
+    assert not out.is_error
+    assert out.content.startswith("[image ui.png: 300×150 image/png, ")
+    assert "about 60 tokens in context" in out.content
+    assert [(i.name, i.width, i.height) for i in out.images] == [("ui.png", 300, 150)]
+    (tmp_path / "fake.png").write_text("not a picture")
+    bad = run(ReadFileTool().run({"path": "fake.png"}, tool_context(tmp_path)))
+    assert bad.is_error and "is not an image that can be read" in bad.content
+
+
+def test_mentions_and_dropped_paths_are_found(tmp_path: Path) -> None:
+    (tmp_path / "shot.png").write_bytes(png(4, 4))
+    (tmp_path / "my shots").mkdir()
+    (tmp_path / "my shots" / "bug 1.jpg").write_bytes(b"x")
+    dropped = str(tmp_path / "my shots" / "bug 1.jpg")
+    text = f"what is wrong in @shot.png and '{dropped}'? also @missing.png and notes.txt"
+    assert image_paths_in(text, tmp_path) == ["shot.png", dropped]
+    escaped = dropped.replace(" ", "\\ ")
+    assert image_paths_in(f"look at {escaped}", tmp_path) == [dropped]
