@@ -8,6 +8,7 @@ and, when the turn is interrupted, gives the model what was printed so far.
 from __future__ import annotations
 
 import codecs
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -17,6 +18,10 @@ from mini_claude.protocol import ToolProgress
 RECENT_LINES = 200
 RECENT_LINE_CHARS = 400
 FIRST_UPDATE_SECONDS = 1.0  # a quick command shows no live output at all
+# Colour and cursor sequences and other control characters: a live line is plain text.
+_TERMINAL_CODES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+)
 
 
 class CallProgress:
@@ -55,10 +60,12 @@ class CallProgress:
     def add(self, text: str) -> None:
         if not text:
             return
+        text = _TERMINAL_CODES.sub("", text.replace("\r\n", "\n"))
         pieces = (self._open_line + text).split("\n")
-        self._open_line = pieces.pop()[-RECENT_LINE_CHARS:]
+        # A carriage return redraws its line (progress bars): what follows it is the line.
+        self._open_line = pieces.pop()[-RECENT_LINE_CHARS * 4:]
         for line in pieces:
-            self._recent.append(line[:RECENT_LINE_CHARS])
+            self._recent.append(line.rsplit("\r", 1)[-1][:RECENT_LINE_CHARS])
         self.lines += len(pieces)
         self._maybe_publish()
 
@@ -72,7 +79,8 @@ class CallProgress:
         self._publish(self.snapshot())
 
     def snapshot(self) -> ToolProgress:
-        recent = [*self._recent, *([self._open_line] if self._open_line else [])]
+        open_line = self._open_line.rstrip("\r").rsplit("\r", 1)[-1][:RECENT_LINE_CHARS]
+        recent = [*self._recent, *([open_line] if open_line else [])]
         return ToolProgress(
             self.tool_use_id, self.name, "\n".join(recent),
             self.lines + (1 if self._open_line else 0), self._clock() - self._started,

@@ -118,3 +118,19 @@ def test_the_permission_is_run_shells(tmp_path: Path) -> None:
                                         ctx)
     assert request is not None and request.subject == "run_shell:npm run dev"
     assert ShellOutputTool().permission({"shell_id": "bash_1"}, ctx) is None
+
+
+def test_live_lines_are_plain_text_and_a_progress_bar_keeps_its_last_state() -> None:
+    from mini_claude.tools.progress import CallProgress
+
+    times = iter([0.0, *[5.0] * 20])
+    sent: list[object] = []
+    progress = CallProgress("toolu_1", "run_shell", sent.append, clock=lambda: next(times))
+    feed = progress.feeder()
+    feed("\x1b[32mok\x1b[0m build\nfetch 10%\rfetch 90%\n".encode())
+    feed("caf\xc3".encode("latin-1"))  # a character split across two reads
+    feed(b"\xa9 ready\rcaf\xc3\xa9 done")
+    snapshot = progress.snapshot()
+    assert snapshot.recent == "ok build\nfetch 90%\ncafé done"
+    assert snapshot.lines == 3
+    assert sent, "an update after the first second"
