@@ -2,7 +2,8 @@
 
 Anthropic: ``{"type": "image", "source": {"type": "base64", "media_type", "data"}}``,
 png/jpeg/gif/webp, at most 5 MB and 8000 pixels a side, ``width × height / 750``
-tokens (the API itself shrinks an image past 1568 pixels on its long edge first).
+tokens (the API itself shrinks an image past 1568 pixels on its long edge, or past about
+1,600 tokens, first).
 OpenAI: ``{"type": "image_url", "image_url": {"url": "data:<type>;base64,…"}}``, at
 most 20 MB, 85 + 170 tokens per 512-pixel tile after fitting the image in 2048×2048
 and its short side in 768. Written apart from the client's own formulas on purpose:
@@ -27,6 +28,7 @@ MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 ANTHROPIC_MAX_BYTES = 5 * 1024 * 1024
 ANTHROPIC_MAX_SIDE = 8000
 ANTHROPIC_RESIZE_EDGE = 1568
+ANTHROPIC_RESIZE_PIXELS = 1600 * 750  # about 1,600 tokens
 OPENAI_MAX_BYTES = 20 * 1024 * 1024
 _DATA_URL = re.compile(r"^data:(image/[a-z+.-]+);base64,(.*)$", re.DOTALL)
 
@@ -68,7 +70,8 @@ def anthropic_image(block: dict[str, Any], where: str) -> SeenImage:
     if max(width, height) > ANTHROPIC_MAX_SIDE:
         raise WireError(f"{where}: image dimensions exceed max allowed size: "
                         f"{ANTHROPIC_MAX_SIDE} pixels")
-    scale = min(1.0, ANTHROPIC_RESIZE_EDGE / max(width, height))
+    scale = min(1.0, ANTHROPIC_RESIZE_EDGE / max(width, height),
+                math.sqrt(ANTHROPIC_RESIZE_PIXELS / (width * height)))
     tokens = math.ceil((width * scale) * (height * scale) / 750)
     return SeenImage(str(media_type), width, height, tokens)
 

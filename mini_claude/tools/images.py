@@ -1,7 +1,7 @@
 """Images for the model: loaded with Pillow, kept within the provider's limits, priced.
 
 Anthropic takes images up to 5 MB and bills ``width × height / 750`` tokens,
-downscaling anything past 1568 pixels on the long edge itself; OpenAI takes up
+downscaling anything past 1568 pixels on the long edge or ~1,600 tokens itself; OpenAI takes up
 to 20 MB, fits the image in 2048×2048, then its short side in 768, and bills
 85 + 170 tokens per 512-pixel tile. We downscale first, so what we send is what
 we count and a huge screenshot never costs more than the API would charge.
@@ -34,11 +34,12 @@ MAX_SOURCE_BYTES = 50 * 1024 * 1024  # larger files are not even opened
 class ImageLimits:
     max_bytes: int  # encoded image, before base64
     max_edge: int  # long edge in pixels
+    max_pixels: int  # width × height
 
 
 LIMITS = {
-    "anthropic": ImageLimits(5 * 1024 * 1024, 1568),
-    "openai": ImageLimits(20 * 1024 * 1024, 2048),
+    "anthropic": ImageLimits(5 * 1024 * 1024, 1568, 1600 * 750),
+    "openai": ImageLimits(20 * 1024 * 1024, 2048, 2048 * 2048),
 }
 
 
@@ -97,7 +98,8 @@ def image_from_bytes(raw: bytes, name: str, settings: Settings) -> ImageBlock:
     except (UnidentifiedImageError, OSError, Image.DecompressionBombError) as exc:
         raise ToolError(f"{name} is not an image that can be read: {exc}") from None
     data, media_type = raw, SENT_AS_IS.get(source_format)
-    if media_type is None or max(image.size) > limits.max_edge or len(raw) > limits.max_bytes:
+    too_large = max(image.size) > limits.max_edge or image.width * image.height > limits.max_pixels
+    if media_type is None or too_large or len(raw) > limits.max_bytes:
         image, data, media_type = _fitted(image, limits)
     width, height = image.size
     return ImageBlock(
@@ -114,18 +116,23 @@ def image_from_bytes(raw: bytes, name: str, settings: Settings) -> ImageBlock:
 def _fitted(image: Image.Image, limits: ImageLimits) -> tuple[Image.Image, bytes, str]:
     """Downscale to the long-edge limit and encode as PNG, or JPEG when PNG is too big."""
     from PIL import Image
-    if max(image.size) > limits.max_edge:
-        image = image.copy()
-        image.thumbnail((limits.max_edge, limits.max_edge), Image.Resampling.LANCZOS)
+
+    width, height = image.size
+    scale = min(1.0, limits.max_edge / max(width, height),
+                math.sqrt(limits.max_pixels / (width * height)))
+    if scale < 1.0:
+        size = (max(1, int(width * scale)), max(1, int(height * scale)))
+        image = image.resize(size, Image.Resampling.LANCZOS)
     png = _encode(image, "PNG")
     if len(png) <= limits.max_bytes:
         return image, png, "image/png"
-    quality = 85
     while True:
-        jpeg = _encode(image.convert("RGB"), "JPEG", quality=quality)
-        if len(jpeg) <= limits.max_bytes or quality <= 40:
-            return image, jpeg, "image/jpeg"
-        quality -= 15
+        for quality in (85, 70, 55, 40):
+            jpeg = _encode(image.convert("RGB"), "JPEG", quality=quality)
+            if len(jpeg) <= limits.max_bytes:
+                return image, jpeg, "image/jpeg"
+        smaller = (max(1, image.width * 3 // 4), max(1, image.height * 3 // 4))
+        image = image.resize(smaller, Image.Resampling.LANCZOS)  # still too big: smaller
 
 
 def _encode(image: Image.Image, fmt: str, **options: int) -> bytes:

@@ -50,7 +50,7 @@ def test_anthropic_prices_an_image_by_its_size(sim: Simulator) -> None:
     small = claude_send(sim, [text, claude_image(png_b64(300, 250))]).usage.input_tokens
     large = claude_send(sim, [text, claude_image(png_b64(3000, 2000))]).usage.input_tokens
     assert small - plain == 100 + 1  # 300 × 250 / 750, plus the block's framing
-    shrunk = math.ceil(1568 * (2000 * 1568 / 3000) / 750)  # to 1568 on the long edge first
+    shrunk = math.ceil(3000 * 2000 * (1600 * 750 / (3000 * 2000)) / 750)  # to ~1,600 tokens
     assert large - plain == shrunk + 1
 
 

@@ -12,7 +12,13 @@ from PIL import Image
 
 from mini_claude.settings import Settings
 from mini_claude.tools.common import ToolError
-from mini_claude.tools.images import image_from_bytes, image_tokens, load_image
+from mini_claude.tools.images import (
+    ImageLimits,
+    _fitted,
+    image_from_bytes,
+    image_tokens,
+    load_image,
+)
 from mini_claude.tools.read_file import ReadFileTool
 from mini_claude.ui.image_attachments import image_paths_in
 from tests.support.tools import run, tool_context
@@ -37,8 +43,8 @@ def test_the_provider_formulas() -> None:
 
 def test_a_large_screenshot_is_downscaled_to_the_anthropic_limit() -> None:
     block = image_from_bytes(png(4000, 3000), "shot.png", Settings(provider="anthropic"))
-    assert (block.width, block.height) == (1568, 1176)
-    assert block.tokens == image_tokens("anthropic", 1568, 1176)
+    assert (block.width, block.height) == (1264, 948)  # within ~1,600 tokens, as the API would
+    assert block.tokens == image_tokens("anthropic", 1264, 948) == 1598
     assert block.media_type == "image/png"
     openai = image_from_bytes(png(4000, 3000), "shot.png", Settings(provider="openai"))
     assert (openai.width, openai.height) == (2048, 1536)
@@ -48,9 +54,12 @@ def test_an_image_too_big_in_bytes_becomes_a_jpeg_under_the_limit() -> None:
     raw = png(1500, 1500, noisy=True)
     assert len(raw) > 5 * 1024 * 1024  # noise compresses badly in PNG
     block = image_from_bytes(raw, "noise.png", Settings(provider="anthropic"))
-    assert block.media_type == "image/jpeg" and (block.width, block.height) == (1500, 1500)
     assert len(base64.b64decode(block.data)) <= 5 * 1024 * 1024
     assert block.original_bytes == len(raw)
+    with Image.open(io.BytesIO(raw)) as image:
+        fitted, data, media_type = _fitted(image, ImageLimits(400_000, 2048, 4_000_000))
+    assert media_type == "image/jpeg" and len(data) <= 400_000
+    assert fitted.width == fitted.height < 1500  # quality alone was not enough: smaller too
 
 
 def test_a_small_png_is_sent_as_it_is(tmp_path: Path) -> None:
