@@ -127,7 +127,7 @@ def test_live_lines_are_plain_text_and_a_progress_bar_keeps_its_last_state() -> 
     sent: list[object] = []
     progress = CallProgress("toolu_1", "run_shell", sent.append, clock=lambda: next(times))
     feed = progress.feeder()
-    feed("\x1b[32mok\x1b[0m build\nfetch 10%\rfetch 90%\n".encode())
+    feed(b"\x1b[32mok\x1b[0m build\nfetch 10%\rfetch 90%\n")
     feed("caf\xc3".encode("latin-1"))  # a character split across two reads
     feed(b"\xa9 ready\rcaf\xc3\xa9 done")
     snapshot = progress.snapshot()
