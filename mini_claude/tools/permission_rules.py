@@ -131,7 +131,7 @@ def parse_rule(text: str, source: str) -> Rule:
     if tool not in PATTERN_ARGUMENTS:
         raise RuleError(
             f"the permission rule {written!r} (from {source}) gives a pattern, but only "
-            f"{', '.join(PATTERN_ARGUMENTS)} rules take one; name the tool alone"
+            f"{' and '.join(PATTERN_ARGUMENTS)} rules take one; name the tool alone"
         )
     prefix = pattern.endswith(PREFIX_SUFFIX)
     body = _normal(pattern[: -len(PREFIX_SUFFIX)] if prefix else pattern)

@@ -317,7 +317,7 @@ def test_a_rule_that_cannot_be_read_is_a_usage_error(
     point_at(simulator, "anthropic", monkeypatch)
     assert main(["-p", "x", "--allowed-tools", "read_file(src/*)"]) == 2
     _, err = capsys.readouterr()
-    assert err.count("\n") == 1 and "only run_shell rules take one" in err
+    assert err.count("\n") == 1 and "only run_shell and web_fetch rules take one" in err
     assert simulator.requests == []
 
 

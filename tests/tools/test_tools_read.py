@@ -116,8 +116,8 @@ def test_invalid_utf8_is_replaced_and_said(tmp_path: Path) -> None:
 
 
 def test_binary_files_are_refused(tmp_path: Path) -> None:
-    (tmp_path / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-    out = read(tmp_path, path="img.png")
+    (tmp_path / "img.dat").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    out = read(tmp_path, path="img.dat")
     assert out.is_error
     assert "binary" in out.content
 
