@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from mini_claude.conversation import ToolUseBlock
 from mini_claude.protocol import ToolProgress
+from mini_claude.tools.base import ToolContext
 from mini_claude.tools.progress import CallProgress
 
 
@@ -22,15 +23,19 @@ def streams_output(tool: object) -> bool:
 class LiveCalls:
     """The calls of the current batch, by tool_use id."""
 
-    def __init__(self, publish: Callable[[ToolProgress], None], interval: float) -> None:
+    def __init__(
+        self, publish: Callable[[ToolProgress], None], interval: float, context: ToolContext
+    ) -> None:
         self._publish = publish
         self._interval = interval
+        self._context = context
         self._calls: dict[str, CallProgress] = {}
 
-    def start(self, use: ToolUseBlock) -> CallProgress:
+    def start(self, use: ToolUseBlock) -> None:
+        """The call's live view, handed to the tool through its context."""
         progress = CallProgress(use.id, use.name, self._publish, self._interval)
         self._calls[use.id] = progress
-        return progress
+        self._context.progress = progress
 
     def partials(self) -> dict[str, str]:
         """What interrupted calls printed before they were stopped (and forget the batch)."""
@@ -39,4 +44,6 @@ class LiveCalls:
         return found
 
     def finished(self, use: ToolUseBlock) -> None:
+        """The call returned: its output is in its result, and nobody feeds a stale view."""
         self._calls.pop(use.id, None)
+        self._context.progress = None

@@ -109,7 +109,9 @@ class Agent:
         self.pipeline_seconds: list[float] = []
         self.last_call_at: float | None = None
         self._side_events: asyncio.Queue[ev.Event] | None = None
-        self.live_calls = LiveCalls(self.publish, settings.shell_progress_interval_seconds)
+        self.live_calls = LiveCalls(
+            self.publish, settings.shell_progress_interval_seconds, tool_context
+        )
         # Called at each turn start; new settings (a window the Models API reported) or None.
         self.settings_update: Callable[[], Settings | None] | None = None
         self.attach(transcript, conversation or Conversation())
@@ -546,7 +548,7 @@ class Agent:
             self._hook_warnings.extend(before.warnings)
             if before.block_reason is not None:
                 return error_output(f"Blocked by a PreToolUse hook: {before.block_reason}")
-        self.tool_context.progress = self.live_calls.start(use)
+        self.live_calls.start(use)
         output = await self.registry.execute(use.name, use.input, self.tool_context)
         self.live_calls.finished(use)
         content = clean_text(output.content)

@@ -16,7 +16,7 @@ from PIL import Image
 from mini_claude import events as ev
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.tools.images import image_tokens, load_image
-from tests.support.agent import PROVIDERS, Run
+from tests.support.agent import PROVIDERS, Runs
 
 WIDTH, HEIGHT = 800, 600
 
@@ -40,17 +40,10 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Any]:
-    runs: list[Run] = []
-
-    def make(provider: str, **overrides: Any) -> Run:
-        run = Run(simulator, provider, isolated_home, project, **overrides)
-        runs.append(run)
-        return run
-
-    yield make
-    for run in runs:
-        run.close()
+def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Runs]:
+    runs = Runs(simulator, isolated_home, project)
+    yield runs
+    runs.close()
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -5,7 +5,6 @@ id known after a compaction, and nothing left running when the session ends."""
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import socket
 import sys
@@ -20,7 +19,8 @@ from mini_claude import events as ev
 from mini_claude.context.attachments import SHELLS_TITLE
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.simulator.types import SimConversation
-from tests.support.agent import PROVIDERS, Run, request_text
+from tests.support.agent import PROVIDERS, Runs, request_text
+from tests.support.tools import process_alive
 
 INDEX = "<html><body><h1>Widget shop</h1><p>Price: <b>42 EUR</b></p></body></html>"
 APP = "NAME = 'old'\nPORT = 1\nDEBUG = True\n\ndef main():\n    return NAME\n"
@@ -43,15 +43,6 @@ def listening(port: int, timeout: float = 20.0) -> bool:
     return False
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as handle:
-        return handle.read().split(") ")[-1][0] != "Z"
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
@@ -62,18 +53,10 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Any]:
-    runs: list[Run] = []
-
-    def make(provider: str, **overrides: Any) -> Run:
-        run = Run(simulator, provider, isolated_home, project, **overrides)
-        runs.append(run)
-        return run
-
-    yield make
-    for run in runs:
-        run.session.shells.stop_all(grace=0.5)
-        run.close()
+def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Runs]:
+    runs = Runs(simulator, isolated_home, project)
+    yield runs
+    runs.close()
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -124,7 +107,7 @@ def test_a_dev_server_in_the_background_survives_a_compaction_and_is_stopped(
     log = results["shell_output"]
     assert log.startswith("[shell bash_1: running (")
     assert '"GET /index.html HTTP/1.1" 200' in log
-    assert alive(pid)
+    assert process_alive(pid)
 
     compacted = run.compact()
     assert any(isinstance(e, ev.CompactionFinished) for e in compacted)
@@ -135,9 +118,9 @@ def test_a_dev_server_in_the_background_survives_a_compaction_and_is_stopped(
     killed = [e for e in second if isinstance(e, ev.ToolFinished) and e.name == "kill_shell"]
     assert killed and killed[0].result.content.endswith("Stopped.")
     deadline = time.monotonic() + 10
-    while alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not alive(pid)
+    assert not process_alive(pid)
     edited = [e for e in second if isinstance(e, ev.ToolFinished) and e.name == "edit_file"]
     assert edited and not edited[0].result.is_error, edited[0].result.content
     assert (run.project / "app.py").read_text() == (

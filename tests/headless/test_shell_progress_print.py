@@ -3,7 +3,6 @@ shipped schema), and a background shell the model never stopped ends with the ru
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -13,17 +12,9 @@ import pytest
 from mini_claude.cli import main
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from tests.support.printing import PROVIDERS, parse_lines, point_at
+from tests.support.tools import process_alive
 
 SLOW = "for i in 1 2 3 4 5 6 7; do echo building step $i; sleep 0.4; done"
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as handle:
-        return handle.read().split(") ")[-1][0] != "Z"
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -51,6 +42,6 @@ def test_progress_lines_while_a_command_runs_and_no_shell_outlives_the_run(
                    and "Started background shell" in str(line))
     pid = int(re.search(r"pid (\d+)", str(started)).group(1))  # type: ignore[union-attr]
     deadline = time.monotonic() + 10
-    while alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not alive(pid), "the background shell outlived print mode"
+    assert not process_alive(pid), "the background shell outlived print mode"

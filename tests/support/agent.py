@@ -82,6 +82,24 @@ class Run:
         return [r for r in self.sim.requests if r.is_summary_request]
 
 
+class Runs:
+    """Runs of one test, made on demand and all closed at its end (a fixture's yield)."""
+
+    def __init__(self, sim: Simulator, home: Path, project: Path) -> None:
+        self.sim, self.home, self.project = sim, home, project
+        self.made: list[Run] = []
+
+    def __call__(self, provider: str, **overrides: Any) -> Run:
+        run = Run(self.sim, provider, self.home, self.project, **overrides)
+        self.made.append(run)
+        return run
+
+    def close(self) -> None:
+        for run in self.made:
+            run.session.shells.stop_all(grace=0.5)
+            run.close()
+
+
 def request_text(request: RecordedRequest) -> str:
     """Every text and tool result of a request, as the policy saw it."""
     assert request.conversation is not None

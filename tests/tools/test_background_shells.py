@@ -3,7 +3,6 @@ their whole process group, and never left running when the session ends."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from mini_claude.tools.base import ToolContext
 from mini_claude.tools.kill_shell import KillShellTool
 from mini_claude.tools.run_shell import RunShellTool
 from mini_claude.tools.shell_output import ShellOutputTool
-from tests.support.tools import run, tool_context, wait_until
+from tests.support.tools import process_alive, run, tool_context, wait_until
 
 
 def start(ctx: ToolContext, command: str) -> ToolOutput:
@@ -23,15 +22,6 @@ def start(ctx: ToolContext, command: str) -> ToolOutput:
 def output(ctx: ToolContext, shell_id: str, pattern: str | None = None) -> ToolOutput:
     args = {"shell_id": shell_id, **({"filter": pattern} if pattern else {})}
     return run(ShellOutputTool().run(args, ctx))
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as handle:
-        return handle.read().split(") ")[-1][0] != "Z"  # a zombie has ended
 
 
 def pid_in(text: str) -> int:
@@ -78,10 +68,10 @@ def test_kill_shell_stops_the_whole_group_and_unknown_ids_are_named(tmp_path: Pa
     assert wait_until(lambda: "child" in ctx.shells.get("bash_1").log_path.read_text())
     child = int(ctx.shells.get("bash_1").log_path.read_text().split()[1])
     leader = pid_in(started.content)
-    assert alive(child) and alive(leader)
+    assert process_alive(child) and process_alive(leader)
     killed = run(KillShellTool().run({"shell_id": "bash_1"}, ctx))
     assert killed.content.endswith("Stopped.") and "killed" in killed.content
-    assert wait_until(lambda: not alive(child) and not alive(leader))
+    assert wait_until(lambda: not process_alive(child) and not process_alive(leader))
     again = run(KillShellTool().run({"shell_id": "bash_1"}, ctx))
     assert again.content.endswith("It was no longer running.")
     unknown = output(ctx, "bash_9")
@@ -106,9 +96,9 @@ def test_stop_all_leaves_nothing_running(tmp_path: Path) -> None:
     ctx = tool_context(tmp_path)
     ctx.shells = shells
     pids = [pid_in(start(ctx, "trap '' TERM; sleep 60").content) for _ in range(2)]
-    assert all(alive(pid) for pid in pids)
+    assert all(process_alive(pid) for pid in pids)
     assert shells.stop_all(grace=0.3) == 2
-    assert wait_until(lambda: not any(alive(pid) for pid in pids))
+    assert wait_until(lambda: not any(process_alive(pid) for pid in pids))
     assert shells.running() == []
 
 
