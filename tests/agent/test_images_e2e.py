@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PIL import Image
@@ -39,22 +37,15 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Runs]:
-    runs = Runs(simulator, isolated_home, project)
-    yield runs
-    runs.close()
-
-
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_read_file_of_a_picture_reaches_the_server_as_an_image_priced_by_formula(
-    provider: str, make_run: Any, simulator: Simulator
+    provider: str, runs: Runs, simulator: Simulator
 ) -> None:
     simulator.policy = ScriptedPolicy([
         Reply("Looking at the screenshot.", [ToolCall("read_file", {"path": "shot.png"})]),
         Reply("The red bar is misaligned."),
     ])
-    run = make_run(provider)
+    run = runs(provider)
     run.start()
     events = run.turn("what is wrong in shot.png?")
     assert any(isinstance(e, ev.TurnFinished) for e in events)
@@ -79,10 +70,10 @@ def test_read_file_of_a_picture_reaches_the_server_as_an_image_priced_by_formula
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_an_image_sent_with_the_message_and_no_image_data_in_the_summary_request(
-    provider: str, make_run: Any, simulator: Simulator, project: Path
+    provider: str, runs: Runs, simulator: Simulator, project: Path
 ) -> None:
     simulator.policy = ScriptedPolicy([Reply("I see a red bar."), Reply("Still here.")])
-    run = make_run(provider)
+    run = runs(provider)
     run.start()
     image = load_image(project / "shot.png", "shot.png", run.settings)
 

@@ -9,9 +9,7 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -52,16 +50,9 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Runs]:
-    runs = Runs(simulator, isolated_home, project)
-    yield runs
-    runs.close()
-
-
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_dev_server_in_the_background_survives_a_compaction_and_is_stopped(
-    provider: str, make_run: Any, simulator: Simulator
+    provider: str, runs: Runs, simulator: Simulator
 ) -> None:
     port = free_port()
     server = f"{sys.executable} -u -m http.server {port} --bind 127.0.0.1 --directory site"
@@ -97,7 +88,7 @@ def test_a_dev_server_in_the_background_survives_a_compaction_and_is_stopped(
         Reply("Updating the app.", [ToolCall("edit_file", edits)]),
         Reply("Done: server stopped, app updated."),
     ])
-    run = make_run(provider, web_fetch_allow_private="127.0.0.1")
+    run = runs(provider, web_fetch_allow_private="127.0.0.1")
     run.start()
     first = run.turn("start the dev server and tell me the price on its front page")
     results = {e.name: e.result.content for e in first if isinstance(e, ev.ToolFinished)}
@@ -132,7 +123,7 @@ def test_a_dev_server_in_the_background_survives_a_compaction_and_is_stopped(
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_an_interrupted_command_gives_the_model_what_it_printed_so_far(
-    provider: str, make_run: Any, simulator: Simulator
+    provider: str, runs: Runs, simulator: Simulator
 ) -> None:
     import asyncio
 
@@ -143,7 +134,7 @@ def test_an_interrupted_command_gives_the_model_what_it_printed_so_far(
             "command": "for i in $(seq 1 100); do echo test $i passed; sleep 0.2; done"})]),
         Reply("Understood, stopping there."),
     ])
-    run = make_run(provider)
+    run = runs(provider)
     run.start()
     seen: list[ev.ToolProgress] = []
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+
+import pytest
 
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
@@ -98,6 +100,15 @@ class Runs:
         for run in self.made:
             run.session.shells.stop_all(grace=0.5)
             run.close()
+
+
+@pytest.fixture
+def runs(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Runs]:
+    """``runs(provider, **settings)`` makes a Run in the test's ``project``; all are closed
+    (and their background shells stopped) when the test ends."""
+    made = Runs(simulator, isolated_home, project)
+    yield made
+    made.close()
 
 
 def request_text(request: RecordedRequest) -> str:
