@@ -157,6 +157,7 @@ class SubagentRunner:
             env=ctx.env,
             rules=ctx.rules,
             denials=ctx.denials,
+            shells=ctx.shells,  # the session's: listed in /shells, stopped when it ends
         )
         child = Agent(
             settings=child_settings,

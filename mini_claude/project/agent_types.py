@@ -40,6 +40,10 @@ CLAUDE_CODE_TOOLS = {
     "write": "write_file",
     "edit": "edit_file",
     "multiedit": "edit_file",
+    "bashoutput": "shell_output",
+    "killshell": "kill_shell",
+    "killbash": "kill_shell",
+    "webfetch": "web_fetch",
 }
 # Claude Code's model aliases name no model of ours: the sub-agent keeps the session's.
 INHERITED_MODELS = {"", "inherit", "sonnet", "opus", "haiku", "default"}

@@ -393,7 +393,7 @@ def test_print_mode_totals_include_the_sub_agents_and_a_rule_can_forbid_task(
     ("plan", "You are a planning sub-agent", ["read_file", "grep_search", "list_files"]),
     ("general", GENERAL_SYSTEM, ["read_file", "grep_search", "list_files", "run_shell",
                                  "write_file", "edit_file", "compact", "search_history",
-                                 "todo_write"]),
+                                 "todo_write", "shell_output", "kill_shell", "web_fetch"]),
 ])
 def test_each_builtin_type_has_its_own_prompt_and_tools(
     simulator: Simulator, project: Path, isolated_home: Path, loop: asyncio.AbstractEventLoop,

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from mini_claude.cli import main
+from mini_claude.agent.history import INTERRUPTED_OUTPUT_NOTE
 from mini_claude.conversation import INTERRUPTED_RESULT
 from mini_claude.simulator import FunctionPolicy, Reply, SimConversation, Simulator, ToolCall
 
@@ -249,4 +250,4 @@ def test_ctrl_c_mid_tool_call_stops_the_command_and_keeps_the_session_resumable(
     resumed = cli.run("--continue", "-p", "go on")
     assert resumed.returncode == 0, resumed.stderr
     assert cli.sim.requests[-1].status == 200
-    assert INTERRUPTED_RESULT in json.dumps(sent_messages(cli.sim))
+    assert INTERRUPTED_OUTPUT_NOTE in json.dumps(sent_messages(cli.sim))
