@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from mini_claude.cli import main
 from mini_claude.agent.history import INTERRUPTED_OUTPUT_NOTE
+from mini_claude.cli import main
 from mini_claude.conversation import INTERRUPTED_RESULT
 from mini_claude.simulator import FunctionPolicy, Reply, SimConversation, Simulator, ToolCall
 
