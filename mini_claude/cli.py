@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-y",
         "--yes",
         action="store_true",
-        help="allow run_shell, write_file and edit_file without asking",
+        help="allow run_shell, write_file, edit_file and web_fetch without asking",
     )
     add_headless_arguments(parser)
     parser.add_argument(

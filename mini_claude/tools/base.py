@@ -39,7 +39,7 @@ async def deny_all(request: PermissionRequest) -> PermissionDecision:
     return PermissionDecision(
         False,
         reason="print mode does not ask; run mini-claude with --yes to allow "
-        "run_shell, write_file and edit_file",
+        "run_shell, write_file, edit_file and web_fetch",
         asked=False,
     )
 
