@@ -20,6 +20,7 @@ from mini_claude.settings import Settings
 from mini_claude.text import format_tokens
 from mini_claude.tools.base import allow_all, deny_all
 from mini_claude.tools.permission_rules import RuleError
+from mini_claude.tools.process import kill_live_groups
 from mini_claude.tools.registry import default_registry
 from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
 
@@ -36,6 +37,7 @@ def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Na
     try:
         return asyncio.run(_run(settings, cwd, prompt, args, sys.stdout, sys.stderr, run))
     except (KeyboardInterrupt, asyncio.CancelledError):
+        kill_live_groups()  # whatever the unwinding left running (a shell, a background one)
         print("mini-claude: interrupted", file=sys.stderr)
         if run.headless is not None:
             run.headless.finish(interrupted=True)  # the JSON formats still end with a result
@@ -121,7 +123,7 @@ async def _run(
             else:
                 reporter.handle(event)
     finally:
-        await asyncio.to_thread(session.shells.stop_all)
+        session.shells.stop_all()  # no thread: the loop may be shutting down after a signal
         await session.mcp.close()
         await session.provider.close()
         agent.transcript.close()

@@ -31,13 +31,10 @@ SPEC = ToolSpec(
     name="edit_file",
     description=(
         "Replace text in an existing file: `old` must appear exactly once (same whitespace and "
-        "indentation as in the file) and is replaced by `new`; with `replace_all` every "
-        "occurrence is replaced. Include enough surrounding lines in `old` to make it unique. "
-        "For several changes to one file, pass `edits` (a list of {old, new, replace_all?}) "
-        "instead of old/new: they apply in order, each to the text the previous ones left, and "
-        "all or none: if one fails the file is untouched and the error names that edit. Read "
-        "the file first. Only files inside the project folder can be edited; use write_file to "
-        "create a file."
+        "indentation as in the file) and is replaced by `new` (`replace_all`: every one). "
+        "Include enough surrounding lines in `old` to make it unique. Several changes: `edits`, "
+        "applied in order, all or none. Read the file first. Only files inside the project "
+        "folder can be edited; use write_file to create a file."
     ),
     input_schema={
         "type": "object",
@@ -45,13 +42,10 @@ SPEC = ToolSpec(
             "path": {"type": "string", "description": "File to edit, relative to the project."},
             "old": {"type": "string", "description": "The exact text to replace."},
             "new": {"type": "string", "description": "The text to put in its place."},
-            "replace_all": {
-                "type": "boolean",
-                "description": "Replace every occurrence of old, not just a unique one.",
-            },
+            "replace_all": {"type": "boolean", "description": "Replace every occurrence."},
             "edits": {
                 "type": "array",
-                "description": "Several replacements, applied in order, all or none.",
+                "description": "Several {old, new, replace_all?}, in order, all or none.",
                 "items": {
                     "type": "object",
                     "properties": {

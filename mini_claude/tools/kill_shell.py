@@ -12,15 +12,11 @@ from mini_claude.tools.shell_output import shell_header
 
 SPEC = ToolSpec(
     name="kill_shell",
-    description=(
-        "Stop a background shell started with run_shell(run_in_background=true): its whole "
-        "process group gets SIGTERM, then SIGKILL after 2 s. Its log stays readable with "
-        "shell_output."
-    ),
+    description="Stop a background shell (run_shell run_in_background) and all it started.",
     input_schema={
         "type": "object",
         "properties": {
-            "shell_id": {"type": "string", "description": "The id run_shell returned (bash_1)."},
+            "shell_id": {"type": "string", "description": "bash_1, as run_shell said."},
         },
         "required": ["shell_id"],
         "additionalProperties": False,

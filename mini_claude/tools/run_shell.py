@@ -44,9 +44,8 @@ SPEC = ToolSpec(
         "`--yes` or `-y` instead. Times out after `timeout` seconds (default 120, max 600); the "
         "command and all its child processes are then killed. Very long output keeps its "
         "beginning and end. Use it for builds, tests, git and other programs; prefer read_file, "
-        "grep_search and list_files for looking at files. For a command that keeps running (a "
-        "dev server, a watcher) set `run_in_background`: the call returns a shell id at once; "
-        "read its new output with shell_output and stop it with kill_shell."
+        "grep_search and list_files for looking at files. `run_in_background` (a server, a "
+        "watcher): returns a shell id at once, for shell_output and kill_shell."
     ),
     input_schema={
         "type": "object",
@@ -56,11 +55,7 @@ SPEC = ToolSpec(
                 "type": "number",
                 "description": "Seconds before the command is killed (default 120, max 600).",
             },
-            "run_in_background": {
-                "type": "boolean",
-                "description": "Start the command and return its shell id at once; it runs "
-                "until it ends, kill_shell stops it, or the session ends.",
-            },
+            "run_in_background": {"type": "boolean", "description": "Return a shell id at once."},
         },
         "required": ["command"],
         "additionalProperties": False,

@@ -12,20 +12,14 @@ from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 SPEC = ToolSpec(
     name="shell_output",
     description=(
-        "Read what a background shell (started with run_shell and run_in_background) printed "
-        "since the last read, stdout and stderr together, and whether it still runs or how it "
-        "ended. With `filter` (a regular expression) only matching lines are returned; the "
-        "others are skipped, not kept for later. Very long output keeps its beginning and end; "
-        "the whole log stays on disk at the path named."
+        "What a background shell printed since the last read, and its state (running or "
+        "exit code). `filter`: only lines matching this regex (the rest are skipped)."
     ),
     input_schema={
         "type": "object",
         "properties": {
-            "shell_id": {"type": "string", "description": "The id run_shell returned (bash_1)."},
-            "filter": {
-                "type": "string",
-                "description": "Only lines matching this regular expression.",
-            },
+            "shell_id": {"type": "string", "description": "bash_1, as run_shell said."},
+            "filter": {"type": "string", "description": "A regular expression."},
         },
         "required": ["shell_id"],
         "additionalProperties": False,

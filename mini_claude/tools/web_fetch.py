@@ -36,19 +36,15 @@ DROPPED_TAGS = ("script", "style", "noscript", "svg", "iframe", "head", "templat
 SPEC = ToolSpec(
     name="web_fetch",
     description=(
-        "Fetch a web page and return it as Markdown (HTML pages) or as it is (plain text, "
-        "JSON). http is upgraded to https. A redirect to another host is not followed: the "
-        "result names the new URL, fetch it if you want it. Pages are limited in size and "
-        "time; a long page is saved whole and you get a preview and where to read on. Private, "
-        "loopback and link-local addresses are refused. `prompt` says what to look for in the "
-        "page; it is returned with the page (no second model reads it for you). The same URL "
-        "fetched again within a few minutes comes from a cache."
+        "Fetch a web page as Markdown (plain text and JSON as they are). A redirect to another "
+        "host is reported, not followed. Private addresses are refused. `prompt`: what to look "
+        "for; it comes back with the page."
     ),
     input_schema={
         "type": "object",
         "properties": {
-            "url": {"type": "string", "description": "The page's full URL (https://…)."},
-            "prompt": {"type": "string", "description": "What to look for in the page."},
+            "url": {"type": "string", "description": "The page's URL."},
+            "prompt": {"type": "string", "description": "What to look for."},
         },
         "required": ["url"],
         "additionalProperties": False,
