@@ -170,7 +170,7 @@ class Agent:
         self.attach(self.transcript, self.conversation)
 
     def status(self) -> ContextStatus:
-        return self.meter.status(self.conversation)
+        return self.compactor.status(self.conversation)
 
     # ---- turns ------------------------------------------------------------------------
 
