@@ -19,6 +19,7 @@ from mini_claude.agent.hooks import (
 )
 from mini_claude.agent.subagent import add_task_tool, task_transcripts_dir
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
+from mini_claude.context.window import WindowWatch, adopt_rejected_window, keep_learnt_window
 from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
 from mini_claude.private_dirs import ensure_private_dir
@@ -29,7 +30,7 @@ from mini_claude.project.instructions import (
 )
 from mini_claude.project.skills import SkillCatalog, find_skills
 from mini_claude.project.trust import ProjectTrust
-from mini_claude.protocol import Provider
+from mini_claude.protocol import PromptTooLong, Provider
 from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
@@ -146,7 +147,7 @@ class Session:
         )
         agent = Agent(
             settings=self.settings,
-            provider=self.provider,
+            provider=WindowWatch(self.provider, self._window_refused),
             registry=self.registry,
             tool_context=context,
             system_prompt=self.system_prompt,
@@ -298,26 +299,52 @@ class Session:
             tokens = 0 if current else (self._last_thinking or DEFAULT_THINKING_TOKENS)
         if current:
             self._last_thinking = current
-        self.settings = self.settings.with_overrides(thinking_tokens=tokens)
+        self.settings = keep_learnt_window(
+            self.settings.with_overrides(thinking_tokens=tokens), self.agent.settings
+        )
         self.agent.settings = self.settings
         return tokens
 
     def _look_up_model(self) -> None:
-        """Ask the provider about a model the table does not know; never waits for it."""
+        """Ask the provider about the model (the table answers meanwhile); never waits for it."""
         settings = self.settings
         key = settings.api_key or (PLACEHOLDER_KEY if settings.base_url else None)
-        if key is None or not ModelLookup.wanted(settings):
+        if key is None:
             self.model_lookup = None
             return
         if self.model_lookup is None or self.model_lookup.model != settings.model:
             self.model_lookup = ModelLookup(settings, key).start()
         self.settings = self._reported_settings() or self.settings
 
+    def _window_refused(self, model: str, error: PromptTooLong) -> None:
+        """A server refused one of the agent's prompts with its maximum: that is the window
+        of this model from now on (a summary model's refusal says nothing about it)."""
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is None or model != agent.settings.model:
+            return
+        if adopt_rejected_window(agent, error):
+            self.settings = keep_learnt_window(self.settings, agent.settings)
+
     def _reported_settings(self) -> Settings | None:
-        """New settings once the lookup has a window the session does not use yet."""
+        """New settings once the lookup has a window the session does not use yet, or the
+        agent learnt one from a server's refusal."""
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None and agent.settings is not self.settings:
+            learnt = keep_learnt_window(self.settings, agent.settings)
+            if learnt is not self.settings:
+                self.settings = learnt
+                if learnt != agent.settings:
+                    return learnt
         facts = self.model_lookup.facts if self.model_lookup is not None else None
         if facts is None or facts.window is None or facts.model != self.settings.model:
             return None
+        if facts.rejected:
+            if self.settings.rejected_window == facts.window:
+                return None
+            self.settings = self.settings.with_overrides(
+                rejected_window=facts.window, window_rejected_by=facts.source
+            )
+            return self.settings
         if self.settings.reported_window == facts.window:
             return None
         thinking = (
