@@ -314,7 +314,7 @@ class Compactor:
         if _state_of(conversation) != state:
             raise CompactionError("the conversation changed while it was being summarized")
         reattached = collect(self._sources, messages)
-        rebuilt = self._rebuild(messages, summary.text, ctx, reattached)
+        rebuilt = self._rebuild(messages, summary.text, ctx, reattached, tokens_before)
         conversation.replace_all(rebuilt.messages)
         self._last = _LastCompaction(
             conversation.epoch,
@@ -430,13 +430,17 @@ class Compactor:
         summary: str,
         ctx: SummaryContext,
         reattached: Sequence[Reattachment],
+        tokens_before: int,
     ) -> Rebuilt:
+        # Short of the target, a history that is smaller than before and no longer due
+        # for a summary is still taken: throwing away a summary 3% over helps nobody.
+        accept_below = min(tokens_before, self.settings.autocompact_tokens)
         planner = Planner(
             messages=messages,
             summary=summary,
             transcript_path=ctx.transcript_path,
             root=ctx.root,
-            limits=self.limits(),
+            limits=replace(self.limits(), accept_below=accept_below),
             store=self.store,
             estimate=self.meter.estimate_messages,  # the new history has no anchor yet
             size_of=self._size_of,

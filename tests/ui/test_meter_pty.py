@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
+from mini_claude.simulator import Fault, Reply, ScriptedPolicy, Simulator, ToolCall
 from tests.support.pty_terminal import Screen, Spawn, spawner, write_notes_project
 
-READING = re.compile(r"context (\d+)% \S+ ([\d.]+)(k?)/(\d+)k · window 12k")
+READING = re.compile(r"context (\d+)%(?: \([^)]*\))? \S+ ([\d.]+)(k?)/([\d.]+)k · window 12k")
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def reading(term: Screen) -> tuple[int, float, int]:
     match = READING.search(term.bottom)
     assert match is not None
     tokens = float(match.group(2)) * (1000 if match.group(3) else 1)
-    return int(match.group(1)), tokens, int(match.group(4)) * 1000
+    return int(match.group(1)), tokens, round(float(match.group(4)) * 1000)
 
 
 def test_the_bar_reads_against_the_auto_compact_threshold(
@@ -58,3 +58,46 @@ def test_the_bar_reads_against_the_auto_compact_threshold(
         term.wait_text("effective window")
         flat = " ".join(term.text.split())
         assert f"{shown}% of the way to auto-compact" in flat
+
+
+LONG_ANSWER = "FACT-9 the parser keeps its state per file. " + " ".join(
+    f"Step {i}: the module reads its input, checks the header and stores the rows."
+    for i in range(200)
+)
+
+
+def test_failed_auto_compaction_is_said_once_and_the_status_stops_promising(
+        spawn: Spawn) -> None:
+    policy = ScriptedPolicy([Reply(text=LONG_ANSWER), Reply(text=LONG_ANSWER + " Again.")],
+                            final=Reply(text="Answered anyway."))
+    with Simulator(policy) as sim:
+        term = spawn(sim, columns=150, rows=40)
+        reading(term)
+        term.type("explain the parser\r")
+        term.wait_text("Step 199")
+        reading(term)
+        term.type("and the writer\r")
+        term.wait_text("Again.")
+        shown, _, _ = reading(term)
+        assert shown > 100 and "(compacts on the next message)" in term.bottom
+
+        sim.inject(Fault("summary_error", times=3))
+        for number in range(3):
+            term.type(f"question {number}\r")
+            answers = number + 1
+            term.wait(lambda t: t.text.count("Answered anyway.") == answers,  # noqa: B023
+                      f"the answer to question {number}")
+            reading(term)
+        bottom = term.bottom
+        flat = " ".join(" ".join(row for row in term.rows if row != bottom.rstrip()).split())
+        assert flat.count("auto-compact failed") == 1  # the streak is told once ...
+        assert flat.count("auto-compact stopped after 3 failed summaries") == 1  # ... and its end
+        assert "compaction failed" not in flat
+        assert "(/compact to summarize)" in bottom
+        assert "auto-compact stopped after 3 failed summaries" in bottom
+        assert "compacts on the next message" not in bottom and "auto-compact due" not in bottom
+
+        term.type("/compact\r")
+        term.wait_text("✓ compacted (/compact)")
+        after, _, _ = reading(term)
+        assert after < 100 and "stopped" not in term.bottom
