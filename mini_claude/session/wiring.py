@@ -43,6 +43,7 @@ from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment
 from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
 from mini_claude.transcript import (
+    LoadedSession,
     Transcript,
     list_sessions,
     load_session,
@@ -73,6 +74,8 @@ class Session:
     agent: Agent = field(init=False)
     warnings: list[str] = field(default_factory=list)
     model_lookup: ModelLookup | None = field(init=False, default=None)
+    # The transcript as written, when this conversation was resumed (for its recap).
+    resumed: LoadedSession | None = field(init=False, default=None)
     _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
     rules: PermissionRules | None = None  # None: the rules of the settings files
@@ -200,6 +203,7 @@ class Session:
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )
         self._adopt(self._lock_for(transcript.path), transcript)
+        self.resumed = None
         self.agent = self._build_agent(transcript, Conversation())
         return self.agent
 
@@ -214,6 +218,7 @@ class Session:
                 lock.release()  # the session in use (if any) stays as it was
             raise
         self.warnings.extend(loaded.warnings)
+        self.resumed = loaded
         self.session_id = loaded.session_id
         transcript = Transcript(path, secrets=self.secrets)
         self._adopt(lock, transcript)
