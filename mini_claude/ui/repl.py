@@ -520,7 +520,7 @@ class Repl:
         if messages:
             self.show_resumed()
             self.console.print(note(f"resumed: {messages} messages, "
-                                    f"{percent(self.agent.status().utilization)} of the context"))
+                                    f"context {percent(self.agent.status().utilization)}"))
         for warning in session.warnings:
             self.console.print(note(warning, "warning"))
         session.warnings.clear()
