@@ -291,7 +291,8 @@ class Session:
     def switch_model(self, model: str) -> None:
         """`/model NAME`: later requests use the new model; the window follows it."""
         self.settings = self.settings.with_overrides(
-            model=model, reported_window=None, window_reported_by=None, reported_thinking=None
+            model=model, reported_window=None, window_reported_by=None, reported_thinking=None,
+            rejected_window=None, window_rejected_by=None,
         )
         self._look_up_model()
         self.agent.reconfigure(self.settings)

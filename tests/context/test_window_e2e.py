@@ -24,6 +24,7 @@ from tests.support.reliability import (
 
 # A model the table says has a 1M window (1,047,576 for gpt-4.1), on a server that takes 60,000.
 TABLE_MODEL = {"anthropic": "claude-sonnet-5-5", "openai": "gpt-4.1"}
+OTHER_MODEL = {"anthropic": "claude-opus-4-5", "openai": "gpt-4o"}
 SERVER_WINDOW = 60_000
 DOC_LINES = 700  # about 8k tokens per document
 
@@ -73,6 +74,11 @@ def test_a_server_with_a_smaller_window_refuses_at_most_once(
         assert "the server's rejection" in agent.settings.window_source
         assert str(SERVER_WINDOW) in agent.settings.window_source
         assert agent.compactions >= 2  # the session went on, compacting under the real window
+        other = OTHER_MODEL[provider]
+        session.switch_model(other)  # another model: its own window, not this one's refusal
+        assert session.agent.settings.window == known_window(other)
+        session.switch_model(model)  # back: the refusal is remembered (cached)
+        assert session.agent.settings.window == SERVER_WINDOW
 
         # The next session starts with the window the server enforced: no refusal at all.
         served = len(sim.requests)
