@@ -311,10 +311,15 @@ class Repl:
     def _escape_during_turn(self) -> None:
         """Esc takes queued messages back into the box first; otherwise it interrupts."""
         if self.queued:
-            taken, self.queued[:] = "\n".join(self.queued), []
-            self.view.put_back(taken)
+            self._take_back_queued()
             return
         self.interrupt()
+
+    def _take_back_queued(self) -> None:
+        """Queued messages go back into the input box, unsent, joined in the order typed."""
+        if self.queued:
+            taken, self.queued[:] = "\n".join(self.queued), []
+            self.view.put_back(taken)
 
     def _expand_during_turn(self) -> None:
         self._expanding = asyncio.ensure_future(self.view.print_above(
@@ -455,7 +460,12 @@ class Repl:
         return self._pump is not None and not self._pump.done()
 
     def interrupt(self) -> None:
-        """Esc or Ctrl-C during a turn: stop the agent where it is."""
+        """Esc or Ctrl-C during a turn: stop the agent where it is.
+
+        The user pressed stop, so nothing typed ahead is sent on its own: queued
+        messages wait in the input box for the user to send, edit or clear.
+        """
+        self._take_back_queued()
         if self._pump is not None and not self._pump.done():
             self.activity.set("interrupting…")
             self._cancel_until_done(self._pump)

@@ -634,6 +634,65 @@ def test_esc_takes_a_queued_message_back_before_it_interrupts(
     drive(scenario)
 
 
+async def _queued_messages_wait_in_the_box(repl: ReplDriver, simulator: Simulator,
+                                           requests: int, expected: str) -> None:
+    """After an interruption: no new turn, and the queued text is the next prompt's draft."""
+    await repl.at_prompt()
+    await asyncio.sleep(0.5)  # a queued message would have been sent by now
+    assert len(simulator.requests) == requests
+    assert not repl.repl.queued and not repl.repl.turn_running
+    app = get_app_or_none()
+    assert app is not None and app.current_buffer.text == expected
+    await repl.keys("\x03")  # clear the line before the fixture types /exit
+    await until(lambda: not app.current_buffer.text, "an empty line")
+
+
+def test_ctrl_c_puts_queued_messages_back_in_the_box_unsent(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="never shown"), Reply(text="Not asked for.")])
+    simulator.inject(Fault("slow", delay_s=60))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("slow one")
+        await repl.turn_running()
+        await repl.keys("first queued\r")
+        await repl.keys("second queued\r")
+        await until(lambda: repl.repl.queued == ["first queued", "second queued"], "the queue")
+        requests = len(simulator.requests)
+        await repl.keys("\x03")
+        await repl.wait_for("Interrupted", after=mark)
+        await _queued_messages_wait_in_the_box(repl, simulator, requests,
+                                               "first queued\nsecond queued")
+        assert "Not asked for." not in repl.text
+        history_is_valid(repl)
+
+    drive(scenario)
+
+
+def test_esc_at_a_question_puts_queued_messages_back_in_the_box_unsent(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "touch made.txt"})]),
+        Reply(text="Not asked for."),
+    ])
+    simulator.inject(Fault("slow", delay_s=1.5))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("touch it")
+        await repl.turn_running()
+        await repl.keys("then list the files\r")
+        await until(lambda: repl.repl.queued == ["then list the files"], "the queue")
+        await repl.wait_for("Do you want to proceed?", after=mark)
+        requests = len(simulator.requests)
+        await repl.keys("\x1b")
+        await repl.wait_for("Interrupted", after=mark)
+        await _queued_messages_wait_in_the_box(repl, simulator, requests,
+                                               "then list the files")
+        assert not (project / "made.txt").exists()
+
+    drive(scenario)
+
+
 def test_a_command_typed_during_a_turn_runs_after_it(
         simulator: Simulator, drive: Drive, project: Path) -> None:
     simulator.policy = ScriptedPolicy([Reply(text="First answer.")])

@@ -61,6 +61,32 @@ def test_typing_during_a_turn_is_kept_and_the_status_line_keeps_its_row(
         assert [r["text"] for r in _user_messages(sim)] == ["review the config", "typed ahead"]
 
 
+def test_ctrl_c_leaves_a_queued_message_in_the_input_box_unsent(spawn: Spawn) -> None:
+    policy = ScriptedPolicy([Reply(text="Not wanted any more.")])
+    with Simulator(policy) as sim:
+        screen = spawn(sim)
+        at_rest(screen)
+        sim.inject(Fault("slow", delay_s=60))
+        screen.type("review the config\r")
+        screen.wait(lambda s: "esc to interrupt" in s.text, "the live turn")
+        time.sleep(0.3)
+        screen.type("also check the logs\r")
+        screen.wait_text("queued: also check the logs")
+        screen.type("\x03")
+        screen.wait_text("Interrupted")
+        screen.wait(lambda s: "> also check the logs" in s.rows and "↳ queued" not in s.text
+                    and "esc to interrupt" not in s.text,
+                    "the queued message back in the input box")
+        time.sleep(1.0)
+        screen.pump()
+        assert "Not wanted any more." not in screen.text
+        assert "esc to interrupt" not in screen.text  # no turn started on its own
+        assert screen.last_row.endswith("sim-model")
+        sent = [m.text for r in sim.requests if r.conversation is not None
+                for m in r.conversation.messages if m.is_plain_user_message]
+        assert "also check the logs" not in sent
+
+
 def _user_messages(sim: Simulator) -> list[dict[str, str]]:
     conversation = sim.requests[-1].conversation
     assert conversation is not None
