@@ -214,9 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     if args.demo:
-        from mini_claude.demo import run_demo
-
-        return run_demo(args)
+        return _run_demo(args)
     if args.resume is not None and not args.resume.strip():
         raise UsageError(
             "--resume needs a session id (or a prefix of one); --continue resumes the newest "
@@ -241,6 +239,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         from mini_claude.ui.repl import run_repl
 
         return run_repl(settings, cwd, args)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    """The demo keeps what is typed while it starts, as the plain REPL does."""
+    from mini_claude.ui.early_keys import keys_kept_for_the_prompt
+
+    with keys_kept_for_the_prompt(sys.stdin):  # before the slow imports and the simulator
+        from mini_claude.demo import run_demo
+
+        return run_demo(args)
 
 
 def _read_stdin() -> str:

@@ -135,9 +135,13 @@ def preload_sdk_in_background(provider_name: str) -> None:
 
 
 async def run_session_repl(session: Session, *, banner: str | None = None,
-                           console: Console | None = None) -> int:
-    """Run the REPL on a session that is already built (the CLI, `--demo` and tests use it)."""
-    repl = Repl(session, console or Console(file=sys.stdout), banner=banner)
+                           console: Console | None = None, resumable: bool = True) -> int:
+    """Run the REPL on a session that is already built (the CLI, `--demo` and tests use it).
+
+    ``resumable=False`` (the demo, whose files are removed on exit) leaves out the
+    closing transcript path and resume hint.
+    """
+    repl = Repl(session, console or Console(file=sys.stdout), banner=banner, resumable=resumable)
     return await repl.run()
 
 
@@ -145,8 +149,9 @@ class Repl:
     """Reads messages and slash commands, and shows each turn live until the user leaves."""
 
     def __init__(self, session: Session | None, console: Console, *, banner: str | None = None,
-                 starter: SessionStarter | None = None) -> None:
+                 starter: SessionStarter | None = None, resumable: bool = True) -> None:
         assert session is not None or starter is not None
+        self.resumable = resumable
         self._session = session
         self.starter = starter  # builds the session after the first frame when given none
         self._building: asyncio.Task[None] | None = None
@@ -547,8 +552,10 @@ class Repl:
             return  # nothing was built: the build failed, and said so
         await self.session_ready()
         agent = self.agent
-        self.console.print(note(f"transcript: {agent.transcript.path}"))
-        self.console.print(note(f"resume with: mini-claude --resume {self.session.session_id}"))
+        if self.resumable:
+            self.console.print(note(f"transcript: {agent.transcript.path}"))
+            self.console.print(note(f"resume with: mini-claude --resume "
+                                    f"{self.session.session_id}"))
         agent.transcript.close()
         await self.session.mcp.close()
         await self.session.provider.close()
