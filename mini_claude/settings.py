@@ -458,5 +458,6 @@ def _choose_provider(environ: Mapping[str, str]) -> ProviderName:
         return "openai"
     raise SettingsError(
         "no model provider configured: set ANTHROPIC_API_KEY, or OPENAI_API_KEY "
-        "(and OPENAI_BASE_URL for an OpenAI-compatible server), in the environment or a .env file"
+        "(and OPENAI_BASE_URL for an OpenAI-compatible server), in the environment or a .env "
+        "file; or try mini-claude --demo, which needs no key"
     )

@@ -74,7 +74,9 @@ class Session:
     model_lookup: ModelLookup | None = field(init=False, default=None)
     _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
-    rules: PermissionRules | None = None  # None: the rules of the settings files
+    rules: PermissionRules | None = None  # None: the rules of the settings files and flags below
+    allowed_tools: tuple[str, ...] = ()  # the REPL's --allowed-tools, added to the files' rules
+    disallowed_tools: tuple[str, ...] = ()
     mcp: McpManager = field(init=False)
     # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
     wall_clock: Callable[[], float] = time.time
@@ -100,8 +102,8 @@ class Session:
             self.warnings.extend(add_task_tool(self))
         if self.rules is None:
             loaded = load_rules(
-                allowed=(),
-                disallowed=(),
+                allowed=self.allowed_tools,
+                disallowed=self.disallowed_tools,
                 cwd=self.cwd,
                 home=self.settings.home,
                 known_tools=self.registry.names(),

@@ -50,7 +50,13 @@ from mini_claude.ui.prompt_input import (
 )
 from mini_claude.ui.recall import Recall, latest_summary, recap
 from mini_claude.ui.render import error_line, note
-from mini_claude.ui.startup import SessionStarter, can_start_before_session, import_session_modules
+from mini_claude.ui.startup import (
+    SessionStarter,
+    can_start_before_session,
+    first_message,
+    import_session_modules,
+    new_session,
+)
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 
 if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
@@ -58,7 +64,6 @@ if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     from mini_claude.agent.loop import Agent
     from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
-    from mini_claude.tools.base import Approver
 
 NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
                   "for non-interactive use")
@@ -86,7 +91,9 @@ def run_repl(settings: Settings, cwd: Path, args: argparse.Namespace) -> int:
 async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, console: Console) -> int:
     if can_start_before_session(settings, cwd, args):
         try:
-            return await Repl(None, console, starter=SessionStarter(settings, cwd, args)).run()
+            repl = Repl(None, console, starter=SessionStarter(settings, cwd, args),
+                        first_message=first_message(args))
+            return await repl.run()
         except Exception as exc:
             from mini_claude.session.wiring import SessionError  # loaded by then: it raised it
 
@@ -100,16 +107,9 @@ async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, consol
 async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Namespace,
                               console: Console) -> int:
     """Resuming, or a project with MCP servers: the session is built before the prompt."""
-    from mini_claude.providers import create_provider
-    from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
-    from mini_claude.tools.base import allow_all
-    from mini_claude.ui.permissions import TerminalApprover
+    from mini_claude.session.wiring import SessionError
 
-    startup_housekeeping(settings)
-    approver: Approver = allow_all if args.yes else TerminalApprover()
-    session = Session(settings, cwd, create_provider(settings), approver)
-    if getattr(args, "trust_project_mcp", False):
-        session.mcp.approve_project(remember=False)
+    session = new_session(settings, cwd, args)
     try:
         if args.continue_session or args.resume:
             session.resume(args.resume)
@@ -119,7 +119,7 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
         console.print(error_line(str(exc)))
         await session.provider.close()
         return EXIT_USAGE
-    return await run_session_repl(session, console=console)
+    return await run_session_repl(session, console=console, first_message=first_message(args))
 
 
 def preload_sdk_in_background(provider_name: str) -> None:
@@ -135,13 +135,15 @@ def preload_sdk_in_background(provider_name: str) -> None:
 
 
 async def run_session_repl(session: Session, *, banner: str | None = None,
-                           console: Console | None = None, resumable: bool = True) -> int:
+                           console: Console | None = None, resumable: bool = True,
+                           first_message: str | None = None) -> int:
     """Run the REPL on a session that is already built (the CLI, `--demo` and tests use it).
 
     ``resumable=False`` (the demo, whose files are removed on exit) leaves out the
     closing transcript path and resume hint.
     """
-    repl = Repl(session, console or Console(file=sys.stdout), banner=banner, resumable=resumable)
+    repl = Repl(session, console or Console(file=sys.stdout), banner=banner, resumable=resumable,
+                first_message=first_message)
     return await repl.run()
 
 
@@ -149,7 +151,8 @@ class Repl:
     """Reads messages and slash commands, and shows each turn live until the user leaves."""
 
     def __init__(self, session: Session | None, console: Console, *, banner: str | None = None,
-                 starter: SessionStarter | None = None, resumable: bool = True) -> None:
+                 starter: SessionStarter | None = None, resumable: bool = True,
+                 first_message: str | None = None) -> None:
         assert session is not None or starter is not None
         self.resumable = resumable
         self._session = session
@@ -159,7 +162,8 @@ class Repl:
         self.banner = banner
         self.activity = TurnActivity()
         self.started = time.monotonic()  # for /cost's wall time
-        self.queued: list[str] = []  # typed during a turn, sent when it ends
+        # Typed during a turn, sent when it ends; the command line's prompt is the first.
+        self.queued: list[str] = [first_message] if first_message else []
         self.shell_context = ShellContext()
         self.exit_requested = False
         self.terminated = False

@@ -49,6 +49,29 @@ def can_start_before_session(settings: Settings, cwd: Path, args: argparse.Names
     return bool(settings.api_key or settings.base_url)
 
 
+def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Session:
+    """A session as the REPL builds it: approver from --yes, rules from the tool flags."""
+    from mini_claude.providers import create_provider
+    from mini_claude.session.wiring import Session, startup_housekeeping
+    from mini_claude.tools.base import Approver, allow_all
+    from mini_claude.ui.permissions import TerminalApprover
+
+    startup_housekeeping(settings)
+    approver: Approver = allow_all if args.yes else TerminalApprover()
+    session = Session(settings, cwd, create_provider(settings), approver,
+                      allowed_tools=tuple(getattr(args, "allowed_tools", None) or ()),
+                      disallowed_tools=tuple(getattr(args, "disallowed_tools", None) or ()))
+    if getattr(args, "trust_project_mcp", False):
+        session.mcp.approve_project(remember=False)
+    return session
+
+
+def first_message(args: argparse.Namespace) -> str | None:
+    """``mini-claude "explain this"``: the REPL starts with that message."""
+    prompt = getattr(args, "prompt", None)
+    return prompt if isinstance(prompt, str) and prompt.strip() else None
+
+
 def import_session_modules() -> None:
     for name in SESSION_MODULES:
         importlib.import_module(name)
@@ -91,15 +114,6 @@ class SessionStarter:
 
     def build(self) -> Session:
         """The session, as the CLI built it before the prompt (housekeeping included)."""
-        from mini_claude.providers import create_provider
-        from mini_claude.session.wiring import Session, startup_housekeeping
-        from mini_claude.tools.base import Approver, allow_all
-        from mini_claude.ui.permissions import TerminalApprover
-
-        startup_housekeeping(self.settings)
-        approver: Approver = allow_all if self.args.yes else TerminalApprover()
-        session = Session(self.settings, self.cwd, create_provider(self.settings), approver)
-        if getattr(self.args, "trust_project_mcp", False):
-            session.mcp.approve_project(remember=False)
+        session = new_session(self.settings, self.cwd, self.args)
         session.start_new(self.session_id)
         return session

@@ -203,3 +203,19 @@ def test_esc_at_the_question_cancels_the_turn_and_the_status_line_stays(
         assert len(sim.requests) == requests
         assert "What should the agent do instead?" not in screen.text
         assert not (project / "made.txt").exists()
+
+
+def test_a_prompt_on_the_command_line_is_the_repls_first_message(spawn: Spawn,
+                                                                   project: Path) -> None:
+    policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "touch made.txt"})]),
+        Reply(text="Made it, as the rule allows."),
+    ])
+    with Simulator(policy) as sim:
+        screen = spawn(sim, "--allowed-tools", "run_shell(touch:*)", "--", "explain this")
+        screen.wait_text("Made it, as the rule allows.")
+        at_rest(screen)
+        assert "> explain this" in screen.text
+        assert "Do you want to proceed?" not in screen.text  # the REPL took the rule
+        assert (project / "made.txt").exists()
+        assert [r["text"] for r in _user_messages(sim)] == ["explain this"]
