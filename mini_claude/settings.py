@@ -237,6 +237,10 @@ class Settings:
     mcp_connect_timeout_seconds: float = 30.0
     mcp_tool_timeout_seconds: float = 120.0
 
+    # A message waits this long for MCP servers still connecting, so that their tools are in
+    # its request (REPL and print mode; 0: never wait, the tools join a later request).
+    mcp_startup_wait_seconds: float = 15.0
+
     # Sub-agents (the task tool): off removes the tool; the model for children (None: the same)
     task_tool: bool = True
     task_model: str | None = None

@@ -289,6 +289,9 @@ class Repl:
 
     async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
         """A message: its `@path` files attached, earlier `!command` output put before it."""
+        from mini_claude.ui.mcp_view import wait_for_connecting_servers
+
+        await wait_for_connecting_servers(self)
         text, attached = await attach_mentions(self.agent, text)
         for event in attached:
             yield event
@@ -298,6 +301,7 @@ class Repl:
     async def _next_message(self) -> str | None:
         """A message queued during the last turn (echoed as if typed now), else the prompt."""
         if self.queued:
+            self._warm_up()  # the command line's message comes before any prompt is drawn
             text = self.queued.pop(0)
             echo = Text("> ", style="bold magenta")
             echo.append(text)
@@ -377,6 +381,10 @@ class Repl:
 
     def _after_first_draw(self) -> None:
         """Runs before each prompt is drawn; the first time, schedules the SDK import after it."""
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Once: build the session (when not built), import the SDK, start the MCP servers."""
         if not self._warmed_up:
             self._warmed_up = True
             if self._session is None:  # after the first frame, the session and then the SDK
