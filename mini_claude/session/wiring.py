@@ -33,7 +33,7 @@ from mini_claude.protocol import Provider
 from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
-from mini_claude.session.lock import SessionBusy, SessionLock, lock_path
+from mini_claude.session.lock import SessionBusy, SessionLock, lock_path, sweep_stale_locks
 from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
 from mini_claude.tools.base import Approver, ToolContext
@@ -334,7 +334,9 @@ class Session:
 
 
 def startup_housekeeping(settings: Settings) -> int:
-    """Remove persisted results past their retention period; never fails the start."""
+    """Remove persisted results past their retention period and the lock files of killed
+    sessions; never fails the start."""
+    sweep_stale_locks(settings.transcripts_dir)
     try:
         return cleanup_old_results(settings, time.time())
     except OSError:
