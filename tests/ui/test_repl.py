@@ -415,7 +415,8 @@ def test_help_and_unknown_commands(simulator: Simulator, drive: Drive, project: 
         mark = await repl.submit("/help")
         await repl.wait_for("Ctrl-D exits", after=mark)
         for name in ("/compact", "/context", "/cost", "/clear /new", "/model", "/resume",
-                     "/exit /quit"):
+                     "/exit /quit", "/compact [focus]", "/mcp [approve|reconnect [name]]",
+                     "/expand [N]"):
             assert name in repl.text[mark:]
         mark = await repl.submit("/contxt")
         await repl.wait_for("Unknown command /contxt. Did you mean /context?", after=mark)
@@ -423,6 +424,21 @@ def test_help_and_unknown_commands(simulator: Simulator, drive: Drive, project: 
         await repl.at_prompt()
         assert user_texts(simulator) == ["/usr/bin/env is missing, why?"]
         assert not simulator.requests[:-1]
+
+    drive(scenario)
+
+
+def test_expand_takes_how_far_back_to_go(simulator: Simulator, drive: Drive,
+                                         project: Path) -> None:
+    async def scenario(repl: ReplDriver) -> None:
+        for n in (1, 2, 3):
+            repl.repl.recall.keep_result("run_shell", f"the output of run {n}")
+        mark = await repl.submit("/expand 3")
+        await repl.wait_for("end of result", after=mark)
+        assert "the output of run 1" in repl.text[mark:]
+        assert "the output of run 3" not in repl.text[mark:]
+        mark = await repl.submit("/expand last")
+        await repl.wait_for("usage: /expand [N]", after=mark)
 
     drive(scenario)
 
