@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
 import threading
@@ -564,11 +565,15 @@ class Repl:
             return  # nothing was built: the build failed, and said so
         await self.session_ready()
         agent = self.agent
-        if self.resumable:
+        kept = len(agent.conversation) > 0  # a session that never got a message is not kept
+        if self.resumable and kept:
             self.console.print(note(f"transcript: {agent.transcript.path}"))
             self.console.print(note(f"resume with: mini-claude --resume "
                                     f"{self.session.session_id}"))
         agent.transcript.close()
+        if not kept:
+            with contextlib.suppress(OSError):
+                agent.transcript.path.unlink()
         await self.session.mcp.close()
         await self.session.provider.close()
 

@@ -94,8 +94,8 @@ def test_the_first_prompt_is_drawn_before_the_agent_chain_is_imported(
         try:
             child.expect(PROMPT_READY, timeout=WAIT_SECONDS)
             child.sendcontrol("d")
-            child.expect("resume with: mini-claude --resume", timeout=WAIT_SECONDS)
             child.expect(pexpect.EOF, timeout=WAIT_SECONDS)
+            after_exit = child.before
         finally:
             child.close(force=True)
     at_first_frame = set(json.loads(modules_file.read_text()))
@@ -103,8 +103,9 @@ def test_the_first_prompt_is_drawn_before_the_agent_chain_is_imported(
     assert "prompt_toolkit" in at_first_frame
     loaded_too_early = [name for name in HEAVY_MODULES if name in at_first_frame]
     assert loaded_too_early == []
-    # Leaving at once still leaves a session behind that can be resumed.
-    assert list((isolated_home / "transcripts").glob("*.jsonl"))
+    # Leaving at once leaves nothing behind to list or resume.
+    assert "resume with" not in after_exit
+    assert list((isolated_home / "transcripts").glob("*")) == []
 
 
 def test_a_message_typed_as_the_prompt_appears_is_sent(project: Path,
