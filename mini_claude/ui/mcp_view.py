@@ -92,7 +92,9 @@ async def _print_note(repl: Repl, line: str) -> None:
 
     if repl.turn_running:
         await repl.view.print_above(write)
-    elif repl.at_prompt.is_set() and get_app_or_none() is not None:
+        return
+    app = get_app_or_none()
+    if app is not None and app.is_running:  # the prompt, or a picker such as /resume's
         async with in_terminal():
             write()
     else:

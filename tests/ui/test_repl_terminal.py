@@ -219,3 +219,34 @@ def test_a_prompt_on_the_command_line_is_the_repls_first_message(spawn: Spawn,
         assert "Do you want to proceed?" not in screen.text  # the REPL took the rule
         assert (project / "made.txt").exists()
         assert [r["text"] for r in _user_messages(sim)] == ["explain this"]
+
+
+def test_an_mcp_notice_prints_above_the_resume_picker_not_over_it(
+        spawn: Spawn, isolated_home: Path) -> None:
+    from tests.support.mcp import stdio_entry, write_config
+
+    with Simulator(ScriptedPolicy([Reply(text="First answer.")])) as sim:
+        screen = spawn(sim)
+        at_rest(screen)
+        screen.type("the first question\r")
+        screen.wait_text("First answer.")
+        at_rest(screen)
+        screen.type("/exit\r")
+        screen.wait(lambda s: not s.child.isalive(), "the first session to end")
+        write_config(isolated_home / "mcp.json", {"sample": stdio_entry(start_delay=8.0)})
+        screen = spawn(sim)
+        at_rest(screen)
+        screen.type("/resume\r")
+        screen.wait_text("esc to cancel")
+        assert "connected · " not in screen.text  # the picker came first
+        screen.wait_text("MCP server sample connected")
+        time.sleep(0.5)
+        screen.pump()
+        rows = screen.rows
+        notice = next(i for i, r in enumerate(rows) if "MCP server sample connected" in r)
+        option = next(i for i, r in enumerate(rows) if "the first question" in r)
+        hint = next(i for i, r in enumerate(rows) if "esc to cancel" in r)
+        assert notice < option < hint, screen.text
+        assert rows[notice].strip().endswith("tools")  # a row of its own, nothing drawn over it
+        screen.type("\x1b")
+        screen.wait_text("resume cancelled")
