@@ -57,6 +57,7 @@ from mini_claude.ui.startup import (
     first_message,
     import_session_modules,
     new_session,
+    warm_up_first_turn,
 )
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 
@@ -124,14 +125,12 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
 
 
 def preload_sdk_in_background(provider_name: str) -> None:
-    """Import the slow SDK while the user types.
+    """Import the slow SDK, and what else the first reply needs, while the user types.
 
     Started once the prompt is on screen: an import holds the interpreter
     for over a second, and doing it earlier would only delay the prompt.
     """
-    from mini_claude.providers import preload_sdk
-
-    threading.Thread(target=preload_sdk, args=(provider_name,), name="sdk-preload",
+    threading.Thread(target=warm_up_first_turn, args=(provider_name,), name="sdk-preload",
                      daemon=True).start()
 
 
