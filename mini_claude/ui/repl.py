@@ -43,6 +43,7 @@ from mini_claude.ui.conveniences import (
 )
 from mini_claude.ui.hooks_view import ask_project_hooks
 from mini_claude.ui.live import LiveView, TurnActivity
+from mini_claude.ui.paste import PastedTexts, paste_keys
 from mini_claude.ui.prompt_input import (
     EmptyInterrupt,
     SlashCommandCompleter,
@@ -164,6 +165,7 @@ class Repl:
         self.started = time.monotonic()  # for /cost's wall time
         # Typed during a turn, sent when it ends; the command line's prompt is the first.
         self.queued: list[str] = [first_message] if first_message else []
+        self.pastes = PastedTexts()  # long pastes, shown as placeholders, sent in full
         self.shell_context = ShellContext()
         self.exit_requested = False
         self.terminated = False
@@ -174,7 +176,8 @@ class Repl:
         self.view = LiveView(self.activity, self._status_line, self.interrupt,
                              lambda: self.agent.meter.chars_per_token,
                              on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
-                             on_expand=self._expand_during_turn, queued=lambda: self.queued)
+                             on_expand=self._expand_during_turn, queued=lambda: self.queued,
+                             extra_keys=paste_keys(self.pastes))
         self.at_prompt = asyncio.Event()  # set while waiting for input
         self.prompts_shown = 0
         self._pump: asyncio.Task[None] | None = None
@@ -306,7 +309,7 @@ class Repl:
             echo = Text("> ", style="bold magenta")
             echo.append(text)
             self.console.print(echo)
-            return text
+            return self.pastes.expand(text)
         return await self._read()
 
     # ---- keys during a turn ---------------------------------------------------------
@@ -318,7 +321,7 @@ class Repl:
             self.exit_requested = True
             self.interrupt()
             return
-        self.queued.append(text)
+        self.queued.append(text)  # placeholders stay until it is sent
         self.view.refresh()
 
     def _escape_during_turn(self) -> None:
@@ -354,9 +357,10 @@ class Repl:
             self.prompts_shown += 1
             self.at_prompt.set()
             try:
-                return await prompt.prompt_async(set_exception_handler=False,
-                                                 pre_run=self._after_first_draw,
-                                                 default=self.view.take_draft())
+                typed = await prompt.prompt_async(set_exception_handler=False,
+                                                  pre_run=self._after_first_draw,
+                                                  default=self.view.take_draft())
+                return self.pastes.expand(typed)
             except EmptyInterrupt:
                 if armed:
                     return None
@@ -407,7 +411,7 @@ class Repl:
         return self._prompt
 
     def _prompt_keys(self) -> KeyBindings:
-        keys = KeyBindings()
+        keys = paste_keys(self.pastes)
 
         @keys.add("c-o")
         def _expand(event: KeyPressEvent) -> None:

@@ -351,6 +351,25 @@ def test_multi_line_input_stays_one_message(
     drive(scenario)
 
 
+def test_a_long_paste_shows_as_a_placeholder_and_is_sent_in_full(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    pasted = "\n".join(f"log line {n}" for n in range(1, 301))
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.at_prompt()
+        await repl.keys("look at this: \x1b[200~" + pasted + "\x1b[201~")
+        app = get_app_or_none()
+        assert app is not None
+        await until(lambda: "[Pasted text" in app.current_buffer.text, "the placeholder")
+        assert app.current_buffer.text == "look at this: [Pasted text #1 +300 lines]"
+        await repl.keys("\r")
+        await until(lambda: len(simulator.requests) == 1, "the request")
+        await repl.at_prompt()
+        assert user_texts(simulator) == ["look at this: " + pasted]
+
+    drive(scenario)
+
+
 def test_history_is_private_and_recalled_in_the_next_session(
         simulator: Simulator, isolated_home: Path, project: Path) -> None:
     async def scenario() -> None:

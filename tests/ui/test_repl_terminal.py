@@ -250,3 +250,19 @@ def test_an_mcp_notice_prints_above_the_resume_picker_not_over_it(
         assert rows[notice].strip().endswith("tools")  # a row of its own, nothing drawn over it
         screen.type("\x1b")
         screen.wait_text("resume cancelled")
+
+
+def test_a_300_line_paste_is_one_placeholder_on_screen(spawn: Spawn) -> None:
+    pasted = "\n".join(f"log line {n}" for n in range(1, 301))
+    policy = ScriptedPolicy([lambda conv: Reply(
+        text=f"Got {conv.messages[-1].text.count('log line')} log lines.")])
+    with Simulator(policy) as sim:
+        screen = spawn(sim)
+        at_rest(screen)
+        screen.type("\x1b[200~" + pasted + "\x1b[201~")
+        screen.wait_text("[Pasted text #1 +300 lines]")
+        assert "log line 150" not in screen.text
+        screen.type("\r")
+        screen.wait_text("Got 300 log lines.")
+        at_rest(screen)
+        assert "log line 299" not in screen.text
