@@ -168,7 +168,8 @@ def _refuse_print_only_flags(args: argparse.Namespace) -> None:
     """Say so rather than ignore them."""
     given = [flag for name, flag in PRINT_ONLY_FLAGS.items() if getattr(args, name, None)]
     if given:
-        raise UsageError(f"{', '.join(given)} only apply to print mode (-p)")
+        verb = "applies" if len(given) == 1 else "apply"
+        raise UsageError(f"{', '.join(given)} only {verb} to print mode (-p)")
 
 
 def _check_rules(args: argparse.Namespace) -> None:

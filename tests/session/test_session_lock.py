@@ -59,16 +59,12 @@ def test_sweep_removes_locks_of_killed_processes_and_keeps_live_ones(tmp_path: P
 
 
 def test_a_session_that_ended_leaves_no_lock_file(
-    tmp_path: Path,
+    project: Path,
     isolated_home: Path,
     simulator: Simulator,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed by pytest
     simulator.policy = ScriptedPolicy([Reply("one"), Reply("two")])
     point_at(simulator, "anthropic", monkeypatch)
     for _ in range(2):

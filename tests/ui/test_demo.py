@@ -7,6 +7,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,15 +93,22 @@ def test_demo_needs_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     assert err.count("\n") == 1 and "terminal" in err
 
 
-def test_demo_command_runs_the_real_repl(tmp_path: Path) -> None:
+def _spawn_demo(tmp_path: Path) -> Any:
+    """``mini-claude --demo`` in a pseudo-terminal, with no key and a home under ``tmp_path``."""
     import pexpect
 
     command = Path(sys.executable).with_name("mini-claude")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
     env.update({"TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1",
                 "MINI_CLAUDE_HOME": str(tmp_path / "home")})
-    child = pexpect.spawn(str(command), ["--demo"], env=env, cwd=str(tmp_path),
-                          dimensions=(40, 140), encoding="utf-8", timeout=60)
+    return pexpect.spawn(str(command), ["--demo"], env=env, cwd=str(tmp_path),
+                         dimensions=(40, 140), encoding="utf-8", timeout=60)
+
+
+def test_demo_command_runs_the_real_repl(tmp_path: Path) -> None:
+    import pexpect
+
+    child = _spawn_demo(tmp_path)
     try:
         child.expect("SIMULATED")
         child.expect(r"ctrl-d exits[\s\S]*?> ")
@@ -122,12 +130,7 @@ def test_demo_command_runs_the_real_repl(tmp_path: Path) -> None:
 def test_the_demo_keeps_what_is_typed_while_it_starts(tmp_path: Path) -> None:
     import pexpect
 
-    command = Path(sys.executable).with_name("mini-claude")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
-    env.update({"TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1",
-                "MINI_CLAUDE_HOME": str(tmp_path / "home")})
-    child = pexpect.spawn(str(command), ["--demo"], env=env, cwd=str(tmp_path),
-                          dimensions=(40, 140), encoding="utf-8", timeout=60)
+    child = _spawn_demo(tmp_path)
     try:
         # Keys are kept from the moment the terminal stops echoing: that must come before
         # the demo's slow start (imports, project, simulator), not when the prompt appears.

@@ -112,6 +112,9 @@ def test_header_names_provider_model_window_folder_session_and_instructions(
         for part in ("anthropic", "sim-model", "200k window", str(project),
                      f"session {session_id}", "instructions: " + str(project / "CLAUDE.md")):
             assert part in header
+        await repl.submit("hello")  # a session with a message in it is kept, and says how
+        await until(lambda: len(simulator.requests) == 1, "the request")
+        await repl.at_prompt()
         repl.pipe.send_text("\x04")  # Ctrl-D at the prompt leaves
         assert await asyncio.wait_for(repl.task, 20) == 0
         farewell = " ".join(repl.text.split())
@@ -399,7 +402,8 @@ def test_ctrl_c_clears_the_line_and_twice_on_an_empty_prompt_exits(
         await repl.keys("\x03")
         assert await asyncio.wait_for(repl.task, 20) == 0
         assert not simulator.requests  # nothing was sent
-        assert "mini-claude --resume" in repl.text
+        assert "mini-claude --resume" not in repl.text  # nor kept: nothing to resume
+        assert not repl.repl.agent.transcript.path.exists()
 
     drive(scenario)
 
