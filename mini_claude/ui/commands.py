@@ -147,7 +147,7 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
     table.add_row("API time", _duration(costs.api_seconds))
     table.add_row("wall time", _duration(time.monotonic() - repl.started))
     repl.console.print(table)
-    repl.console.print(note(cost_notes(usage, repl.agent.cache_misses.summary())))
+    repl.console.print(note(cost_notes(usage, repl.agent.context.cache_misses.summary())))
     price = price_for(repl.session.settings.model)
     if price is None:
         repl.console.print(note(f"no price known for {repl.session.settings.model}; "
