@@ -222,17 +222,41 @@ RAW_ARGUMENTS_KEY = "_raw_arguments"
 
 
 @dataclass(frozen=True, slots=True)
+class PlanChanged:
+    """The todo list was replaced: shown, and recorded for resume."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkillLoaded:
+    """A skill's instructions entered the context: recorded, re-attached after a summary."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRequested:
+    """The model asked for a summary; it comes before the next request."""
+
+    focus: str | None = None
+
+
+# What a tool changed besides its result; the agent handles each kind in one place.
+ToolEffect = PlanChanged | SkillLoaded | CompactionRequested
+
+
+@dataclass(frozen=True, slots=True)
 class ToolOutput:
     """What a tool returns before tier 0 and the conversation see it.
 
     ``display`` is an optional richer view for the UI (a diff for edits);
-    the model only ever sees ``content``.
+    the model only ever sees ``content``. ``effects`` say what else the call changed.
     """
 
     content: str
     is_error: bool = False
     display: str | None = None
     display_kind: Literal["text", "diff", "code", "ansi"] = "text"
+    effects: tuple[ToolEffect, ...] = ()
 
 
 # ---- context ---------------------------------------------------------------------

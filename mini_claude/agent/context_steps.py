@@ -160,7 +160,7 @@ class ContextSteps:
         loop_open = thinking_loop_open(self.conversation.messages)
         for report in self.run_tiers(loop_open):
             yield ev.TierFired(report)
-        focus, self.tool_context.compaction_focus = self.tool_context.compaction_focus, None
+        focus, self._requested_focus = self._requested_focus, None
         if focus is not None:
             async for event in self.summarize("tool", focus or None):
                 yield event

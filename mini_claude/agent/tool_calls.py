@@ -22,7 +22,13 @@ from mini_claude.agent.history import AdmittedResult
 from mini_claude.agent.hooks import HookOutcome, HookRunner
 from mini_claude.agent.reminders import remind_in_results
 from mini_claude.conversation import ToolUseBlock
-from mini_claude.protocol import ToolOutput
+from mini_claude.protocol import (
+    CompactionRequested,
+    PlanChanged,
+    SkillLoaded,
+    ToolEffect,
+    ToolOutput,
+)
 from mini_claude.sanitize import clean_text
 from mini_claude.secrets import api_keys, mask
 from mini_claude.tools.base import ToolContext
@@ -74,7 +80,7 @@ class ToolCalls:
                         use.id, use.name, result.block, output.display, output.display_kind,
                         original=output.content,
                     )
-                    for event in self._after_tool(use, output):
+                    for event in self._after_tool(output):
                         yield event
         except (asyncio.CancelledError, GeneratorExit):
             history.close_results(uses, results, interrupted=True)
@@ -181,21 +187,26 @@ class ToolCalls:
             return output
         return replace(output, content=content, display=display)
 
-    def _after_tool(self, use: ToolUseBlock, output: ToolOutput) -> list[ev.Event]:
-        """Hook warnings, and the plan or skill the tool changed (recorded for resume)."""
+    def _after_tool(self, output: ToolOutput) -> list[ev.Event]:
+        """Hook warnings, then what the call changed besides its result."""
         events: list[ev.Event] = [ev.Notice(w, "warning") for w in self._hook_warnings]
         self._hook_warnings.clear()
-        if output.is_error:
-            return events
-        context = self.tool_context
-        transcript = self.context.transcript
-        if use.name == "todo_write":
-            items = context.plan.items
-            transcript.event("todos", todos=[item.to_dict() for item in items])
-            events.append(ev.PlanUpdated(items))
-        elif use.name == "skill" and len(context.loaded_skills):
-            transcript.event("skill_loaded", name=context.loaded_skills.newest_first()[0])
+        for effect in output.effects:
+            events.extend(self._apply(effect))
         return events
+
+    def _apply(self, effect: ToolEffect) -> list[ev.Event]:
+        """One effect: recorded for resume, shown, or handed to the context steps."""
+        transcript = self.context.transcript
+        if isinstance(effect, PlanChanged):
+            items = self.tool_context.plan.items
+            transcript.event("todos", todos=[item.to_dict() for item in items])
+            return [ev.PlanUpdated(items)]
+        if isinstance(effect, SkillLoaded):
+            transcript.event("skill_loaded", name=effect.name)
+        elif isinstance(effect, CompactionRequested):
+            self.context.request_summary(effect.focus)
+        return []
 
 
 async def settle(calls: Sequence[asyncio.Future[ToolOutput]]) -> None:
