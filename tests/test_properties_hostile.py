@@ -57,7 +57,8 @@ from mini_claude.providers.arguments import parse_tool_input
 from mini_claude.sanitize import clean_message, clean_text, decode_bytes
 from mini_claude.settings import Settings
 from mini_claude.simulator import anthropic_wire, openai_wire
-from mini_claude.simulator.wire import WireError, parse_strict_json
+from mini_claude.simulator.types import WireError
+from mini_claude.simulator.wire import parse_strict_json
 from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript, load_session
