@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mini_claude.bench.runner import NeedCheck, RequestRecord, RunResult
-from mini_claude.pricing import SONNET
+from mini_claude.models import SONNET
 
 # Tiers whose edit changes old history and so breaks the prompt cache from that point on.
 HISTORY_EDITING_TIERS = ("budget", "snip", "microcompact", "compact")

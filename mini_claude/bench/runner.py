@@ -18,7 +18,7 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
 from mini_claude.bench.strategies import Strategy
-from mini_claude.pricing import SONNET
+from mini_claude.models import SONNET
 from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
 from mini_claude.scenario.policy import HISTORY_TOOL, ScriptPolicy

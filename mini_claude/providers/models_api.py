@@ -25,8 +25,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from mini_claude.models import known_window
 from mini_claude.private_dirs import make_private_dirs
-from mini_claude.settings import Settings, known_window
+from mini_claude.settings import Settings
 
 CACHE_FILE = "models.json"
 CACHE_MAX_AGE_SECONDS = 7 * 24 * 3600.0

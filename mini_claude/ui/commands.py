@@ -122,7 +122,8 @@ async def context_command(repl: ReplHost, argument: str) -> Outcome:
 
 
 async def cost_command(repl: ReplHost, argument: str) -> Outcome:
-    from mini_claude.pricing import cost_notes, price_for
+    from mini_claude.models import price_for
+    from mini_claude.pricing import cost_notes
 
     costs = repl.agent.costs
     usage = costs.usage
