@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 from mini_claude.conversation import Message
 from mini_claude.text import format_tokens
+from mini_claude.tiers import tier_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,9 +262,7 @@ class ToolOutput:
 
 # ---- context ---------------------------------------------------------------------
 
-TierName = Literal[
-    "persist", "truncate", "budget", "snip", "microcompact", "clear_thinking", "fold"
-]
+TierName = str  # a name in tiers.TIERS
 # Why a summary was made: at the turn boundary ("auto", "idle" when the cache went cold),
 # by hand ("manual"), by the model's tool ("tool"), inside a turn ("mid-turn"), or after
 # the server refused the prompt ("prompt-too-long").
@@ -281,14 +280,10 @@ class TierReport:
 
     def describe(self) -> str:
         """One line for the UI, e.g. ``snip: 4 stale results cleared, 12.3k tokens freed``."""
-        verb = {"budget": "trimmed", "snip": "cleared", "microcompact": "cleared",
-                "clear_thinking": "dropped"}.get(self.tier, "edited")
-        noun = "result" if self.results_touched == 1 else "results"
-        if self.tier == "clear_thinking":
-            noun = "thinking block" if self.results_touched == 1 else "thinking blocks"
+        row = tier_row(self.tier)
         extra = f" ({self.detail})" if self.detail else ""
         return (
-            f"{self.tier}: {self.results_touched} {noun} {verb}, "
+            f"{self.tier}: {row.counted(self.results_touched)} {row.verb}, "
             f"{format_tokens(self.tokens_freed)} tokens freed{extra}"
         )
 
