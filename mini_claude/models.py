@@ -16,12 +16,29 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
-
-if TYPE_CHECKING:
-    from mini_claude.protocol import Usage
+from typing import Protocol, TypeVar
 
 _T = TypeVar("_T")
+
+
+class TokenCounts(Protocol):
+    """What a price is applied to (``protocol.Usage``); declared here so this table
+    stays a leaf that imports nothing of the package."""
+
+    @property
+    def input_tokens(self) -> int: ...
+
+    @property
+    def cache_read_tokens(self) -> int: ...
+
+    @property
+    def cache_write_tokens(self) -> int: ...
+
+    @property
+    def output_tokens(self) -> int: ...
+
+    @property
+    def prompt_tokens(self) -> int: ...
 
 # ---- providers -------------------------------------------------------------------------
 
@@ -183,7 +200,7 @@ class Price:
             return self.long_prompt
         return self
 
-    def cost(self, usage: Usage) -> float:
+    def cost(self, usage: TokenCounts) -> float:
         """One response's cost; reasoning and thinking tokens are in ``output_tokens``."""
         rates = self.for_prompt(usage.prompt_tokens)
         return (

@@ -7,7 +7,7 @@ in tokens only and shown as "price unknown": a wrong dollar figure is worse than
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mini_claude.models import price_for
@@ -61,6 +61,9 @@ class CostTracker:
             self.summaries.dollars += cost
             self.summaries.requests += 1
         return cost
+
+    def totals(self) -> dict[str, Any]:
+        return {"requests": self.requests, "usage": asdict(self.usage), "cost_usd": self.dollars}
 
     def replay(self, records: Iterable[Mapping[str, Any]], default_model: str) -> None:
         """Add the usage a transcript recorded, so a resumed session's totals go on from there.

@@ -35,7 +35,6 @@ from mini_claude.protocol import CompactReason, ContextStatus, ResponseComplete,
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens
 from mini_claude.tools.base import ToolContext
-from mini_claude.transcript import Transcript
 
 
 class ContextSteps:
@@ -90,10 +89,6 @@ class ContextSteps:
     @property
     def conversation(self) -> Conversation:
         return self.history.conversation
-
-    @property
-    def transcript(self) -> Transcript:
-        return self.history.transcript
 
     def totals(self) -> dict[str, object]:
         """What the context steps did this session, for /cost and the benchmark."""
@@ -215,7 +210,7 @@ class ContextSteps:
             chars_per_token=self.meter.chars_per_token,
         )
         if report is not None:
-            self.transcript.thinking_cleared(len(self.conversation.messages))
+            self.history.transcript.thinking_cleared(len(self.conversation.messages))
         return report
 
     def fold_cleared_calls(self) -> TierReport | None:
@@ -272,7 +267,7 @@ class ContextSteps:
             response.cache_miss, diagnosed=response.response_id is not None
         )
         if missed is not None:
-            self.transcript.event(
+            self.history.transcript.event(
                 "cache_miss", reason=missed.reason, missed_tokens=missed.missed_tokens,
                 after=list(missed.after),
             )

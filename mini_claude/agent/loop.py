@@ -245,9 +245,4 @@ class Agent:
 
     def stats(self) -> dict[str, Any]:
         """Numbers for /cost, the benchmark and tests."""
-        return {
-            "requests": self.costs.requests,
-            "usage": asdict(self.costs.usage),
-            "cost_usd": self.costs.dollars,
-            **self.context.totals(),
-        }
+        return {**self.costs.totals(), **self.context.totals()}

@@ -197,7 +197,7 @@ class ToolCalls:
 
     def _apply(self, effect: ToolEffect) -> list[ev.Event]:
         """One effect: recorded for resume, shown, or handed to the context steps."""
-        transcript = self.context.transcript
+        transcript = self.context.history.transcript
         if isinstance(effect, PlanChanged):
             items = self.tool_context.plan.items
             transcript.event("todos", todos=[item.to_dict() for item in items])
