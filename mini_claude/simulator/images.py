@@ -22,7 +22,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from mini_claude.simulator.wire import WireError
+from mini_claude.simulator.types import WireError
 
 MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 ANTHROPIC_MAX_BYTES = 5 * 1024 * 1024

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import reports_tool_errors
 from mini_claude.tools.shell_output import shell_header
 
@@ -28,11 +28,11 @@ class KillShellTool:
     spec = SPEC
     read_only = True  # it only stops what an approved command started
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return None
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return NOTHING_TO_ASK
 
     @reports_tool_errors
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
         shell_id = str(args.get("shell_id", ""))
         shell = ctx.shells.get(shell_id)
         if not shell.running:

@@ -6,7 +6,7 @@ from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.background import BackgroundShell, ShellRead
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 
 SPEC = ToolSpec(
@@ -36,11 +36,11 @@ class ShellOutputTool:
     spec = SPEC
     read_only = True
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return None  # reads what an approved command printed
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return NOTHING_TO_ASK  # reads what an approved command printed
 
     @reports_tool_errors
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
         shell_id = str(args.get("shell_id", ""))
         pattern = args.get("filter")
         if pattern is not None and not isinstance(pattern, str):

@@ -22,7 +22,7 @@ from markdownify import MarkdownConverter
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
 from mini_claude.text import human_size
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.web_guard import PrivateAllowance, check_host, checked_url, host_of
 
@@ -70,18 +70,18 @@ class WebFetchTool:
         self._clock = clock
         self._cache: dict[str, tuple[float, Page]] = {}
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         url = str(args.get("url", ""))
         host = host_of(url)
-        return PermissionRequest(
+        return Prepared(PermissionRequest(
             tool_name=self.spec.name,
             summary=f"fetch {url}",
             subject=f"web_fetch:{host}",  # "don't ask again" allows the whole domain
             detail=f"domain: {host}" if host else None,
-        )
+        ))
 
     @reports_tool_errors
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
         settings = ctx.settings
         allowance = PrivateAllowance.parse(settings.web_fetch_allow_private)
         url = checked_url(str(args.get("url", "")), allowance)

@@ -13,7 +13,7 @@ from mini_claude.tools.common import ToolError
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 USAGE = "usage: /shells [kill <id>]"
 
@@ -35,7 +35,7 @@ def running_label(shells: BackgroundShells) -> str | None:
     return f"{count} shell" + ("" if count == 1 else "s")
 
 
-async def shells_command(repl: Repl, argument: str) -> None:
+async def shells_command(repl: ReplHost, argument: str) -> None:
     shells = repl.session.shells
     words = argument.split()
     if not words:

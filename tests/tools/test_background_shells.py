@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mini_claude.protocol import ToolOutput
 from mini_claude.tools.background import BackgroundShells
-from mini_claude.tools.base import ToolContext
+from mini_claude.tools.base import NOTHING_TO_ASK, ToolContext
 from mini_claude.tools.kill_shell import KillShellTool
 from mini_claude.tools.run_shell import RunShellTool
 from mini_claude.tools.shell_output import ShellOutputTool
@@ -16,12 +16,13 @@ from tests.support.tools import process_alive, run, tool_context, wait_until
 
 
 def start(ctx: ToolContext, command: str) -> ToolOutput:
-    return run(RunShellTool().run({"command": command, "run_in_background": True}, ctx))
+    return run(RunShellTool().run({"command": command, "run_in_background": True}, ctx,
+                                  NOTHING_TO_ASK))
 
 
 def output(ctx: ToolContext, shell_id: str, pattern: str | None = None) -> ToolOutput:
     args = {"shell_id": shell_id, **({"filter": pattern} if pattern else {})}
-    return run(ShellOutputTool().run(args, ctx))
+    return run(ShellOutputTool().run(args, ctx, NOTHING_TO_ASK))
 
 
 def pid_in(text: str) -> int:
@@ -69,10 +70,10 @@ def test_kill_shell_stops_the_whole_group_and_unknown_ids_are_named(tmp_path: Pa
     child = int(ctx.shells.get("bash_1").log_path.read_text().split()[1])
     leader = pid_in(started.content)
     assert process_alive(child) and process_alive(leader)
-    killed = run(KillShellTool().run({"shell_id": "bash_1"}, ctx))
+    killed = run(KillShellTool().run({"shell_id": "bash_1"}, ctx, NOTHING_TO_ASK))
     assert killed.content.endswith("Stopped.") and "killed" in killed.content
     assert wait_until(lambda: not process_alive(child) and not process_alive(leader))
-    again = run(KillShellTool().run({"shell_id": "bash_1"}, ctx))
+    again = run(KillShellTool().run({"shell_id": "bash_1"}, ctx, NOTHING_TO_ASK))
     assert again.content.endswith("It was no longer running.")
     unknown = output(ctx, "bash_9")
     assert unknown.is_error and unknown.content == (
@@ -105,9 +106,9 @@ def test_stop_all_leaves_nothing_running(tmp_path: Path) -> None:
 def test_the_permission_is_run_shells(tmp_path: Path) -> None:
     ctx = tool_context(tmp_path)
     request = RunShellTool().permission({"command": "npm run dev", "run_in_background": True},
-                                        ctx)
+                                        ctx).request
     assert request is not None and request.subject == "run_shell:npm run dev"
-    assert ShellOutputTool().permission({"shell_id": "bash_1"}, ctx) is None
+    assert ShellOutputTool().permission({"shell_id": "bash_1"}, ctx).request is None
 
 
 def test_live_lines_are_plain_text_and_a_progress_bar_keeps_its_last_state() -> None:

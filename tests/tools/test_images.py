@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from mini_claude.settings import Settings
+from mini_claude.tools.base import NOTHING_TO_ASK
 from mini_claude.tools.common import ToolError
 from mini_claude.tools.images import (
     ImageLimits,
@@ -74,7 +75,8 @@ def test_a_model_without_vision_gets_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "shot.png").write_bytes(png(10, 10))
     with pytest.raises(ToolError, match="deepseek-chat does not accept images"):
         load_image(tmp_path / "shot.png", "shot.png", Settings(model="deepseek-chat"))
-    out = run(ReadFileTool().run({"path": "shot.png"}, tool_context(tmp_path, vision=False)))
+    blind = tool_context(tmp_path, vision=False)
+    out = run(ReadFileTool().run({"path": "shot.png"}, blind, NOTHING_TO_ASK))
     assert out.is_error
     assert out.content == "cannot send shot.png: images are turned off for " \
         f"{Settings().model} (MINI_CLAUDE_VISION=0)"
@@ -82,13 +84,13 @@ def test_a_model_without_vision_gets_a_clear_error(tmp_path: Path) -> None:
 
 def test_read_file_of_an_image_returns_the_image(tmp_path: Path) -> None:
     (tmp_path / "ui.png").write_bytes(png(300, 150))
-    out = run(ReadFileTool().run({"path": "ui.png"}, tool_context(tmp_path)))
+    out = run(ReadFileTool().run({"path": "ui.png"}, tool_context(tmp_path), NOTHING_TO_ASK))
     assert not out.is_error
     assert out.content.startswith("[image ui.png: 300×150 image/png, ")
     assert "about 60 tokens in context" in out.content
     assert [(i.name, i.width, i.height) for i in out.images] == [("ui.png", 300, 150)]
     (tmp_path / "fake.png").write_text("not a picture")
-    bad = run(ReadFileTool().run({"path": "fake.png"}, tool_context(tmp_path)))
+    bad = run(ReadFileTool().run({"path": "fake.png"}, tool_context(tmp_path), NOTHING_TO_ASK))
     assert bad.is_error and "is not an image that can be read" in bad.content
 
 

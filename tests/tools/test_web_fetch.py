@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mini_claude.protocol import ToolOutput
-from mini_claude.tools.base import ToolContext
+from mini_claude.tools.base import NOTHING_TO_ASK, ToolContext
 from mini_claude.tools.permission_rules import parse_rule
 from mini_claude.tools.web_fetch import WebFetchTool
 from mini_claude.tools.web_guard import PrivateAllowance, checked_url, refused
@@ -29,7 +29,7 @@ def server() -> Iterator[WebServer]:
 
 def fetch(ctx: ToolContext, url: str, tool: WebFetchTool | None = None, **extra: str
           ) -> ToolOutput:
-    return run((tool or WebFetchTool()).run({"url": url, **extra}, ctx))
+    return run((tool or WebFetchTool()).run({"url": url, **extra}, ctx, NOTHING_TO_ASK))
 
 
 def allowed_ctx(root: Path, **settings: Any) -> ToolContext:
@@ -122,10 +122,12 @@ def test_the_size_limit_cuts_and_the_cache_answers_a_second_fetch(
 
 def test_permission_is_asked_per_domain_and_rules_match_the_host(tmp_path: Path) -> None:
     ctx = tool_context(tmp_path)
-    request = WebFetchTool().permission({"url": "https://docs.python.org/3/library/os.html"}, ctx)
+    request = WebFetchTool().permission(
+        {"url": "https://docs.python.org/3/library/os.html"}, ctx
+    ).request
     assert request is not None
     assert request.subject == "web_fetch:docs.python.org"
-    other_page = WebFetchTool().permission({"url": "https://docs.python.org/3/"}, ctx)
+    other_page = WebFetchTool().permission({"url": "https://docs.python.org/3/"}, ctx).request
     assert other_page is not None and other_page.subject == request.subject
     rule = parse_rule("web_fetch(docs.python.org)", "test")
     assert rule.allows("web_fetch", {"url": "https://docs.python.org/3/"})
