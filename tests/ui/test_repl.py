@@ -303,6 +303,8 @@ def test_esc_interrupts_a_slow_reply_and_the_session_stays_usable(
     async def scenario(repl: ReplDriver) -> None:
         mark = await repl.submit("take your time")
         await repl.turn_running()
+        # Esc before the request reaches the server would leave the slow answer to the next.
+        await until(lambda: len(simulator.requests) >= 1, "the first request to arrive")
         await repl.keys("\x1b")
         await repl.wait_for("Interrupted", after=mark)
         assert "never shown" not in repl.text
