@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mini_claude.safe_read import read_limited
+
 PROJECT_CONFIG_NAME = ".mcp.json"
 USER_CONFIG_NAME = "mcp.json"
 
@@ -61,7 +63,7 @@ class ConfigFile:
 def load_config(path: Path, scope: Scope, environ: Mapping[str, str]) -> ConfigFile | None:
     """The servers in ``path``; None when there is no such file. Never raises."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path).decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:

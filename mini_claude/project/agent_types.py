@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from mini_claude.safe_read import read_text_limited
+
 TEMPLATE_PACKAGE = "mini_claude.templates"
 READ_ONLY_TOOLS = ("read_file", "grep_search", "list_files")
 DEFAULT_TYPE = "explore"
@@ -129,7 +131,7 @@ class AgentFileError(ValueError):
 
 def parse_agent_file(path: Path) -> AgentType:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")[:MAX_AGENT_FILE_CHARS]
+        text = read_text_limited(path)[:MAX_AGENT_FILE_CHARS]
     except OSError as exc:
         raise AgentFileError(exc.strerror or str(exc)) from None
     fields, body = split_front_matter(text)

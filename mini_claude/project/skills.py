@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_claude.safe_read import read_limited
+
 SKILL_FILE = "SKILL.md"
 PROJECT_SKILL_DIRS = (Path(".mini-claude") / "skills", Path(".claude") / "skills")
 HOME_SKILL_DIR = "skills"
@@ -106,7 +108,7 @@ def _skill_folders(root: Path) -> list[Path]:
 def read_skill(folder: Path, scope: str) -> Skill:
     path = folder / SKILL_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillError(f"cannot read {path}: {exc}") from None
     fields, body = split_front_matter(text, path)
