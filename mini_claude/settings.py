@@ -236,6 +236,9 @@ class Settings:
     # MCP servers
     mcp_connect_timeout_seconds: float = 30.0
     mcp_tool_timeout_seconds: float = 120.0
+    # Variables a project's .mcp.json may expand with ${VAR} (names, commas or spaces
+    # between); provider keys never. The user's own mcp.json may use any.
+    mcp_project_variables: str | None = None
 
     # Sub-agents (the task tool): off removes the tool; the model for children (None: the same)
     task_tool: bool = True

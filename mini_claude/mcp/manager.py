@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mini_claude.mcp.config import ConfigFile, ServerConfig, load_configs
+from mini_claude.mcp.config import ConfigFile, ServerConfig, allowed_variables, load_configs
 from mini_claude.mcp.connection import RemoteTool, ServerConnection, route_sdk_logs
 from mini_claude.mcp.tool import McpTool, tool_name
 from mini_claude.project.trust import ProjectTrust, TrustStatus
+from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
 from mini_claude.tools.registry import ToolRegistry
 
@@ -48,7 +49,13 @@ class McpManager:
         self.project = project
         self.registry = registry
         self.trust = ProjectTrust(settings.home)
-        self.user_file, self.project_file = load_configs(project, settings.home, environ)
+        self.user_file, self.project_file = load_configs(
+            project,
+            settings.home,
+            environ,
+            allowed_variables(settings.mcp_project_variables),
+            api_keys(settings),
+        )
         self.connections: dict[str, ServerConnection] = {}
         self.on_tools_changed: list[Callable[[], None]] = []
         # Called when a server connects or fails, with one line for the user.

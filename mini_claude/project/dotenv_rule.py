@@ -52,6 +52,8 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     "home": "refused",
     # a short limit makes a guard hook "time out"; a long one is the user's call
     "hook_timeout_seconds": "refused",
+    # which of the user's variables a project's .mcp.json may read
+    "mcp_project_variables": "refused",
     # a short retention deletes other sessions' saved results
     "result_retention_days": "stricter",
     # model choice and context tuning: cost and quality, no guard

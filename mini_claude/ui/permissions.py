@@ -42,7 +42,8 @@ def permission_box(request: PermissionRequest) -> Panel:
     parts.append(Text())
     parts.append(Text("Do you want to proceed?"))
     title = TITLES.get(request.tool_name, request.tool_name)
-    return Panel(Group(*parts), title=f"[bold]{title}[/] [dim]({request.tool_name})[/]",
+    heading = Text.assemble((title, "bold"), " ", (f"({request.tool_name})", "dim"))
+    return Panel(Group(*parts), title=heading,
                  title_align="left", border_style="yellow", expand=True)
 
 

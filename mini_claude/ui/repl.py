@@ -50,6 +50,7 @@ from mini_claude.ui.prompt_input import (
 )
 from mini_claude.ui.recall import Recall, latest_summary, recap
 from mini_claude.ui.render import error_line, note
+from mini_claude.ui.screen_guard import guard_console
 from mini_claude.ui.startup import SessionStarter, can_start_before_session, import_session_modules
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 
@@ -150,7 +151,7 @@ class Repl:
         self._session = session
         self.starter = starter  # builds the session after the first frame when given none
         self._building: asyncio.Task[None] | None = None
-        self.console = console
+        self.console = guard_console(console)  # no control character reaches the terminal
         self.banner = banner
         self.activity = TurnActivity()
         self.started = time.monotonic()  # for /cost's wall time
