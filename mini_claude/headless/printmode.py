@@ -18,7 +18,7 @@ from mini_claude.protocol import ProviderError
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens
-from mini_claude.tools.base import allow_all, deny_all
+from mini_claude.tools.base import deny_all, yes_approver
 from mini_claude.tools.permission_rules import RuleError
 from mini_claude.tools.registry import default_registry
 from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
@@ -82,7 +82,7 @@ async def _run(
     except ProviderError as exc:
         print(f"mini-claude: {exc.message}", file=err)
         return EXIT_USAGE
-    approver = allow_all if args.yes else deny_all
+    approver = yes_approver() if args.yes else deny_all
     session = Session(settings, cwd, provider, approver, rules=loaded.rules)
     session.system_prompt = build_system_prompt(
         cwd, session.instructions, skills=session.skills.prompt_section(), **extra_prompt

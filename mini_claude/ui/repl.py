@@ -103,11 +103,11 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
     """Resuming, or a project with MCP servers: the session is built before the prompt."""
     from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
-    from mini_claude.tools.base import allow_all
+    from mini_claude.tools.base import yes_approver
     from mini_claude.ui.permissions import TerminalApprover
 
     startup_housekeeping(settings)
-    approver: Approver = allow_all if args.yes else TerminalApprover()
+    approver: Approver = yes_approver(TerminalApprover()) if args.yes else TerminalApprover()
     session = Session(settings, cwd, create_provider(settings), approver)
     if getattr(args, "trust_project_mcp", False):
         session.mcp.approve_project(remember=False)
@@ -207,9 +207,9 @@ class Repl:
     def _attach_approver(self, session: Session) -> None:
         from mini_claude.ui.permissions import TerminalApprover
 
-        if isinstance(session.approver, TerminalApprover):
-            session.approver.attach(self.console, self.question, self.interrupt,
-                                    self._status_line)
+        approver = getattr(session.approver, "ask_person", session.approver)  # under --yes
+        if isinstance(approver, TerminalApprover):
+            approver.attach(self.console, self.question, self.interrupt, self._status_line)
 
     async def _build_session(self) -> None:
         """Right after the first frame: import the agent chain off the loop, then build.

@@ -93,11 +93,13 @@ class SessionStarter:
         """The session, as the CLI built it before the prompt (housekeeping included)."""
         from mini_claude.providers import create_provider
         from mini_claude.session.wiring import Session, startup_housekeeping
-        from mini_claude.tools.base import Approver, allow_all
+        from mini_claude.tools.base import Approver, yes_approver
         from mini_claude.ui.permissions import TerminalApprover
 
         startup_housekeeping(self.settings)
-        approver: Approver = allow_all if self.args.yes else TerminalApprover()
+        approver: Approver = (
+            yes_approver(TerminalApprover()) if self.args.yes else TerminalApprover()
+        )
         session = Session(self.settings, self.cwd, create_provider(self.settings), approver)
         if getattr(self.args, "trust_project_mcp", False):
             session.mcp.approve_project(remember=False)
