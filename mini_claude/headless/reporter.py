@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mini_claude import events as ev
 from mini_claude.headless.lines import (
@@ -18,7 +19,7 @@ from mini_claude.headless.lines import (
     result_line,
     tool_result_line,
 )
-from mini_claude.headless.safe_json import dumps_line, json_safe
+from mini_claude.headless.safe_json import OutputClosed, dumps_line, json_safe, write_or_close
 from mini_claude.protocol import Usage
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ class HeadlessReporter:
         self.api_seconds = 0.0
         self.peak_context = 0
         self.finished = False
+        self.output_closed = False
         self._last_usage: Usage | None = None
         self._call_started: float | None = None
         self._compaction_started: float | None = None
@@ -201,5 +203,21 @@ class HeadlessReporter:
         return "tool_use" if self.last_had_tools else "end_turn"
 
     def _write(self, line: Line) -> None:
-        self.out.write(dumps_line(line) + "\n")
-        self.out.flush()
+        if self.output_closed:
+            return
+        try:
+            write_or_close(self.out, dumps_line(line) + "\n")
+        except OutputClosed:
+            # Nobody reads on (`| head -1`): stop the turn as an interrupt does, at its next
+            # await, so it winds down cleanly (its shell command killed, its transcript whole).
+            self.output_closed = True
+            task = _current_task()
+            if task is not None:
+                task.cancel()
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop: the result line after the loop ended
+        return None

@@ -8,9 +8,11 @@ become their type's name, nesting past a depth becomes a marker) before writing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from typing import Any
+import os
+from typing import Any, TextIO
 
 MAX_DEPTH = 64
 TOO_DEEP = "[nested too deep]"
@@ -37,3 +39,21 @@ def dumps_line(line: dict[str, Any]) -> str:
         return json.dumps(line, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         return json.dumps(json_safe(line), ensure_ascii=False, allow_nan=False)
+
+
+class OutputClosed(Exception):
+    """Whoever read stdout has gone (``| head -1``): the run ends quietly."""
+
+
+def write_or_close(out: TextIO, text: str) -> None:
+    """Write and flush; when the reader is gone, point stdout at /dev/null (so the
+    interpreter's own flush at exit stays quiet) and raise :class:`OutputClosed`."""
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+            os.close(devnull)
+        raise OutputClosed from None
