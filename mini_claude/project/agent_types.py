@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from mini_claude.safe_read import read_text_limited
+from mini_claude.safe_read import leaves_folder, read_text_limited
 
 TEMPLATE_PACKAGE = "mini_claude.templates"
 READ_ONLY_TOOLS = ("read_file", "grep_search", "list_files")
@@ -116,6 +116,12 @@ def load_catalog(cwd: Path, home: Path) -> AgentCatalog:
         except OSError:
             continue
         for path in paths:
+            if folder != home / "agents" and leaves_folder(path, cwd):
+                catalog.warnings.append(
+                    f"agent file {path} links outside the project; skipped (a project's "
+                    "files may not bring in files from elsewhere without asking)"
+                )
+                continue
             try:
                 agent = parse_agent_file(path)
             except AgentFileError as exc:
