@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from mini_claude import __version__
 
@@ -45,8 +45,15 @@ class UsageError(Exception):
     """Bad flags or configuration; printed as one line, exit code 2."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line (what is wrong, and where help is), not the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="mini-claude",
         description=DESCRIPTION,
         epilog=EPILOG,

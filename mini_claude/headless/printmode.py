@@ -193,6 +193,8 @@ async def start_mcp_servers(session: Session, trust_project: bool, err: TextIO) 
         print(f"mini-claude: {visible(notice, one_line=True)}", file=err)
     manager.start()
     await manager.wait_settled()  # each server settles within its own connect timeout
+    for skipped in manager.skipped_tools:
+        print(f"warning: {visible(skipped, one_line=True)}", file=err)
     for view in manager.views():
         if view.state.startswith("failed"):
             line = f"warning: MCP server {view.name!r} {view.state}"

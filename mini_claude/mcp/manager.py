@@ -61,6 +61,7 @@ class McpManager:
         # Called when a server connects or fails, with one line for the user.
         self.on_server_news: list[Callable[[str], None]] = []
         self.notices: list[str] = []  # config problems, for the UI to show at start-up
+        self.skipped_tools: list[str] = []  # tools not added: their name was taken
         self._project_allowed = False
         self._started = False
         self._tools_by_server: dict[str, list[str]] = {}
@@ -173,10 +174,12 @@ class McpManager:
             elif self.registry.add(McpTool(name, connection, remote)):
                 added.append(name)
             else:
-                self._tell(
+                skipped = (
                     f"MCP server {connection.name}: tool {remote.name!r} skipped, "
                     f"the name {name} is already taken"
                 )
+                self.skipped_tools.append(skipped)  # print mode has no one listening to news
+                self._tell(skipped)
         self._tools_by_server[connection.name] = added
         for callback in self.on_tools_changed:
             callback()

@@ -4,12 +4,17 @@ shows what would be sent (secrets masked, control characters visible)."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from mini_claude.cli import main
+from mini_claude.mcp.capped_log import capped_log
 from mini_claude.mcp.config import PROJECT_CONFIG_NAME, load_config
 from mini_claude.mcp.manager import McpManager
 from mini_claude.settings import Settings
@@ -108,3 +113,39 @@ def test_headers_expand_only_allowed_variables_and_the_panel_masks_them(
     assert "${ANTHROPIC_API_KEY}" in shown and "not expanded" in shown
     assert "\x1b]0;" not in shown and "\x07" not in shown and "\x1b[2K" not in shown
     assert "␛[2K␛[1Gsafe-looking" in shown and "␛]0;owned" in shown
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_tool_name_collision_is_reported_in_print_mode(
+    provider: str,
+    project: Path,
+    isolated_home: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Two servers whose names become the same tool names: the second one's tools are
+    skipped, and print mode says so (the REPL does already)."""
+    write_config(isolated_home / "mcp.json", {"my.srv": stdio_entry(), "my srv": stdio_entry()})
+    simulator.policy = Recorder([Reply("ok")])
+    point_at(simulator, provider, monkeypatch)
+    assert main(["-p", "use the server", "--yes"]) == 0
+    _, err = capsys.readouterr()
+    skipped = [line for line in err.splitlines() if "is already taken" in line]
+    assert skipped and all(line.startswith("warning: MCP server") for line in skipped), err
+
+
+CHATTY = "import sys\nfor _ in range(5000):\n    sys.stderr.write('x' * 99 + '\\n')\n"
+
+
+def test_a_servers_stderr_log_is_capped_and_rotated(tmp_path: Path) -> None:
+    path = tmp_path / "srv.log"
+    with capped_log(path, cap=100_000) as errlog:
+        subprocess.run([sys.executable, "-c", CHATTY], stderr=errlog, check=True)
+    deadline = time.monotonic() + 60
+    while any(t.name == "mcp-log-srv" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the log copier did not finish"
+        time.sleep(0.05)
+    assert path.stat().st_size <= 100_000
+    assert path.with_name("srv.log.1").stat().st_size <= 100_000
+    assert oct(path.stat().st_mode & 0o777) == oct(0o600)
