@@ -304,12 +304,23 @@ async def run_hook(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), hook.timeout)
         out, err = b"", b""
+    finally:
+        _close_transport(process)
     return HookRun(
         hook,
         process.returncode,
         out.decode("utf-8", "replace")[:MAX_OUTPUT_CHARS],
         err.decode("utf-8", "replace")[:MAX_OUTPUT_CHARS],
     )
+
+
+def _close_transport(process: asyncio.subprocess.Process) -> None:
+    """Close the pipes now, inside the loop: left to the garbage collector after the loop
+    has closed, asyncio prints an "Event loop is closed" traceback at exit."""
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()
 
 
 def _read_answer(run: HookRun, outcome: HookOutcome) -> None:

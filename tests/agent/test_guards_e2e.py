@@ -260,3 +260,18 @@ def test_the_users_guard_blocks_a_sub_agents_shell_command(cli: Cli) -> None:
         for r in q.conversation.last_tool_results()
     ]
     assert "Blocked by a PreToolUse hook: no shell here" in child_results
+
+
+def test_no_event_loop_traceback_at_exit_after_hooks_ran(cli: Cli) -> None:
+    """Hooks that answered, failed and timed out: the process still exits without a word
+    from asyncio ("Event loop is closed") on stderr."""
+    guard_hook(cli, "import time\ntime.sleep(30)\n", timeout=0.5)
+    cli.sim.policy = shell_then_report("echo hi")
+    process = cli.start("-p", "go", "--yes")
+    try:
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert "Event loop is closed" not in err and "Traceback" not in err
+    assert "Exception ignored" not in err
