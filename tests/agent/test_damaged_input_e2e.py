@@ -4,23 +4,11 @@ record, never a crash; ``--continue`` keeps working. Both providers, over HTTP."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
-from tests.support.hostile import PROVIDERS, Cli, Provider, make_cli, refused
-
-
-@pytest.fixture(params=PROVIDERS)
-def cli(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    simulator: Simulator,
-    capsys: pytest.CaptureFixture[str],
-) -> Cli:
-    provider: Provider = request.param
-    return make_cli(tmp_path, simulator, provider, capsys)
+from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, ToolCall
+from tests.support.hostile import Cli, refused
 
 
 @pytest.mark.parametrize(

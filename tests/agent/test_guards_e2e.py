@@ -14,20 +14,9 @@ import pytest
 
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.simulator.policies import RoutedPolicy, user_contains
-from tests.support.hostile import KEY, PROVIDERS, Cli, Provider, make_cli
+from tests.support.hostile import KEY, Cli, Provider
 
 PY = sys.executable
-
-
-@pytest.fixture(params=PROVIDERS)
-def cli(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    simulator: Simulator,
-    capsys: pytest.CaptureFixture[str],
-) -> Cli:
-    provider: Provider = request.param
-    return make_cli(tmp_path, simulator, provider, capsys)
 
 
 def other(provider: Provider) -> Provider:

@@ -4,30 +4,23 @@ yes, and a denied call never costs print mode its result line. Both providers, o
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
-from tests.support.hostile import PROVIDERS, Cli, Provider, make_cli
+from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, ToolCall
+from tests.support.hostile import Cli
 from tests.support.printing import RESULT
 
 HOME_SECRET = "home-env-secret-0123456789"
 
 
-@pytest.fixture(params=PROVIDERS)
-def cli(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    simulator: Simulator,
-    capsys: pytest.CaptureFixture[str],
-) -> Cli:
-    provider: Provider = request.param
-    made = make_cli(tmp_path, simulator, provider, capsys)
-    made.home.mkdir(parents=True, exist_ok=True)
-    (made.home / "settings.json").write_text('{"permissions": {"allow": []}}\n')
-    (made.home / ".env").write_text(f"SOME_TOKEN={HOME_SECRET}\n")
-    return made
+@pytest.fixture
+def cli(cli: Cli) -> Cli:
+    """The shared command line, with a home that holds settings and a .env worth taking."""
+    cli.home.mkdir(parents=True, exist_ok=True)
+    (cli.home / "settings.json").write_text('{"permissions": {"allow": []}}\n')
+    (cli.home / ".env").write_text(f"SOME_TOKEN={HOME_SECRET}\n")
+    return cli
 
 
 def calls_then_report(calls: list[ToolCall]) -> tuple[ScriptedPolicy, list[str]]:

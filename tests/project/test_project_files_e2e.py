@@ -10,22 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.simulator import Simulator
-from tests.support.hostile import PROVIDERS, Cli, Provider, make_cli
+from tests.support.hostile import Cli
 
 STARTUP_SECONDS = 90.0
 OUTSIDE_SECRET = "OUTSIDE-SECRET-7f3a"
-
-
-@pytest.fixture(params=PROVIDERS)
-def cli(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    simulator: Simulator,
-    capsys: pytest.CaptureFixture[str],
-) -> Cli:
-    provider: Provider = request.param
-    return make_cli(tmp_path, simulator, provider, capsys)
 
 
 PROJECT_FILES = [
