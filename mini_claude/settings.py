@@ -7,7 +7,7 @@ without touching code.
 
 from __future__ import annotations
 
-import os
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -162,6 +162,9 @@ class Settings:
     # MCP servers
     mcp_connect_timeout_seconds: float = 30.0
     mcp_tool_timeout_seconds: float = 120.0
+    # Variables a project's .mcp.json may expand with ${VAR} (names, commas or spaces
+    # between); provider keys never. The user's own mcp.json may use any.
+    mcp_project_variables: str | None = None
 
     # A message waits this long for MCP servers still connecting, so that their tools are in
     # its request (REPL and print mode; 0: never wait, the tools join a later request).
@@ -278,7 +281,20 @@ _PERCENT_FIELDS = {
 }
 
 
-def _parse(name: str, raw: str, default: Any) -> Any:
+# Time limits that guard something (a hook, a command, a stream): never zero or negative.
+_POSITIVE_SECONDS = {
+    "hook_timeout_seconds",
+    "shell_timeout_seconds",
+    "request_timeout_seconds",
+    "stream_idle_timeout_seconds",
+    "mcp_connect_timeout_seconds",
+    "mcp_tool_timeout_seconds",
+}
+# Days of retention: 0 would delete every saved result, this session's too.
+_AT_LEAST_ONE = {"result_retention_days"}
+
+
+def parse(name: str, raw: str, default: Any) -> Any:
     """Convert one environment string to the field's type, with a one-line error."""
     env = ENV_NAMES[name]
     raw = raw.strip()
@@ -318,30 +334,18 @@ def _parse(name: str, raw: str, default: Any) -> Any:
                 raise ValueError
             return value_f
         if isinstance(default, int):
-            return int(raw.replace("_", "").replace(",", ""))
+            number = int(raw.replace("_", "").replace(",", ""))
+            if name in _AT_LEAST_ONE and number < 1:
+                raise ValueError
+            return number
         if isinstance(default, float):
-            return float(raw)
+            seconds = float(raw)
+            if name in _POSITIVE_SECONDS and not 0 < seconds < math.inf:
+                raise ValueError  # a zero or negative time limit would switch its guard off
+            return seconds
         return raw or None
     except ValueError:
         raise SettingsError(f"{env}={raw!r} is not a valid value") from None
-
-
-def load_dotenv_files(cwd: Path, home: Path | None = None) -> dict[str, str]:
-    """Read `.env` in the working folder, then under the home folder; earlier wins.
-
-    Returns the merged values without touching ``os.environ``; the real
-    environment always wins over both files.
-    """
-    from dotenv import dotenv_values
-
-    merged: dict[str, str] = {}
-    home_dir = home or Path(os.environ.get("MINI_CLAUDE_HOME", "~/.mini-claude")).expanduser()
-    for path in (cwd / ".env", home_dir / ".env"):
-        if path.is_file():
-            for key, value in dotenv_values(path).items():
-                if value is not None:
-                    merged.setdefault(key, value)
-    return merged
 
 
 def from_environment(
@@ -358,9 +362,9 @@ def from_environment(
             continue
         raw = environ.get(ENV_NAMES[f.name])
         if raw is not None and raw.strip() != "":
-            values[f.name] = _parse(f.name, raw, getattr(base, f.name))
+            values[f.name] = parse(f.name, raw, getattr(base, f.name))
     if provider:
-        values["provider"] = _parse("provider", provider, base.provider)
+        values["provider"] = parse("provider", provider, base.provider)
     elif "provider" not in values:
         values["provider"] = _choose_provider(environ)
     if model:

@@ -31,6 +31,14 @@ from mini_claude.conversation import (
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.sanitize import clean_block, clean_message, clean_value
 from mini_claude.secrets import mask, secret_values
+from mini_claude.text import shorten
+from mini_claude.transcript_check import (
+    check_block,
+    check_line,
+    check_message,
+    check_record,
+    read_record,
+)
 
 
 def new_session_id() -> str:
@@ -165,6 +173,9 @@ def _json_line(record: dict[str, Any]) -> str:
     return line
 
 
+MAX_DAMAGE_WARNINGS = 5  # one line each; past that, one line counts them all
+
+
 @dataclass(frozen=True, slots=True)
 class Landmark:
     """Something that happened between messages (an interruption, a compaction), placed
@@ -214,20 +225,29 @@ def load_session(path: Path) -> LoadedSession:
     usage: list[dict[str, Any]] = []
     landmarks: list[Landmark] = []
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    damaged = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            check_line(line)
+            record = check_record(json.loads(line))
             _apply(record, messages, originals, meta)
             if record.get("type") == "event" and record.get("kind") == "usage":
                 usage.append(record)
             landmark = _landmark(record, len(originals))
             if landmark is not None:
                 landmarks.append(landmark)
-        except (ValueError, KeyError, TypeError) as exc:
-            where = "last line" if number == len(lines) else f"line {number}"
-            warnings.append(f"transcript {path.name}: {where} is damaged and was skipped ({exc})")
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
+            damaged += 1
+            if damaged <= MAX_DAMAGE_WARNINGS:
+                where = "last line" if number == len(lines) else f"line {number}"
+                why = shorten(str(exc), 120, marker="...")
+                warnings.append(
+                    f"transcript {path.name}: {where} is damaged and was skipped ({why})"
+                )
+    if damaged > MAX_DAMAGE_WARNINGS:
+        warnings.append(f"transcript {path.name}: {damaged} damaged records skipped in all")
     conversation = Conversation(messages)
     repair = conversation.close_dangling_tool_uses(INTERRUPTED_RESULT)
     if repair is not None:
@@ -253,18 +273,19 @@ def _apply(
     elif kind == "message":
         # Cleaned on the way in: a transcript written before a fix (an empty text block,
         # a lone surrogate) still replays into a request the APIs accept.
-        message = clean_message(message_from_dict(record["message"]))
+        data = check_message(record["message"])
+        message = clean_message(message_from_dict(data))
         if message.blocks:
             messages.append(message)
-            originals.append(clean_message(message_from_dict(record["message"])))
+            originals.append(clean_message(message_from_dict(data)))
     elif kind == "edit":
-        block = clean_block(block_from_dict(record["block"]))
+        block = clean_block(block_from_dict(check_block(record["block"])))
         assert isinstance(block, ToolResultBlock)
         _replace_result(messages, block)
     elif kind == "fold":
         _apply_fold(messages, record["removed"], record["replaced"])
     elif kind == "compaction":
-        rebuilt = [clean_message(message_from_dict(m)) for m in record["messages"]]
+        rebuilt = [clean_message(message_from_dict(check_message(m))) for m in record["messages"]]
         messages[:] = [m for m in rebuilt if m.blocks]
     elif kind == "thinking_cleared":
         strip_thinking(messages, int(record["before"]))
@@ -275,7 +296,7 @@ def _apply_fold(messages: list[Message], removed: list[int], replaced: dict[str,
     if any(not 0 <= i < len(messages) for i in positions):
         raise ValueError("a fold names a message this history does not have")
     for key, data in replaced.items():
-        messages[int(key)] = clean_message(message_from_dict(data))
+        messages[int(key)] = clean_message(message_from_dict(check_message(data)))
     for index in sorted(map(int, removed), reverse=True):
         del messages[index]
 
@@ -317,16 +338,17 @@ def _peek(path: Path) -> SessionInfo | None:
     """Read just enough of a transcript to list it; None for one that never got a message."""
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
-            head = json.loads(handle.readline())
+            head = read_record(handle.readline())
+            if head is None:
+                return None
             first_prompt = ""
             has_messages = False
             for _ in range(PEEK_LINES):
                 line = handle.readline()
                 if not line:
                     break
-                try:
-                    record = json.loads(line)
-                except ValueError:
+                record = read_record(line)
+                if record is None:
                     continue  # a damaged record; load_session skips it with a warning
                 has_messages = has_messages or record.get("type") == "message"
                 if record.get("type") == "message" and record["message"]["role"] == "user":
@@ -347,5 +369,5 @@ def _peek(path: Path) -> SessionInfo | None:
             path.stat().st_mtime,
             first_prompt,
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -10,9 +10,11 @@ and the project's ``.mini-claude/settings.json``)::
 Each command gets a JSON description of the event on stdin. Exit code 2 (or a
 JSON ``decision: "block"`` / ``permissionDecision: "deny"`` on stdout) blocks
 a tool call, and the reason goes to the model; a ``PreCompact`` hook's stdout
-is added to the summary instructions. A hook that fails, times out or cannot
-start is one warning line: it never stops the session. A project file's hooks
-run only after the user approved that file (the project-trust record).
+is added to the summary instructions. A PreToolUse hook is a guard: when it
+fails, times out, cannot start or answers something unreadable, the call is
+blocked (fail closed), never let through. Any other hook that fails is one
+warning line: it never stops the session. A project file's hooks run only after
+the user approved that file (the project-trust record).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from mini_claude.project.trust import ProjectTrust
+from mini_claude.safe_read import read_limited
 from mini_claude.text import shorten
 from mini_claude.tools.process import terminate_group
 
@@ -86,7 +89,7 @@ def load_hook_settings(cwd: Path, home: Path, default_timeout: float) -> HookSet
 
 def _read_file(path: Path, default_timeout: float, warnings: list[str]) -> HookFile | None:
     try:
-        content = path.read_bytes()
+        content = read_limited(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -301,6 +304,8 @@ async def run_hook(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), hook.timeout)
         out, err = b"", b""
+    finally:
+        _close_transport(process)
     return HookRun(
         hook,
         process.returncode,
@@ -309,14 +314,23 @@ async def run_hook(
     )
 
 
+def _close_transport(process: asyncio.subprocess.Process) -> None:
+    """Close the pipes now, inside the loop: left to the garbage collector after the loop
+    has closed, asyncio prints an "Event loop is closed" traceback at exit."""
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()
+
+
 def _read_answer(run: HookRun, outcome: HookOutcome) -> None:
     hook = run.hook
     name = f"{hook.event} hook {shorten(hook.command, 60, marker='...')!r}"
-    if run.error:
-        outcome.warnings.append(f"{name} {run.error}")
-        return
-    if run.timed_out:
-        outcome.warnings.append(f"{name} timed out after {hook.timeout:g}s and was stopped")
+    failure = _failure(run)
+    if failure is not None:
+        if hook.event == "PreToolUse":  # a guard that cannot answer blocks the call
+            outcome.block_reason = f"the hook {_quoted(hook)} {failure}, so the call is blocked"
+        outcome.warnings.append(f"{name} {failure}")
         return
     if run.exit_code == BLOCK_EXIT_CODE:
         reason = _reason(run.stderr) or _reason(run.stdout) or "no reason given"
@@ -327,12 +341,24 @@ def _read_answer(run: HookRun, outcome: HookOutcome) -> None:
         else:
             outcome.warnings.append(f"{name} exited 2, but a compaction cannot be blocked")
         return
-    if run.exit_code != 0:
+    _read_stdout(run, outcome, name)
+
+
+def _quoted(hook: HookCommand) -> str:
+    return repr(shorten(hook.command, 60, marker="..."))
+
+
+def _failure(run: HookRun) -> str | None:
+    """How a hook failed to answer, in words; None when it answered."""
+    if run.error:
+        return run.error
+    if run.timed_out:
+        return f"timed out after {run.hook.timeout:g}s and was stopped"
+    if run.exit_code not in (0, BLOCK_EXIT_CODE):
         detail = _reason(run.stderr).splitlines()[:1]
         why = f": {shorten(detail[0], 200, marker='...')}" if detail else ""
-        outcome.warnings.append(f"{name} failed (exit {run.exit_code}){why}")
-        return
-    _read_stdout(run, outcome, name)
+        return f"failed (exit {run.exit_code}){why}"
+    return None
 
 
 def _read_stdout(run: HookRun, outcome: HookOutcome, name: str) -> None:
@@ -344,6 +370,11 @@ def _read_stdout(run: HookRun, outcome: HookOutcome, name: str) -> None:
         try:
             answer = json.loads(text)
         except ValueError:
+            if run.hook.event == "PreToolUse":
+                outcome.block_reason = (
+                    f"the hook {_quoted(run.hook)} printed an answer that is not JSON, "
+                    "so the call is blocked"
+                )
             outcome.warnings.append(f"{name} printed something that is not JSON; ignored")
             return
     event = run.hook.event

@@ -10,6 +10,8 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from mini_claude.safe_read import read_text_limited
+
 INSTRUCTION_FILES = ("MINI-CLAUDE.md", "CLAUDE.md", "AGENTS.md")
 MAX_INSTRUCTION_CHARS = 40_000
 
@@ -52,7 +54,7 @@ def find_instructions(cwd: Path, home: Path) -> ProjectInstructions:
     parts: list[str] = []
     for path in found:
         try:
-            body = path.read_text(encoding="utf-8", errors="replace")[:MAX_INSTRUCTION_CHARS]
+            body = read_text_limited(path)[:MAX_INSTRUCTION_CHARS]
         except OSError:
             continue
         parts.append(f"Instructions from {path}:\n{body.strip()}")

@@ -7,11 +7,11 @@ session the plan and the skills it had, so the next compaction re-attaches them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mini_claude.plan import TodoItem, items_from_dicts
+from mini_claude.transcript_check import read_record
 
 
 @dataclass
@@ -30,11 +30,8 @@ def read_saved_state(path: Path) -> SavedState:
     for line in lines:
         if '"kind"' not in line:
             continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(record, dict) or record.get("type") != "event":
+        record = read_record(line)
+        if record is None or record.get("type") != "event":
             continue
         if record.get("kind") == "todos" and isinstance(record.get("todos"), list):
             state.todos = items_from_dicts(record["todos"])

@@ -21,6 +21,9 @@ class PermissionRequest:
     summary: str  # one line: the command, or the path being written
     subject: str  # what "allow for the session" remembers: the command, or the tool name
     detail: str | None = None  # e.g. the diff of an edit
+    # Asked even under --yes (reads of mini-claude's home: other sessions, the home .env);
+    # only the user at a prompt or an explicit allow rule lets it through.
+    beyond_yes: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,32 @@ async def deny_all(request: PermissionRequest) -> PermissionDecision:
 
 async def allow_all(request: PermissionRequest) -> PermissionDecision:
     return PermissionDecision(True)
+
+
+async def _refuse_beyond_yes(request: PermissionRequest) -> PermissionDecision:
+    return PermissionDecision(
+        False,
+        reason="reading mini-claude's home (other sessions, the home .env) is not covered "
+        "by --yes; only an explicit --allowed-tools rule or the user in the REPL allows it",
+        asked=False,
+    )
+
+
+class YesApprover:
+    """``--yes``: everything allowed but what only a person may allow, which goes to
+    ``ask_person`` (the REPL's question; in print mode a refusal)."""
+
+    def __init__(self, ask_person: Approver = _refuse_beyond_yes) -> None:
+        self.ask_person = ask_person
+
+    async def __call__(self, request: PermissionRequest) -> PermissionDecision:
+        if request.beyond_yes:
+            return await self.ask_person(request)
+        return PermissionDecision(True)
+
+
+def yes_approver(ask_person: Approver = _refuse_beyond_yes) -> Approver:
+    return YesApprover(ask_person)
 
 
 @dataclass

@@ -56,7 +56,7 @@ async def ask_project_hooks(repl: ReplHost) -> None:
                  "compactions. Approve only if you trust this repository; a change to the file "
                  "asks again.", style="dim"),
         ),
-        title="[bold]Project hooks[/]", title_align="left", border_style="yellow",
+        title=Text("Project hooks", style="bold"), title_align="left", border_style="yellow",
     ))
     try:
         index = await choose(["Yes, run them (remembered for this project)",

@@ -39,6 +39,7 @@ from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 
 from mini_claude.text import format_tokens
 from mini_claude.ui.statusbar import UI_STYLE
+from mini_claude.visible import visible
 
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 REFRESH_SECONDS = 0.1
@@ -248,7 +249,7 @@ class LiveView:
         return out
 
     def _tail_text(self) -> StyleAndTextTuples:
-        return [("class:tail", self.activity.tail)]
+        return [("class:tail", visible(self.activity.tail))]  # streamed text, never obeyed
 
     def _tail_end(self) -> Point:
         return Point(0, self.activity.tail.count("\n"))
@@ -269,7 +270,7 @@ class LiveView:
             details.append(f"↓ {format_tokens(tokens)} tokens")
         details.append("esc to interrupt")
         return [
-            ("class:spinner", f"{frame} {activity.label}"),
+            ("class:spinner", f"{frame} {visible(activity.label, one_line=True)}"),
             ("class:spinner.hint", f" ({' · '.join(details)})"),
         ]
 

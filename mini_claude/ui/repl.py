@@ -52,6 +52,7 @@ from mini_claude.ui.prompt_input import (
 )
 from mini_claude.ui.recall import Recall, latest_summary, recap, recap_as_written
 from mini_claude.ui.render import error_line, note
+from mini_claude.ui.screen_guard import guard_console
 from mini_claude.ui.startup import (
     SessionStarter,
     can_start_before_session,
@@ -159,7 +160,7 @@ class Repl:
         self._session = session
         self.starter = starter  # builds the session after the first frame when given none
         self._building: asyncio.Task[None] | None = None
-        self.console = console
+        self.console = guard_console(console)  # no control character reaches the terminal
         self.banner = banner
         self.activity = TurnActivity()
         self.started = time.monotonic()  # for /cost's wall time
@@ -218,9 +219,9 @@ class Repl:
     def _attach_approver(self, session: Session) -> None:
         from mini_claude.ui.permissions import TerminalApprover
 
-        if isinstance(session.approver, TerminalApprover):
-            session.approver.attach(self.console, self.question, self.interrupt,
-                                    self._status_line)
+        approver = getattr(session.approver, "ask_person", session.approver)  # under --yes
+        if isinstance(approver, TerminalApprover):
+            approver.attach(self.console, self.question, self.interrupt, self._status_line)
 
     async def _build_session(self) -> None:
         """Right after the first frame: import the agent chain off the loop, then build.
