@@ -27,6 +27,7 @@ from mini_claude.context.fold import fold_exchanges, folder_of
 from mini_claude.context.ledger import Ledger
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.pipeline import ContextPipeline
+from mini_claude.context.session_memory import SessionMemory
 from mini_claude.context.thinking import (
     ClearThinkingTier,
     close_thinking_loop,
@@ -70,6 +71,8 @@ from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
 
 INTERRUPTED_TEXT = "[interrupted by the user]"
+# Compactions the user asked for get a fresh summary, never the background notes.
+FRESH_SUMMARY_REASONS: frozenset[CompactReason] = frozenset({"manual", "tool"})
 
 
 class Agent:
@@ -139,6 +142,7 @@ class Agent:
             self.settings, self.store, self.meter, root=self.tool_context.root
         )
         self.compactor = Compactor(self.settings, self.meter, self.store)
+        self.memory = SessionMemory(self.settings, self.meter)
         self.compactor.add_reattach_source(Ledger(self.settings, self._chars_per_token))
         self._add_reattach_sources()
         self.last_call_at = None
@@ -192,6 +196,8 @@ class Agent:
         if updated is not None:
             self.reconfigure(updated)
         self.compactor.note_turn_start()
+        async for event in self._settle_notes():
+            yield event
         self.history.append(self._with_plan_reminder(user_text(text)))
         if self.compactor.should_auto_compact(self.conversation):
             async for event in self._compact("auto"):
@@ -270,10 +276,13 @@ class Agent:
             uses = response.message.tool_uses
             if not response.message.blocks:
                 yield ev.Notice(EMPTY_REPLY_NOTICE)
+            self._update_notes_if_due()  # runs beside the tools, or while the user reads
             if not uses:
                 yield ev.TurnFinished(response.message.text, response.stop_reason, requests)
                 return
             async for event in self._run_tools(uses):
+                yield event
+            async for event in self._settle_notes():
                 yield event
             if max_requests is not None and requests >= max_requests:
                 self.transcript.event("turn_limit", requests=requests)
@@ -345,6 +354,7 @@ class Agent:
         before = list(messages)
         self.history.fold(folded)
         self.compactor.note_fold(before, folded.removed, self.conversation.epoch)
+        self.memory.note_fold(folded.removed, self.conversation.epoch)
         return TierReport("fold", folded.exchanges, chars - self.conversation.total_chars,
                           max(0, tokens - after),
                           "old calls with cleared results folded to one line each")
@@ -623,6 +633,7 @@ class Agent:
             for warning in pre.warnings:
                 yield ev.Notice(warning, "warning")
             instructions = "\n\n".join(pre.instructions) or None
+        notes = None if reason in FRESH_SUMMARY_REASONS else self.memory.usable(self.conversation)
         try:
             result = await self.compactor.compact(
                 self.conversation,
@@ -630,6 +641,7 @@ class Agent:
                 reason=reason,
                 focus=focus,
                 instructions=instructions,
+                notes=notes,
             )
         except CompactionError as exc:
             self.transcript.event("compaction_failed", reason=reason, error=str(exc))
@@ -643,6 +655,7 @@ class Agent:
                 )
             return
         self.compactions += 1
+        self.memory.note_compacted()
         closed = close_thinking_loop(self.conversation.messages)
         if closed is not None:  # thinking whose history the summary replaced is void
             self.conversation.replace_all(closed)
@@ -652,7 +665,7 @@ class Agent:
             reason, result.summary, result.tokens_before, result.tokens_after
         )
         yield ev.CompactionFinished(
-            reason, result.tokens_before, result.tokens_after, result.summary
+            reason, result.tokens_before, result.tokens_after, result.summary, result.from_notes
         )
         if self.hooks:
             post = await self.hooks.post_compact(
@@ -663,6 +676,25 @@ class Agent:
         if self.compactor.thrash_warning:
             yield ev.Notice(self.compactor.thrash_warning, "warning")
 
+    # ---- session memory ---------------------------------------------------------------
+
+    def _update_notes_if_due(self) -> None:
+        if self.memory.due(self.conversation):
+            self.memory.start(self.conversation, self.summary_context())
+
+    async def _settle_notes(self) -> AsyncIterator[ev.Event]:
+        """Wait for a notes update still running: the next call needs the history alone."""
+        outcome = await self.memory.settle()
+        if outcome is None:
+            return
+        if outcome.notes is None:
+            self.transcript.event("session_notes_failed", error=outcome.error)
+            return
+        notes = outcome.notes
+        self.transcript.event("session_notes", text=notes.text, covered=notes.covered,
+                              history_tokens=notes.history_tokens)
+        yield ev.NotesUpdated(notes.covered, len(notes.text))
+
     # ---- introspection ----------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
@@ -672,6 +704,7 @@ class Agent:
             "usage": asdict(self.costs.usage),
             "cost_usd": self.costs.dollars,
             "compactions": self.compactions,
+            "notes_updates": self.memory.updates,
             "tokens_freed": dict(self.tokens_freed),
             "cache_misses": len(self.cache_misses.misses),
         }

@@ -56,6 +56,7 @@ class RequestRecord:
     estimate: int | None  # the agent's estimate just before the call
     tiers: tuple[str, ...]  # tiers (and compaction) that fired since the previous call
     error: str | None = None  # the server's message when it refused the call
+    is_notes: bool = False  # a background session-notes update (paid like a summary)
 
     @property
     def answered(self) -> bool:
@@ -260,7 +261,7 @@ def _join(records: list[RecordedRequest], marks: list[CallMark],
     by_index = {mark.request_index: mark for mark in marks}
     joined = []
     for index, record in enumerate(records):
-        mark = by_index.get(index) if not record.is_summary_request else None
+        mark = by_index.get(index) if not record.is_side_request else None
         usage = record.usage or {}
         joined.append(RequestRecord(
             index=index,
@@ -268,6 +269,7 @@ def _join(records: list[RecordedRequest], marks: list[CallMark],
             prompt_tokens=record.prompt_tokens,
             status=record.status,
             is_summary=record.is_summary_request,
+            is_notes=record.is_notes_request,
             input_tokens=int(usage.get("input_tokens") or 0),
             cache_read_tokens=record.cache_read_tokens,
             cache_write_tokens=record.cache_write_tokens,
@@ -294,7 +296,7 @@ def body_strings(value: Any) -> Iterator[str]:
 def _first_answered(records: list[RecordedRequest], start: int, end: int) -> int | None:
     for index in range(start, end):
         record = records[index]
-        if record.status == 200 and not record.is_summary_request:
+        if record.status == 200 and not record.is_side_request:
             return index
     return None
 
@@ -328,7 +330,7 @@ def _check_recoveries(checks: list[NeedCheck], policy: ScriptPolicy, script: Scr
             continue
         fact = script.facts[check.fact_id]
         later = range((check.request_index or turn_starts[check.turn]) + 1, ends[check.turn])
-        found = any(records[i].status == 200 and not records[i].is_summary_request
+        found = any(records[i].status == 200 and not records[i].is_side_request
                     and fact.seen_in("\n".join(body_strings(records[i].body))) for i in later)
         out.append(replace(check, recovered=found))
     return out
@@ -340,7 +342,7 @@ def recovery_cost(policy: ScriptPolicy, records: list[RecordedRequest],
     extra = []
     for index, record in enumerate(records):
         conv = record.conversation
-        if conv is None or record.is_summary_request:
+        if conv is None or record.is_side_request:
             continue
         ids = {r.tool_use_id for r in conv.last_tool_results()}
         if ids and ids <= policy.recovery_ids:
@@ -369,7 +371,7 @@ def explain_losses(checks: list[NeedCheck], records: list[RecordedRequest],
     """
     if all(check.retained for check in checks):
         return checks
-    calls = [i for i, r in enumerate(records) if r.status == 200 and not r.is_summary_request]
+    calls = [i for i, r in enumerate(records) if r.status == 200 and not r.is_side_request]
     carried = {i: _facts_carried(records[i].body, script.facts) for i in calls}
     explained = []
     for check in checks:

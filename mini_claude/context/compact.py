@@ -17,6 +17,7 @@ from typing import get_args
 
 from mini_claude.context.base import ResultStore
 from mini_claude.context.meter import TokenMeter
+from mini_claude.context.notes import SessionNotes
 from mini_claude.context.reattach import Reattachment, ReattachSource, collect
 from mini_claude.context.rebuild import (
     Limits,
@@ -99,6 +100,7 @@ class CompactionResult:
     files_reattached: list[str]
     escalations: list[str]
     reattached: list[Reattachment] = field(default_factory=list)
+    from_notes: bool = False  # session notes stood in for the summary: no call was made
 
 
 class CompactionError(Exception):
@@ -249,9 +251,12 @@ class Compactor:
         reason: CompactReason,
         focus: str | None = None,
         instructions: str | None = None,
+        notes: SessionNotes | None = None,
     ) -> CompactionResult:
         """Summarize and rebuild ``conversation`` in place, or raise and leave it untouched.
 
+        With ``notes`` (session memory that covers a recent point) the notes stand in for
+        the summary and no call is made; when they cannot, a summary call is made as usual.
         Runs whenever called: the breaker, the manual rule and thrash protection
         only gate the automatic triggers above.
         """
@@ -259,7 +264,9 @@ class Compactor:
             raise ValueError(f"unknown compaction reason {reason!r}")
         work = self._new_work(conversation)
         try:
-            result = await self._compact(conversation, ctx, focus, instructions)
+            result = None if notes is None else self._from_notes(conversation, ctx, notes)
+            if result is None:
+                result = await self._compact(conversation, ctx, focus, instructions)
         except CompactionError:
             self._failures += 1
             self._failed_at = _state_of(conversation)
@@ -275,6 +282,21 @@ class Compactor:
         else:
             self._back_to_back = 0
         return result
+
+    def _from_notes(
+        self, conversation: Conversation, ctx: SummaryContext, notes: SessionNotes
+    ) -> CompactionResult | None:
+        """Replace what the notes cover with them; None when no rebuild fits (stale notes)."""
+        tokens_before = self.meter.estimate(conversation)
+        messages = list(conversation.messages)
+        reattached = collect(self._sources, messages)
+        try:
+            rebuilt = self._rebuild(messages, notes.text, ctx, reattached, max_cut=notes.covered)
+        except CompactionError:
+            return None
+        return self._install(conversation, messages, rebuilt, tokens_before, _Summary(
+            notes.text, ["session notes replaced the history; no summary call was needed"]
+        ), reattached, from_notes=True)
 
     async def _compact(
         self,
@@ -295,6 +317,19 @@ class Compactor:
             raise CompactionError("the conversation changed while it was being summarized")
         reattached = collect(self._sources, messages)
         rebuilt = self._rebuild(messages, summary.text, ctx, reattached)
+        return self._install(conversation, messages, rebuilt, tokens_before, summary, reattached)
+
+    def _install(
+        self,
+        conversation: Conversation,
+        messages: list[Message],
+        rebuilt: Rebuilt,
+        tokens_before: int,
+        summary: _Summary,
+        reattached: list[Reattachment],
+        *,
+        from_notes: bool = False,
+    ) -> CompactionResult:
         conversation.replace_all(rebuilt.messages)
         self._last = _LastCompaction(
             conversation.epoch,
@@ -310,6 +345,7 @@ class Compactor:
             files_reattached=rebuilt.files,
             escalations=[*summary.notes, *rebuilt.escalations],
             reattached=reattached,
+            from_notes=from_notes,
         )
 
     # ---- the summary call -------------------------------------------------------------
@@ -410,6 +446,8 @@ class Compactor:
         summary: str,
         ctx: SummaryContext,
         reattached: Sequence[Reattachment],
+        *,
+        max_cut: int | None = None,
     ) -> Rebuilt:
         planner = Planner(
             messages=messages,
@@ -421,6 +459,7 @@ class Compactor:
             estimate=self.meter.estimate_messages,  # the new history has no anchor yet
             size_of=self._size_of,
             reattached=reattached,
+            max_cut=max_cut,
         )
         try:
             return planner.plan()

@@ -14,10 +14,20 @@ from pathlib import Path
 from mini_claude.plan import TodoItem, items_from_dicts
 
 
+@dataclass(frozen=True, slots=True)
+class SavedNotes:
+    """The last complete session notes of the history as it stands (see session_memory)."""
+
+    text: str
+    covered: int
+    history_tokens: int
+
+
 @dataclass
 class SavedState:
     todos: tuple[TodoItem, ...] = ()
     skills: list[str] = field(default_factory=list)  # oldest first
+    notes: SavedNotes | None = None
 
 
 def read_saved_state(path: Path) -> SavedState:
@@ -34,10 +44,26 @@ def read_saved_state(path: Path) -> SavedState:
             record = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(record, dict) or record.get("type") != "event":
+        if not isinstance(record, dict):
             continue
-        if record.get("kind") == "todos" and isinstance(record.get("todos"), list):
+        if record.get("type") in ("compaction", "fold"):
+            state.notes = None  # notes of a history that is no longer there
+            continue
+        if record.get("type") != "event":
+            continue
+        if record.get("kind") == "session_notes":
+            state.notes = _notes_of(record) or state.notes
+        elif record.get("kind") == "todos" and isinstance(record.get("todos"), list):
             state.todos = items_from_dicts(record["todos"])
         elif record.get("kind") == "skill_loaded" and isinstance(record.get("name"), str):
             state.skills.append(record["name"])
     return state
+
+
+def _notes_of(record: dict[str, object]) -> SavedNotes | None:
+    text, covered, tokens = record.get("text"), record.get("covered"), record.get("history_tokens")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    if not isinstance(covered, int) or not isinstance(tokens, int) or covered < 0:
+        return None
+    return SavedNotes(text, covered, tokens)

@@ -1,0 +1,205 @@
+"""Session memory: notes about the session kept up to date beside the work, so that when the
+summary threshold comes they can replace the old history at once, without a summary call.
+
+An update is a side request that repeats the main conversation's last prefix (so the server
+reads it from the prompt cache) and asks for notes in the summary's own sections. It runs in
+the background: after a reply whose tools are about to run (it overlaps them), or at a turn's
+end (it overlaps the user's reading and typing). Nothing waits for it except the next model
+call of the same conversation, so two requests never race for one history.
+
+Notes cover the messages ``[0:covered)`` of one history epoch. Edits inside the epoch (tiers
+1-3 clearing results) keep positions, so the notes stay valid; a fold removes positions and is
+followed; a summary starts a new epoch and the notes are void (the summary now holds them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mini_claude.context.compact import SummaryContext
+from mini_claude.context.meter import TokenMeter
+from mini_claude.context.notes import SessionNotes
+from mini_claude.context.rebuild import cut_points
+from mini_claude.context.summary_request import (
+    extract_summary,
+    summary_instruction,
+    unsent_suffix_start,
+)
+from mini_claude.context.thinking import max_tokens_for, thinking_loop_open
+from mini_claude.conversation import Conversation, Message, TextBlock
+from mini_claude.prompts import NOTES_LINE
+from mini_claude.protocol import ModelRequest, ProviderError, ResponseComplete
+from mini_claude.sanitize import clean_text
+from mini_claude.settings import Settings
+
+@dataclass(frozen=True, slots=True)
+class NotesUpdate:
+    """How one update ended: the notes, or why there are none."""
+
+    notes: SessionNotes | None
+    error: str | None = None
+
+
+class SessionMemory:
+    """Schedules notes updates and says whether the notes can stand in for a summary."""
+
+    def __init__(self, settings: Settings, meter: TokenMeter) -> None:
+        self.settings = settings
+        self.meter = meter
+        self.notes: SessionNotes | None = None
+        self.updates = 0
+        self.failures = 0
+        self._pending: asyncio.Task[NotesUpdate] | None = None
+
+    # ---- when -------------------------------------------------------------------------
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.session_memory and self.settings.auto_compact
+
+    @property
+    def updating(self) -> bool:
+        return self._pending is not None
+
+    def due(self, conversation: Conversation) -> bool:
+        """Enough new history since the last notes, and nothing makes an update unsafe."""
+        if not self.enabled or self._pending is not None:
+            return False
+        if thinking_loop_open(conversation.messages):
+            return False  # a side request must not put anything between thinking and its tools
+        threshold = self.settings.autocompact_tokens
+        tokens = self._history_tokens(conversation)
+        if tokens < threshold * self.settings.session_memory_start_pct:
+            return False
+        notes = self.current(conversation)
+        if notes is None:
+            return True
+        grown = tokens - notes.history_tokens
+        return grown >= threshold * self.settings.session_memory_update_pct
+
+    def current(self, conversation: Conversation) -> SessionNotes | None:
+        """The notes, if they describe this history (same epoch, positions still inside it)."""
+        notes = self.notes
+        if notes is None or notes.epoch != conversation.epoch:
+            return None
+        if notes.covered > len(conversation):
+            return None
+        return notes
+
+    def usable(self, conversation: Conversation) -> SessionNotes | None:
+        """Notes that can replace the history up to a legal cut point, or None (a summary
+        call is needed): they must cover something past the last summary."""
+        notes = self.current(conversation)
+        if notes is None:
+            return None
+        cuts = [c for c in cut_points(conversation.messages) if c <= notes.covered]
+        return notes if cuts else None
+
+    # ---- doing it ---------------------------------------------------------------------
+
+    def start(self, conversation: Conversation, ctx: SummaryContext) -> bool:
+        """Begin an update in the background; False when there is nothing to describe."""
+        messages = list(conversation.messages)
+        base = messages[: unsent_suffix_start(messages)]
+        if not base:
+            return False
+        request = self._request(base, ctx)
+        snapshot = SessionNotes("", conversation.epoch, len(base),
+                                self._history_tokens(conversation))
+        self._pending = asyncio.ensure_future(self._run(ctx, request, snapshot))
+        return True
+
+    def _request(self, base: list[Message], ctx: SummaryContext) -> ModelRequest:
+        """The last call's prefix, then the instruction: the server reads the prefix from cache."""
+        instruction = Message("user", [TextBlock(self.instruction())])
+        max_tokens = max_tokens_for(
+            ctx.thinking, min(self.settings.summary_max_tokens, self.settings.reserve)
+        )
+        return ModelRequest(
+            model=ctx.model, system=ctx.system, messages=[*base, instruction], tools=ctx.tools,
+            max_tokens=max_tokens, allow_tool_use=False, cache=True, thinking=ctx.thinking,
+        )
+
+    def instruction(self) -> str:
+        text = summary_instruction(keep_pointers=self.settings.summary_keep_pointers)
+        heading, _, rest = text.partition("\n\n")
+        return f"{heading}\n\n{NOTES_LINE}\n\n{rest}"
+
+    async def settle(self) -> NotesUpdate | None:
+        """Wait for a running update (the next model call needs the history to itself)."""
+        task = self._pending
+        if task is None:
+            return None
+        try:
+            outcome = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                raise
+            outcome = NotesUpdate(None, "the update was cancelled")
+        finally:
+            if task.done():
+                self._pending = None
+        return self._take(outcome)
+
+    def _take(self, outcome: NotesUpdate) -> NotesUpdate:
+        if outcome.notes is None:
+            self.failures += 1
+            return outcome
+        self.updates += 1
+        self.notes = outcome.notes
+        return outcome
+
+    async def cancel(self) -> None:
+        """Stop a running update (the session ends, or the history was replaced)."""
+        task, self._pending = self._pending, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+    def restore(
+        self, text: str, covered: int, history_tokens: int, conversation: Conversation
+    ) -> None:
+        """Notes read back from the transcript on resume, if they still fit this history."""
+        if covered <= len(conversation):
+            self.notes = SessionNotes(text, conversation.epoch, covered, history_tokens)
+
+    def note_fold(self, removed: Sequence[int], epoch: int) -> None:
+        """A fold took whole messages out: the notes still cover the same messages."""
+        notes = self.notes
+        if notes is None or notes.epoch != epoch - 1:
+            return
+        gone = sum(1 for i in removed if i < notes.covered)
+        self.notes = SessionNotes(notes.text, epoch, notes.covered - gone, notes.history_tokens)
+
+    def note_compacted(self) -> None:
+        """A summary (from the notes or a call) replaced the history: the notes are in it."""
+        self.notes = None
+
+    async def _run(
+        self, ctx: SummaryContext, request: ModelRequest, snapshot: SessionNotes
+    ) -> NotesUpdate:
+        try:
+            reply = await _reply_text(ctx, request)
+        except ProviderError as exc:
+            return NotesUpdate(None, f"the notes update failed: {exc.message}")
+        text = clean_text(extract_summary(reply))
+        if not text:
+            return NotesUpdate(None, "the notes update came back empty")
+        return NotesUpdate(SessionNotes(text, snapshot.epoch, snapshot.covered,
+                                        snapshot.history_tokens))
+
+    def _history_tokens(self, conversation: Conversation) -> int:
+        return max(0, self.meter.estimate(conversation) - round(self.meter.fixed_tokens))
+
+
+async def _reply_text(ctx: SummaryContext, request: ModelRequest) -> str:
+    final: ResponseComplete | None = None
+    async for event in ctx.provider.stream(request):
+        if isinstance(event, ResponseComplete):
+            final = event
+    return final.message.text if final is not None else ""
