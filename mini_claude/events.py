@@ -85,6 +85,7 @@ class CompactionFinished:
     tokens_after: int
     summary: str
     from_notes: bool = False  # session notes stood in for the summary: nobody waited
+    notes_age_seconds: float | None = None  # since the update behind those notes was asked for
 
 
 @dataclass(frozen=True, slots=True)

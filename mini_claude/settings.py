@@ -214,6 +214,8 @@ class Settings:
     session_memory: bool = True
     session_memory_start_pct: float = 0.60
     session_memory_update_pct: float = 0.25
+    # Off: the loop waits for each update (the benchmark, for requests in a fixed order).
+    session_memory_background: bool = True
 
     # Provider calls
     max_retries: int = 4

@@ -142,7 +142,7 @@ class Agent:
             self.settings, self.store, self.meter, root=self.tool_context.root
         )
         self.compactor = Compactor(self.settings, self.meter, self.store)
-        self.memory = SessionMemory(self.settings, self.meter)
+        self.memory = SessionMemory(self.settings, self.meter, self.clock)
         self.compactor.add_reattach_source(Ledger(self.settings, self._chars_per_token))
         self._add_reattach_sources()
         self.last_call_at = None
@@ -664,8 +664,10 @@ class Agent:
         self.history.record_compaction(
             reason, result.summary, result.tokens_before, result.tokens_after
         )
+        age = self.clock() - notes.started_at if notes is not None and result.from_notes else None
         yield ev.CompactionFinished(
-            reason, result.tokens_before, result.tokens_after, result.summary, result.from_notes
+            reason, result.tokens_before, result.tokens_after, result.summary, result.from_notes,
+            age,
         )
         if self.hooks:
             post = await self.hooks.post_compact(
@@ -683,8 +685,11 @@ class Agent:
             self.memory.start(self.conversation, self.summary_context())
 
     async def _settle_notes(self) -> AsyncIterator[ev.Event]:
-        """Wait for a notes update still running: the next call needs the history alone."""
-        outcome = await self.memory.settle()
+        """Take the notes of an update that has finished (waits only when not in background)."""
+        if self.settings.session_memory_background:
+            outcome = self.memory.collect()
+        else:
+            outcome = await self.memory.settle()
         if outcome is None:
             return
         if outcome.notes is None:

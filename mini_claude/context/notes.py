@@ -13,3 +13,4 @@ class SessionNotes:
     epoch: int
     covered: int
     history_tokens: int  # estimated tokens of the whole history when the update was asked for
+    started_at: float = 0.0  # the session clock when the update was asked for

@@ -3,9 +3,11 @@ summary threshold comes they can replace the old history at once, without a summ
 
 An update is a side request that repeats the main conversation's last prefix (so the server
 reads it from the prompt cache) and asks for notes in the summary's own sections. It runs in
-the background: after a reply whose tools are about to run (it overlaps them), or at a turn's
-end (it overlaps the user's reading and typing). Nothing waits for it except the next model
-call of the same conversation, so two requests never race for one history.
+the background, after a reply whose tools are about to run or at a turn's end, and nobody
+waits for it: the loop collects the notes once they have arrived. (With
+``session_memory_background`` off, the loop waits for each update at once: the benchmark does
+this so that every run sends its requests in the same order, and counts the time as
+background time.)
 
 Notes cover the messages ``[0:covered)`` of one history epoch. Edits inside the epoch (tiers
 1-3 clearing results) keep positions, so the notes stay valid; a fold removes positions and is
@@ -16,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mini_claude.context.compact import SummaryContext
@@ -28,12 +31,13 @@ from mini_claude.context.summary_request import (
     summary_instruction,
     unsent_suffix_start,
 )
-from mini_claude.context.thinking import max_tokens_for, thinking_loop_open
+from mini_claude.context.thinking import has_thinking, max_tokens_for, thinking_loop_open
 from mini_claude.conversation import Conversation, Message, TextBlock
 from mini_claude.prompts import NOTES_LINE
 from mini_claude.protocol import ModelRequest, ProviderError, ResponseComplete
 from mini_claude.sanitize import clean_text
 from mini_claude.settings import Settings
+
 
 @dataclass(frozen=True, slots=True)
 class NotesUpdate:
@@ -46,9 +50,12 @@ class NotesUpdate:
 class SessionMemory:
     """Schedules notes updates and says whether the notes can stand in for a summary."""
 
-    def __init__(self, settings: Settings, meter: TokenMeter) -> None:
+    def __init__(
+        self, settings: Settings, meter: TokenMeter, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.settings = settings
         self.meter = meter
+        self.clock = clock
         self.notes: SessionNotes | None = None
         self.updates = 0
         self.failures = 0
@@ -68,8 +75,12 @@ class SessionMemory:
         """Enough new history since the last notes, and nothing makes an update unsafe."""
         if not self.enabled or self._pending is not None:
             return False
-        if thinking_loop_open(conversation.messages):
-            return False  # a side request must not put anything between thinking and its tools
+        messages = conversation.messages
+        if messages and has_thinking(messages[-1]) and messages[-1].tool_uses:
+            return False  # thinking whose tools are about to run: the loop is opening
+        sent = messages[: unsent_suffix_start(messages)]
+        if thinking_loop_open(messages) or thinking_loop_open(sent):
+            return False  # nothing may come between thinking and the results of its tools
         threshold = self.settings.autocompact_tokens
         tokens = self._history_tokens(conversation)
         if tokens < threshold * self.settings.session_memory_start_pct:
@@ -103,12 +114,15 @@ class SessionMemory:
     def start(self, conversation: Conversation, ctx: SummaryContext) -> bool:
         """Begin an update in the background; False when there is nothing to describe."""
         messages = list(conversation.messages)
-        base = messages[: unsent_suffix_start(messages)]
+        # Copies: the tiers edit results in place later, and this request must repeat the
+        # last call exactly to be read from the cache.
+        sent = messages[: unsent_suffix_start(messages)]
+        base = [Message(m.role, list(m.blocks)) for m in sent]
         if not base:
             return False
         request = self._request(base, ctx)
         snapshot = SessionNotes("", conversation.epoch, len(base),
-                                self._history_tokens(conversation))
+                                self._history_tokens(conversation), self.clock())
         self._pending = asyncio.ensure_future(self._run(ctx, request, snapshot))
         return True
 
@@ -128,8 +142,18 @@ class SessionMemory:
         heading, _, rest = text.partition("\n\n")
         return f"{heading}\n\n{NOTES_LINE}\n\n{rest}"
 
+    def collect(self) -> NotesUpdate | None:
+        """The outcome of an update that has finished, without waiting for one that has not."""
+        task = self._pending
+        if task is None or not task.done():
+            return None
+        self._pending = None
+        if task.cancelled():
+            return self._take(NotesUpdate(None, "the update was cancelled"))
+        return self._take(task.result())
+
     async def settle(self) -> NotesUpdate | None:
-        """Wait for a running update (the next model call needs the history to itself)."""
+        """Wait for a running update to finish."""
         task = self._pending
         if task is None:
             return None
@@ -166,7 +190,8 @@ class SessionMemory:
     ) -> None:
         """Notes read back from the transcript on resume, if they still fit this history."""
         if covered <= len(conversation):
-            self.notes = SessionNotes(text, conversation.epoch, covered, history_tokens)
+            self.notes = SessionNotes(text, conversation.epoch, covered, history_tokens,
+                                      self.clock())
 
     def note_fold(self, removed: Sequence[int], epoch: int) -> None:
         """A fold took whole messages out: the notes still cover the same messages."""
@@ -174,7 +199,8 @@ class SessionMemory:
         if notes is None or notes.epoch != epoch - 1:
             return
         gone = sum(1 for i in removed if i < notes.covered)
-        self.notes = SessionNotes(notes.text, epoch, notes.covered - gone, notes.history_tokens)
+        self.notes = SessionNotes(notes.text, epoch, notes.covered - gone, notes.history_tokens,
+                                  notes.started_at)
 
     def note_compacted(self) -> None:
         """A summary (from the notes or a call) replaced the history: the notes are in it."""
@@ -191,7 +217,7 @@ class SessionMemory:
         if not text:
             return NotesUpdate(None, "the notes update came back empty")
         return NotesUpdate(SessionNotes(text, snapshot.epoch, snapshot.covered,
-                                        snapshot.history_tokens))
+                                        snapshot.history_tokens, snapshot.started_at))
 
     def _history_tokens(self, conversation: Conversation) -> int:
         return max(0, self.meter.estimate(conversation) - round(self.meter.fixed_tokens))

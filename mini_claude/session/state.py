@@ -46,8 +46,11 @@ def read_saved_state(path: Path) -> SavedState:
             continue
         if not isinstance(record, dict):
             continue
-        if record.get("type") in ("compaction", "fold"):
+        if record.get("type") == "compaction":
             state.notes = None  # notes of a history that is no longer there
+            continue
+        if record.get("type") == "fold":
+            state.notes = _after_fold(state.notes, record.get("removed"))
             continue
         if record.get("type") != "event":
             continue
@@ -67,3 +70,11 @@ def _notes_of(record: dict[str, object]) -> SavedNotes | None:
     if not isinstance(covered, int) or not isinstance(tokens, int) or covered < 0:
         return None
     return SavedNotes(text, covered, tokens)
+
+
+def _after_fold(notes: SavedNotes | None, removed: object) -> SavedNotes | None:
+    """A fold took messages out: the notes cover the same messages at their new positions."""
+    if notes is None or not isinstance(removed, list):
+        return None
+    gone = sum(1 for i in removed if isinstance(i, int) and i < notes.covered)
+    return SavedNotes(notes.text, notes.covered - gone, notes.history_tokens)
