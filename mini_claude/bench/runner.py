@@ -18,7 +18,7 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
 from mini_claude.bench.strategies import Strategy
-from mini_claude.pricing import SONNET
+from mini_claude.pricing import SONNET, Price
 from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
 from mini_claude.scenario.policy import HISTORY_TOOL, ScriptPolicy
@@ -32,6 +32,10 @@ from mini_claude.tools.base import allow_all
 from mini_claude.tools.registry import ToolRegistry, default_registry
 
 MODEL = "sim-sonnet"
+# Sonnet's prices, with its long-context rates for a prompt over 200K tokens (the 1M window):
+# every token of such a request at $6 input and $22.50 output a million, caches alike.
+BENCH_PRICE = Price(SONNET.input, SONNET.cache_write, SONNET.cache_read, SONNET.output,
+                    200_000, Price(6.00, 7.50, 0.60, 22.50))
 MODEL_SECONDS = 4.0  # simulated time a model reply takes
 TOOL_SECONDS = 1.0  # simulated time a tool call takes
 CLOCK_START = 1_000_000.0
@@ -72,7 +76,7 @@ class RequestRecord:
             return 0.0
         usage = Usage(self.input_tokens, self.cache_read_tokens, self.cache_write_tokens,
                       self.output_tokens)
-        return SONNET.cost(usage)
+        return BENCH_PRICE.cost(usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,8 @@ class CompactionMark:
     reason: str
     tokens_before: int
     tokens_after: int
+    from_notes: bool = False  # session notes stood in for the summary
+    notes_age_seconds: float | None = None  # simulated time since those notes were asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +171,8 @@ class _Recorder:
             self.pending_tiers.append("compact")
         elif isinstance(event, ev.CompactionFinished):
             self.result.compactions.append(CompactionMark(
-                self.compaction_started_at, event.reason, event.tokens_before, event.tokens_after))
+                self.compaction_started_at, event.reason, event.tokens_before, event.tokens_after,
+                event.from_notes, event.notes_age_seconds))
         elif isinstance(event, ev.AssistantMessage):
             self.clock.advance(MODEL_SECONDS)
         elif isinstance(event, ev.ToolFinished):
@@ -193,6 +200,9 @@ def bench_settings(strategy: Strategy, *, window: int, base_url: str, home: Path
         anthropic_base_url=base_url,
         context_window=window,
         home=home,
+        # Notes updates are waited for, so every run sends its requests in one order; their
+        # time is counted as background time (see bench/timing.py).
+        session_memory_background=False,
     )
     return strategy.configure(base)
 
