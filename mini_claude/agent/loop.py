@@ -27,7 +27,7 @@ from mini_claude.context.fold import fold_exchanges, folder_of
 from mini_claude.context.ledger import Ledger
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.pipeline import ContextPipeline
-from mini_claude.context.session_memory import SessionMemory
+from mini_claude.context.session_memory import NotesUpdate, SessionMemory
 from mini_claude.context.thinking import (
     ClearThinkingTier,
     close_thinking_loop,
@@ -143,6 +143,7 @@ class Agent:
         )
         self.compactor = Compactor(self.settings, self.meter, self.store)
         self.memory = SessionMemory(self.settings, self.meter, self.clock)
+        self.memory.on_update = self._record_notes
         self.compactor.add_reattach_source(Ledger(self.settings, self._chars_per_token))
         self._add_reattach_sources()
         self.last_call_at = None
@@ -685,20 +686,21 @@ class Agent:
             self.memory.start(self.conversation, self.summary_context())
 
     async def _settle_notes(self) -> AsyncIterator[ev.Event]:
-        """Take the notes of an update that has finished (waits only when not in background)."""
+        """Report notes that arrived (waits for them only when not in background)."""
         if self.settings.session_memory_background:
             outcome = self.memory.collect()
         else:
             outcome = await self.memory.settle()
-        if outcome is None:
-            return
+        if outcome is not None and outcome.notes is not None:
+            yield ev.NotesUpdated(outcome.notes.covered, len(outcome.notes.text))
+
+    def _record_notes(self, outcome: NotesUpdate) -> None:
         if outcome.notes is None:
             self.transcript.event("session_notes_failed", error=outcome.error)
             return
         notes = outcome.notes
         self.transcript.event("session_notes", text=notes.text, covered=notes.covered,
                               history_tokens=notes.history_tokens)
-        yield ev.NotesUpdated(notes.covered, len(notes.text))
 
     # ---- introspection ----------------------------------------------------------------
 

@@ -60,6 +60,9 @@ class SessionMemory:
         self.updates = 0
         self.failures = 0
         self._pending: asyncio.Task[NotesUpdate] | None = None
+        self._news: NotesUpdate | None = None
+        # Called with every finished update (the session writes it to the transcript).
+        self.on_update: Callable[[NotesUpdate], None] | None = None
 
     # ---- when -------------------------------------------------------------------------
 
@@ -69,7 +72,7 @@ class SessionMemory:
 
     @property
     def updating(self) -> bool:
-        return self._pending is not None
+        return self._pending is not None and not self._pending.done()
 
     def due(self, conversation: Conversation) -> bool:
         """Enough new history since the last notes, and nothing makes an update unsafe."""
@@ -124,6 +127,7 @@ class SessionMemory:
         snapshot = SessionNotes("", conversation.epoch, len(base),
                                 self._history_tokens(conversation), self.clock())
         self._pending = asyncio.ensure_future(self._run(ctx, request, snapshot))
+        self._pending.add_done_callback(self._finished)
         return True
 
     def _request(self, base: list[Message], ctx: SummaryContext) -> ModelRequest:
@@ -143,38 +147,33 @@ class SessionMemory:
         return f"{heading}\n\n{NOTES_LINE}\n\n{rest}"
 
     def collect(self) -> NotesUpdate | None:
-        """The outcome of an update that has finished, without waiting for one that has not."""
-        task = self._pending
-        if task is None or not task.done():
-            return None
-        self._pending = None
-        if task.cancelled():
-            return self._take(NotesUpdate(None, "the update was cancelled"))
-        return self._take(task.result())
+        """What finished since the last call, without waiting for an update still running."""
+        news, self._news = self._news, None
+        return news
 
     async def settle(self) -> NotesUpdate | None:
-        """Wait for a running update to finish."""
+        """Wait for a running update to finish, then say what finished."""
         task = self._pending
-        if task is None:
-            return None
-        try:
-            outcome = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if not task.done():
-                raise
-            outcome = NotesUpdate(None, "the update was cancelled")
-        finally:
-            if task.done():
-                self._pending = None
-        return self._take(outcome)
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(task)
+        return self.collect()
 
-    def _take(self, outcome: NotesUpdate) -> NotesUpdate:
+    def _finished(self, task: asyncio.Task[NotesUpdate]) -> None:
+        """Taken as soon as the reply is in, so the transcript holds every complete update."""
+        if self._pending is task:
+            self._pending = None
+        if task.cancelled():
+            return
+        outcome = task.result()
         if outcome.notes is None:
             self.failures += 1
-            return outcome
-        self.updates += 1
-        self.notes = outcome.notes
-        return outcome
+        else:
+            self.updates += 1
+            self.notes = outcome.notes
+        if self.on_update is not None:
+            self.on_update(outcome)
+        self._news = outcome
 
     async def cancel(self) -> None:
         """Stop a running update (the session ends, or the history was replaced)."""

@@ -313,6 +313,11 @@ async def expand_command(repl: Repl, argument: str) -> Outcome:
 
 async def summary_command(repl: Repl, argument: str) -> Outcome:
     repl.console.print(repl.recall.full_summary())
+    notes = repl.agent.memory.current(repl.agent.conversation)
+    if notes is not None:
+        repl.console.print(Text(f"── session notes (kept in the background; they cover the first "
+                                f"{notes.covered} messages and stand in for the next summary)",
+                                style="bold"), Text(notes.text))
     return Outcome.CONTINUE
 
 

@@ -357,3 +357,32 @@ def test_manual_compact_makes_a_fresh_summary_even_with_notes(run: Run) -> None:
     finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
     assert finished and not finished[0].from_notes
     assert len([q for q in r.sim.requests if q.is_summary_request]) == before + 1
+
+
+def test_the_repl_keeps_notes_in_the_background_and_summary_shows_them(
+    simulator: Simulator, isolated_home: Path, project: Path
+) -> None:
+    """The REPL's own path: the update runs while the user is at the prompt, nobody waits."""
+    from tests.support.repl import running_repl, sim_settings, until
+
+    simulator.policy = reading_policy(3, final="all read")  # notes early, no summary yet
+    settings = sim_settings(simulator, isolated_home, context_window=24_000,
+                            output_reserve=4_000, session_memory_start_pct=0.2)
+    assert settings.session_memory_background
+
+    async def scenario() -> None:
+        async with running_repl(settings, project) as repl:
+            await repl.submit("read the log parts")
+            try:
+                await until(lambda: "all read" in repl.text, "the reply", timeout=120)
+            except AssertionError:
+                raise AssertionError(repl.text[-3000:]) from None
+            agent = repl.session.agent
+            await until(lambda: agent.memory.current(agent.conversation) is not None,
+                        "notes of this history", timeout=60)
+            mark = await repl.submit("/summary")
+            await repl.wait_for("session notes (kept in the background", after=mark)
+            assert await repl.exit() == 0
+
+    asyncio.run(scenario())
+    assert any(q.is_notes_request and q.status == 200 for q in simulator.requests)
