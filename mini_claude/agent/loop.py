@@ -142,8 +142,11 @@ class Agent:
             self.settings, self.store, self.meter, root=self.tool_context.root
         )
         self.compactor = Compactor(self.settings, self.meter, self.store)
+        earlier = getattr(self, "memory", None)
         self.memory = SessionMemory(self.settings, self.meter, self.clock)
         self.memory.on_update = self._record_notes
+        if earlier is not None:  # a simulated arrival time outlives new settings
+            self.memory.arrival_delay = earlier.arrival_delay
         self.compactor.add_reattach_source(Ledger(self.settings, self._chars_per_token))
         self._add_reattach_sources()
         self.last_call_at = None
@@ -203,8 +206,8 @@ class Agent:
         if self.compactor.should_auto_compact(self.conversation):
             async for event in self._compact("auto"):
                 yield event
-        elif self._cache_is_cold() and self.compactor.should_compact_when_idle(
-            self.conversation, self._history_tokens()
+        elif self._cache_is_cold() and self._idle_summary_without_wait() and (
+            self.compactor.should_compact_when_idle(self.conversation, self._history_tokens())
         ):
             async for event in self._compact("idle"):
                 yield event
@@ -225,6 +228,11 @@ class Agent:
             f"system prompt and tools, and the window holds {format_tokens(room)} after room "
             "for the answer; shorten it or send less"
         )
+
+    def _idle_summary_without_wait(self) -> bool:
+        """With session memory an idle summary is taken only from notes that have arrived: the
+        user would otherwise wait for a call that the tiers can spare them (microcompact)."""
+        return not self.memory.enabled or bool(self.memory.usable(self.conversation))
 
     def _cache_is_cold(self) -> bool:
         idle = self.settings.microcompact_idle_seconds
@@ -634,7 +642,7 @@ class Agent:
             for warning in pre.warnings:
                 yield ev.Notice(warning, "warning")
             instructions = "\n\n".join(pre.instructions) or None
-        notes = None if reason in FRESH_SUMMARY_REASONS else self.memory.usable(self.conversation)
+        notes = [] if reason in FRESH_SUMMARY_REASONS else self.memory.usable(self.conversation)
         try:
             result = await self.compactor.compact(
                 self.conversation,
@@ -665,7 +673,8 @@ class Agent:
         self.history.record_compaction(
             reason, result.summary, result.tokens_before, result.tokens_after
         )
-        age = self.clock() - notes.started_at if notes is not None and result.from_notes else None
+        used = next((n for n in notes if n.text == result.summary), None)
+        age = self.clock() - used.started_at if used is not None and result.from_notes else None
         yield ev.CompactionFinished(
             reason, result.tokens_before, result.tokens_after, result.summary, result.from_notes,
             age,

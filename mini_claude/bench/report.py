@@ -12,8 +12,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mini_claude.bench.runner import BENCH_PRICE, NeedCheck, RequestRecord, RunResult
-from mini_claude.bench.timing import compaction_waits
+from mini_claude.bench.runner import (
+    BENCH_PRICE,
+    CompactionMark,
+    NeedCheck,
+    RequestRecord,
+    RunResult,
+)
+from mini_claude.bench.timing import response_seconds
 
 # Tiers whose edit changes old history and so breaks the prompt cache from that point on.
 HISTORY_EDITING_TIERS = ("budget", "snip", "microcompact", "compact")
@@ -112,6 +118,53 @@ def estimate_errors(requests: Sequence[RequestRecord]) -> list[float]:
     """Relative error of the agent's estimate against the server's count, per request."""
     return [abs(r.estimate - r.prompt_tokens) / r.prompt_tokens
             for r in requests if r.estimate is not None and r.prompt_tokens > 0]
+
+
+def request_seconds(record: RequestRecord) -> float:
+    return response_seconds(record.input_tokens + record.cache_write_tokens,
+                            record.cache_read_tokens, record.output_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Waits:
+    """Simulated seconds the user waited at each compaction (see bench/timing.py)."""
+
+    per_compaction: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.per_compaction) if self.per_compaction else 0.0
+
+    @property
+    def p95(self) -> float:
+        if not self.per_compaction:
+            return 0.0
+        ordered = sorted(self.per_compaction)
+        return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+    @property
+    def total(self) -> float:
+        return sum(self.per_compaction)
+
+
+def compaction_waits(run: RunResult) -> Waits:
+    return Waits(tuple(_wait(run.requests, mark) for mark in run.compactions))
+
+
+def _wait(requests: Sequence[RequestRecord], mark: CompactionMark) -> float:
+    """A summary call is waited for whole; notes only for what their update still had to run
+    (none, when the notes had arrived, which is all the loop ever uses)."""
+    if mark.from_notes:
+        update = next((r for r in reversed(requests[: mark.request_index]) if r.is_notes), None)
+        if update is None:
+            return 0.0
+        return max(0.0, request_seconds(update) - (mark.notes_age_seconds or 0.0))
+    calls = []
+    for record in requests[mark.request_index:]:
+        if not record.is_summary:
+            break
+        calls.append(record)
+    return sum(request_seconds(r) for r in calls)
 
 
 def make_row(run: RunResult) -> Row:

@@ -18,6 +18,7 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
 from mini_claude.bench.strategies import Strategy
+from mini_claude.bench.timing import usage_seconds
 from mini_claude.pricing import SONNET, Price
 from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
@@ -230,6 +231,7 @@ async def run_strategy(
             session = Session(settings, project, provider, allow_all, clock=clock.now,
                               wall_clock=clock.now, registry=registry_for(strategy))
             agent = session.start_new(SESSION_ID)
+            agent.memory.arrival_delay = usage_seconds  # notes arrive as a real reply would
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:

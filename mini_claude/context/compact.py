@@ -251,12 +251,12 @@ class Compactor:
         reason: CompactReason,
         focus: str | None = None,
         instructions: str | None = None,
-        notes: SessionNotes | None = None,
+        notes: Sequence[SessionNotes] = (),
     ) -> CompactionResult:
         """Summarize and rebuild ``conversation`` in place, or raise and leave it untouched.
 
-        With ``notes`` (session memory that covers a recent point) the notes stand in for
-        the summary and no call is made; when they cannot, a summary call is made as usual.
+        With ``notes`` (session memory, newest first) the first that fits stands in for the
+        summary and no call is made; when none can, a summary call is made as usual.
         Runs whenever called: the breaker, the manual rule and thrash protection
         only gate the automatic triggers above.
         """
@@ -264,7 +264,8 @@ class Compactor:
             raise ValueError(f"unknown compaction reason {reason!r}")
         work = self._new_work(conversation)
         try:
-            result = None if notes is None else self._from_notes(conversation, ctx, notes)
+            result = next((r for n in notes if (r := self._from_notes(conversation, ctx, n))),
+                          None)
             if result is None:
                 result = await self._compact(conversation, ctx, focus, instructions)
         except CompactionError:

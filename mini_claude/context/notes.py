@@ -14,3 +14,4 @@ class SessionNotes:
     covered: int
     history_tokens: int  # estimated tokens of the whole history when the update was asked for
     started_at: float = 0.0  # the session clock when the update was asked for
+    ready_at: float = 0.0  # when its reply was in (or, in the benchmark, would have been)

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mini_claude.context.compact import SummaryContext
 from mini_claude.context.meter import TokenMeter
@@ -34,9 +34,12 @@ from mini_claude.context.summary_request import (
 from mini_claude.context.thinking import has_thinking, max_tokens_for, thinking_loop_open
 from mini_claude.conversation import Conversation, Message, TextBlock
 from mini_claude.prompts import NOTES_LINE
-from mini_claude.protocol import ModelRequest, ProviderError, ResponseComplete
+from mini_claude.protocol import ModelRequest, ProviderError, ResponseComplete, Usage
 from mini_claude.sanitize import clean_text
 from mini_claude.settings import Settings
+
+# Notes kept per history: the newest, and two earlier ones that stand in while it is on its way.
+KEPT_NOTES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +59,12 @@ class SessionMemory:
         self.settings = settings
         self.meter = meter
         self.clock = clock
-        self.notes: SessionNotes | None = None
+        # Newest last; the earlier ones of this history stay usable while a newer update has
+        # not arrived yet (see ``arrival_delay``).
+        self._kept: list[SessionNotes] = []
+        # How long an update's reply takes, when the clock is simulated (the benchmark);
+        # None: the reply is in when it is in.
+        self.arrival_delay: Callable[[Usage], float] | None = None
         self.updates = 0
         self.failures = 0
         self._pending: asyncio.Task[NotesUpdate] | None = None
@@ -94,23 +102,30 @@ class SessionMemory:
         grown = tokens - notes.history_tokens
         return grown >= threshold * self.settings.session_memory_update_pct
 
-    def current(self, conversation: Conversation) -> SessionNotes | None:
-        """The notes, if they describe this history (same epoch, positions still inside it)."""
-        notes = self.notes
-        if notes is None or notes.epoch != conversation.epoch:
-            return None
-        if notes.covered > len(conversation):
-            return None
-        return notes
+    @property
+    def notes(self) -> SessionNotes | None:
+        return self._kept[-1] if self._kept else None
 
-    def usable(self, conversation: Conversation) -> SessionNotes | None:
-        """Notes that can replace the history up to a legal cut point, or None (a summary
-        call is needed): they must cover something past the last summary."""
-        notes = self.current(conversation)
-        if notes is None:
-            return None
-        cuts = [c for c in cut_points(conversation.messages) if c <= notes.covered]
-        return notes if cuts else None
+    @notes.setter
+    def notes(self, notes: SessionNotes | None) -> None:
+        self._kept = [] if notes is None else [*self._kept[-(KEPT_NOTES - 1):], notes]
+
+    def current(self, conversation: Conversation) -> SessionNotes | None:
+        """The newest notes, if they describe this history (same epoch, positions inside it)."""
+        fitting = self._of(conversation)
+        return fitting[0] if fitting else None
+
+    def _of(self, conversation: Conversation) -> list[SessionNotes]:
+        return [n for n in reversed(self._kept)
+                if n.epoch == conversation.epoch and n.covered <= len(conversation)]
+
+    def usable(self, conversation: Conversation) -> list[SessionNotes]:
+        """Notes that have arrived and can replace the history up to a legal cut point, newest
+        first; empty when a summary call is needed."""
+        cuts = cut_points(conversation.messages)
+        now = self.clock()
+        return [n for n in self._of(conversation)
+                if n.ready_at <= now and any(c <= n.covered for c in cuts)]
 
     # ---- doing it ---------------------------------------------------------------------
 
@@ -189,17 +204,13 @@ class SessionMemory:
     ) -> None:
         """Notes read back from the transcript on resume, if they still fit this history."""
         if covered <= len(conversation):
-            self.notes = SessionNotes(text, conversation.epoch, covered, history_tokens,
-                                      self.clock())
+            now = self.clock()
+            self.notes = SessionNotes(text, conversation.epoch, covered, history_tokens, now, now)
 
     def note_fold(self, removed: Sequence[int], epoch: int) -> None:
         """A fold took whole messages out: the notes still cover the same messages."""
-        notes = self.notes
-        if notes is None or notes.epoch != epoch - 1:
-            return
-        gone = sum(1 for i in removed if i < notes.covered)
-        self.notes = SessionNotes(notes.text, epoch, notes.covered - gone, notes.history_tokens,
-                                  notes.started_at)
+        self._kept = [_after_fold(kept, removed, epoch) for kept in self._kept
+                      if kept.epoch == epoch - 1]
 
     def note_compacted(self) -> None:
         """A summary (from the notes or a call) replaced the history: the notes are in it."""
@@ -209,22 +220,31 @@ class SessionMemory:
         self, ctx: SummaryContext, request: ModelRequest, snapshot: SessionNotes
     ) -> NotesUpdate:
         try:
-            reply = await _reply_text(ctx, request)
+            reply, usage = await _reply(ctx, request)
         except ProviderError as exc:
             return NotesUpdate(None, f"the notes update failed: {exc.message}")
         text = clean_text(extract_summary(reply))
         if not text:
             return NotesUpdate(None, "the notes update came back empty")
-        return NotesUpdate(SessionNotes(text, snapshot.epoch, snapshot.covered,
-                                        snapshot.history_tokens, snapshot.started_at))
+        ready = self.clock()
+        if self.arrival_delay is not None and usage is not None:
+            ready = snapshot.started_at + self.arrival_delay(usage)
+        return NotesUpdate(replace(snapshot, text=text, ready_at=ready))
 
     def _history_tokens(self, conversation: Conversation) -> int:
         return max(0, self.meter.estimate(conversation) - round(self.meter.fixed_tokens))
 
 
-async def _reply_text(ctx: SummaryContext, request: ModelRequest) -> str:
+async def _reply(ctx: SummaryContext, request: ModelRequest) -> tuple[str, Usage | None]:
     final: ResponseComplete | None = None
     async for event in ctx.provider.stream(request):
         if isinstance(event, ResponseComplete):
             final = event
-    return final.message.text if final is not None else ""
+    if final is None:
+        return "", None
+    return final.message.text, final.usage
+
+
+def _after_fold(notes: SessionNotes, removed: Sequence[int], epoch: int) -> SessionNotes:
+    gone = sum(1 for i in removed if i < notes.covered)
+    return replace(notes, epoch=epoch, covered=notes.covered - gone)

@@ -114,9 +114,9 @@ def test_notes_of_another_epoch_are_not_used(memory_settings: Settings) -> None:
     conversation = Conversation()
     grow(conversation, meter, 5_000)
     memory.notes = notes_now(memory, conversation)
-    assert memory.usable(conversation) is not None
+    assert memory.usable(conversation)
     conversation.replace_all(list(conversation.messages))
-    assert memory.usable(conversation) is None
+    assert not memory.usable(conversation)
 
 
 # ---- standing in for a summary, without HTTP --------------------------------------------
@@ -156,7 +156,7 @@ def test_notes_replace_what_they_cover_and_nothing_is_sent(
     notes = SessionNotes("## Notes\n- FACT every log was read", conversation.epoch, covered, 1)
     ctx = SummaryContext(NoCalls(), "sim-model", "system", [], tmp_path,  # type: ignore[arg-type]
                          str(tmp_path / "t.jsonl"))
-    result = asyncio.run(compactor.compact(conversation, ctx, reason="auto", notes=notes))
+    result = asyncio.run(compactor.compact(conversation, ctx, reason="auto", notes=[notes]))
     assert result.from_notes and result.summary == notes.text
     boundary = conversation.messages[0]
     assert any(isinstance(b, SummaryBlock) and "FACT every log was read" in b.summary
@@ -175,7 +175,7 @@ def test_stale_notes_fall_back_to_a_summary_call(
     ctx = SummaryContext(NoCalls(), "sim-model", "system", [], tmp_path,  # type: ignore[arg-type]
                          str(tmp_path / "t.jsonl"))
     with pytest.raises(AssertionError, match="a model call was made"):
-        asyncio.run(compactor.compact(conversation, ctx, reason="auto", notes=notes))
+        asyncio.run(compactor.compact(conversation, ctx, reason="auto", notes=[notes]))
 
 
 # ---- end to end over HTTP ---------------------------------------------------------------
@@ -386,3 +386,21 @@ def test_the_repl_keeps_notes_in_the_background_and_summary_shows_them(
 
     asyncio.run(scenario())
     assert any(q.is_notes_request and q.status == 200 for q in simulator.requests)
+
+
+def test_notes_still_on_their_way_give_way_to_earlier_ones(memory_settings: Settings) -> None:
+    """With a simulated clock an update's reply arrives when a real one would: until then the
+    earlier notes of the same history are the ones that stand in."""
+    now = [100.0]
+    meter = TokenMeter(memory_settings, fixed_chars=0)
+    memory = SessionMemory(memory_settings, meter, clock=lambda: now[0])
+    conversation = Conversation()
+    grow(conversation, meter, 5_000)
+    older = SessionNotes("older", conversation.epoch, 4, 100, started_at=10.0, ready_at=40.0)
+    newer = SessionNotes("newer", conversation.epoch, 8, 200, started_at=90.0, ready_at=130.0)
+    memory.notes = older
+    memory.notes = newer
+    assert memory.current(conversation) is newer  # the schedule counts from the newest
+    assert memory.usable(conversation) == [older]
+    now[0] = 131.0
+    assert memory.usable(conversation) == [newer, older]
