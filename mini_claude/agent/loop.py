@@ -230,9 +230,14 @@ class Agent:
         )
 
     def _idle_summary_without_wait(self) -> bool:
-        """With session memory an idle summary is taken only from notes that have arrived: the
-        user would otherwise wait for a call that the tiers can spare them (microcompact)."""
-        return not self.memory.enabled or bool(self.memory.usable(self.conversation))
+        """With session memory an idle summary is taken only from notes that have arrived and
+        fit: the user would otherwise wait for a call that the tiers can spare them
+        (microcompact)."""
+        if not self.memory.enabled:
+            return True
+        notes = self.memory.usable(self.conversation)
+        return bool(notes) and self.compactor.notes_fit(self.conversation,
+                                                        self.summary_context(), notes)
 
     def _cache_is_cold(self) -> bool:
         idle = self.settings.microcompact_idle_seconds

@@ -284,6 +284,20 @@ class Compactor:
             self._back_to_back = 0
         return result
 
+    def notes_fit(
+        self, conversation: Conversation, ctx: SummaryContext, notes: Sequence[SessionNotes]
+    ) -> bool:
+        """Whether one of ``notes`` would stand in for a summary now (nothing is changed)."""
+        messages = list(conversation.messages)
+        reattached = collect(self._sources, messages)
+        for candidate in notes:
+            try:
+                self._rebuild(messages, candidate.text, ctx, reattached, max_cut=candidate.covered)
+            except CompactionError:
+                continue
+            return True
+        return False
+
     def _from_notes(
         self, conversation: Conversation, ctx: SummaryContext, notes: SessionNotes
     ) -> CompactionResult | None:
