@@ -19,7 +19,7 @@ from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
 from mini_claude.bench.strategies import Strategy
 from mini_claude.bench.timing import usage_seconds
-from mini_claude.pricing import SONNET, Price
+from mini_claude.models import SONNET, Price
 from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
 from mini_claude.scenario.policy import HISTORY_TOOL, ScriptPolicy
@@ -231,7 +231,7 @@ async def run_strategy(
             session = Session(settings, project, provider, allow_all, clock=clock.now,
                               wall_clock=clock.now, registry=registry_for(strategy))
             agent = session.start_new(SESSION_ID)
-            agent.memory.arrival_delay = usage_seconds  # notes arrive as a real reply would
+            agent.context.memory.arrival_delay = usage_seconds  # notes arrive as a real reply would
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:
@@ -244,7 +244,7 @@ async def run_strategy(
     checks = _check_recoveries(checks, policy, script, records, turn_starts)
     result.needs = explain_losses(checks, records, result.requests, script)
     result.recovery = recovery_cost(policy, records, result.requests)
-    result.pipeline_seconds = list(agent.pipeline_seconds)
+    result.pipeline_seconds = list(agent.context.pipeline_seconds)
     result.tokens_freed = dict(agent.stats()["tokens_freed"])
     result.pages_read = policy.pages_read
     result.wall_seconds = time.perf_counter() - started

@@ -187,3 +187,32 @@ class RecordedRequest:
     def is_side_request(self) -> bool:
         """A summary or a notes update: not one of the conversation's own calls."""
         return self.is_summary_request or self.is_notes_request
+
+
+class WireError(Exception):
+    """A request the real API would refuse; carries what the error body needs."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        error_type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.error_type = error_type
+        self.param = param
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class PromptUnit:
+    """One block of the prompt in cache order: its identity, its tokens, its breakpoint."""
+
+    key: bytes
+    tokens: int
+    breakpoint_ttl: float | None = None

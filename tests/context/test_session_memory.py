@@ -292,7 +292,7 @@ def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
     r.sim.inject(Fault("hang", when=lambda conv: conv.is_notes_request))
     r.sim.policy = ScriptedPolicy([Reply(LOG * 12)])
     assert isinstance(r.turn("summarize the logs at length")[-1], ev.TurnFinished)
-    assert r.agent.memory.updating
+    assert r.agent.context.memory.updating
 
     def hung() -> list[Any]:
         return [q for q in r.sim.requests if q.is_notes_request and q.reply is None]
@@ -304,11 +304,11 @@ def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
             await asyncio.sleep(0.05)
 
     r.run(until_sent())  # the update goes on while the user would be typing
-    assert len(hung()) == 1 and r.agent.memory.updating  # sent, and never answered
+    assert len(hung()) == 1 and r.agent.context.memory.updating  # sent, and never answered
     written = transcript_events(r, "session_notes")
     last_complete = notes_of_the_current_history(r)
     assert last_complete is not None
-    r.run(r.agent.memory.cancel())
+    r.run(r.agent.context.memory.cancel())
     assert transcript_events(r, "session_notes") == written
     session_id = r.session.session_id
     r.agent.transcript.close()
@@ -316,8 +316,8 @@ def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
                   output_reserve=4_000, session_memory_background=False)
     try:
         agent = resumed.session.resume(session_id)
-        assert agent.memory.notes is not None
-        assert agent.memory.notes.text == last_complete
+        assert agent.context.memory.notes is not None
+        assert agent.context.memory.notes.text == last_complete
     finally:
         resumed.close()
 
@@ -327,7 +327,7 @@ def test_updates_never_break_a_thinking_tool_loop(
 ) -> None:
     r = Run(simulator, "anthropic", isolated_home, project, context_window=24_000,
             output_reserve=4_000, model="sim-sonnet", thinking_tokens=2_048,
-            session_memory_background=False)
+            session_memory_background=False, session_memory_start_pct=0.2)
     try:
         r.sim.policy = reading_policy(10, final="done with the first")
         r.start()
@@ -351,7 +351,7 @@ def test_manual_compact_makes_a_fresh_summary_even_with_notes(run: Run) -> None:
     r.sim.policy = reading_policy(14, final="read")
     r.start()
     r.turn("read the parts")
-    assert r.agent.memory.notes is not None
+    assert r.agent.context.memory.notes is not None
     before = len([q for q in r.sim.requests if q.is_summary_request])
     events = r.compact()
     finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
@@ -378,7 +378,7 @@ def test_the_repl_keeps_notes_in_the_background_and_summary_shows_them(
             except AssertionError:
                 raise AssertionError(repl.text[-3000:]) from None
             agent = repl.session.agent
-            await until(lambda: agent.memory.current(agent.conversation) is not None,
+            await until(lambda: agent.context.memory.current(agent.conversation) is not None,
                         "notes of this history", timeout=60)
             mark = await repl.submit("/summary")
             await repl.wait_for("session notes (kept in the background", after=mark)
