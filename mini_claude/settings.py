@@ -133,6 +133,16 @@ class Settings:
     ledger_tokens: int = 1_500
     ledger_window_share: float = 0.03
 
+    # Session memory (context/session_memory.py): notes about the session kept up to date in
+    # the background, so that at the threshold they replace the old history without a summary
+    # call. The first update comes when the history reaches this share of the summary
+    # threshold, the next ones after it grows by this share again.
+    session_memory: bool = True
+    session_memory_start_pct: float = 0.60
+    session_memory_update_pct: float = 0.25
+    # Off: the loop waits for each update (the benchmark, for requests in a fixed order).
+    session_memory_background: bool = True
+
     # Provider calls
     max_retries: int = 4
     # Ask the server why a cached prefix was not reused (Anthropic ``diagnostics``).
@@ -278,6 +288,8 @@ _PERCENT_FIELDS = {
     "compact_tail_share",
     "ledger_window_share",
     "read_page_window_share",
+    "session_memory_start_pct",
+    "session_memory_update_pct",
 }
 
 

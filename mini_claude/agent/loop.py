@@ -174,6 +174,7 @@ class Agent:
             if not response.message.blocks:
                 yield ev.Notice(EMPTY_REPLY_NOTICE)
             uses = response.message.tool_uses
+            self.context.after_reply()  # session notes, beside the tools or the user's reading
             if not uses:
                 yield ev.TurnFinished(response.message.text, response.stop_reason, requests)
                 return

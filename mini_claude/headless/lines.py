@@ -77,6 +77,7 @@ UNPUBLISHED: tuple[type, ...] = (
     ev.TurnFinished,
     ev.TurnLimitReached,
     ev.TaskProgress,  # the sub-agent's answer is the task tool's result
+    ev.NotesUpdated,  # background work: its cost is in the usage totals, its use in compactions
 )
 
 
@@ -190,6 +191,7 @@ def own_line(event: ev.Event, session_id: str) -> Line | None:
             "reason": event.reason,
             "tokens_before": event.tokens_before,
             "tokens_after": event.tokens_after,
+            "from_session_notes": event.from_notes,
         }
     elif isinstance(event, ev.CompactionFailed):
         body = {

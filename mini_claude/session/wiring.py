@@ -234,6 +234,10 @@ class Session:
         for name in saved.skills:
             if self.skills.get(name) is not None:
                 context.loaded_skills.add(name)
+        if saved.notes is not None:
+            self.agent.context.memory.restore(saved.notes.text, saved.notes.covered,
+                                              saved.notes.history_tokens,
+                                              self.agent.conversation)
         self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
         return self.agent
 

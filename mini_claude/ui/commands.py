@@ -303,6 +303,12 @@ async def expand_command(repl: ReplHost, argument: str) -> Outcome:
 
 async def summary_command(repl: ReplHost, argument: str) -> Outcome:
     repl.console.print(repl.recall.full_summary())
+    agent = repl.agent
+    notes = agent.context.memory.current(agent.conversation)
+    if notes is not None:
+        repl.console.print(Text(f"── session notes (kept in the background; they cover the first "
+                                f"{notes.covered} messages and stand in for the next summary)",
+                                style="bold"), Text(notes.text))
     return Outcome.CONTINUE
 
 

@@ -103,7 +103,7 @@ def test_plan_and_a_loaded_skill_survive_three_compactions_verbatim(
     skill_block = reattached("", "skill 'release-notes', which you loaded", SKILL_BODY)
     # The request after each compaction starts with the boundary: summary + re-attachments.
     after = [next(r for r in run.sim.requests[run.sim.requests.index(s) + 1:]
-                  if not r.is_summary_request) for s in summaries]
+                  if not r.is_side_request) for s in summaries]
     expected_plans = [plan_v1, plan_v1, plan_v2]
     compactions = [e for e in run.events if isinstance(e, ev.CompactionFinished)]
     assert [c.reason for c in compactions] == ["tool", "manual", "tool"]
@@ -227,5 +227,5 @@ def test_automatic_compactions_reattach_the_plan_too(
     block = reattached("", PLAN_TITLE, "[~] Read every data file")
     for summary in run.summary_requests():
         following = next(r for r in run.sim.requests[run.sim.requests.index(summary) + 1:]
-                         if not r.is_summary_request)
+                         if not r.is_side_request)
         assert first_message_text(following).count(block) == 1

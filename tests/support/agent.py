@@ -76,7 +76,7 @@ class Run:
         self.loop.close()
 
     def model_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.sim.requests if not r.is_summary_request]
+        return [r for r in self.sim.requests if not r.is_side_request]
 
     def summary_requests(self) -> list[RecordedRequest]:
         return [r for r in self.sim.requests if r.is_summary_request]
