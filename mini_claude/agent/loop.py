@@ -17,9 +17,9 @@ from typing import Any
 
 from mini_claude import events as ev
 from mini_claude.agent.history import AdmittedResult, History
-from mini_claude.agent.hooks import HookOutcome, HookRunner
+from mini_claude.agent.hooks import HookOutcome, HookRunner, LifecycleHooks
 from mini_claude.agent.metered import MeteredProvider
-from mini_claude.context.attachments import PlanSource, SkillSource
+from mini_claude.context.attachments import PlanSource, RuleSource, SkillSource
 from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
@@ -43,6 +43,7 @@ from mini_claude.conversation import (
     user_text,
 )
 from mini_claude.pricing import CostTracker
+from mini_claude.project.rules import PathRules
 from mini_claude.protocol import (
     AuthenticationFailed,
     CompactReason,
@@ -88,9 +89,13 @@ class Agent:
         clock: Callable[[], float] = time.monotonic,
         conversation: Conversation | None = None,
         hooks: HookRunner | None = None,
+        path_rules: PathRules | None = None,
+        lifecycle: LifecycleHooks | None = None,
     ) -> None:
         self.settings = settings
         self.hooks = hooks or HookRunner([], cwd=tool_context.root, env=None)
+        self.lifecycle = lifecycle or LifecycleHooks(continue_limit=settings.stop_hook_limit)
+        self.path_rules = path_rules or PathRules((), tool_context.root)
         self._hook_warnings: list[str] = []
         self.provider = provider
         self.registry = registry
@@ -162,6 +167,8 @@ class Agent:
         self.compactor.add_reattach_source(
             SkillSource(context.skills, context.loaded_skills, skill_chars)
         )
+        self.compactor.add_reattach_source(RuleSource(self.path_rules))
+        self.compactor.add_reattach_source(self.lifecycle)
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings (e.g. another model) for the same conversation; totals carry over."""
@@ -191,8 +198,12 @@ class Agent:
         updated = self.settings_update() if self.settings_update is not None else None
         if updated is not None:
             self.reconfigure(updated)
+        async for event in self.lifecycle.before_prompt(self.hooks, text):
+            yield event
+        if self.lifecycle.blocked:
+            return
         self.compactor.note_turn_start()
-        self.history.append(self._with_plan_reminder(user_text(text)))
+        self.history.append(self.lifecycle.with_context(self._with_plan_reminder(user_text(text))))
         if self.compactor.should_auto_compact(self.conversation):
             async for event in self._compact("auto"):
                 yield event
@@ -271,6 +282,10 @@ class Agent:
             if not response.message.blocks:
                 yield ev.Notice(EMPTY_REPLY_NOTICE)
             if not uses:
+                async for event in self.lifecycle.at_stop(self.hooks, self.history):
+                    yield event
+                if self.lifecycle.continuing:
+                    continue
                 yield ev.TurnFinished(response.message.text, response.stop_reason, requests)
                 return
             async for event in self._run_tools(uses):
@@ -539,12 +554,18 @@ class Agent:
         if content is not output.content or display is not output.display:
             output = replace(output, content=content, display=display)
         output = self._without_keys(output)
+        output = self._with_rules(use, output)
         if self.hooks:
             after = await self.hooks.post_tool_use(
                 use.name, use.input, output.content, output.is_error
             )
             output = self._with_hook_feedback(output, after)
         return output
+
+    def _with_rules(self, use: ToolUseBlock, output: ToolOutput) -> ToolOutput:
+        """A path-scoped rule the call brings in rides on its result (the newest message)."""
+        reminder = None if output.is_error else self.path_rules.reminder_for(use.name, use.input)
+        return replace(output, content=f"{output.content}\n\n{reminder}") if reminder else output
 
     def _with_hook_feedback(self, output: ToolOutput, outcome: HookOutcome) -> ToolOutput:
         self._hook_warnings.extend(outcome.warnings)
@@ -623,6 +644,8 @@ class Agent:
             for warning in pre.warnings:
                 yield ev.Notice(warning, "warning")
             instructions = "\n\n".join(pre.instructions) or None
+            async for event in self.lifecycle.at_compaction(self.hooks):
+                yield event
         try:
             result = await self.compactor.compact(
                 self.conversation,

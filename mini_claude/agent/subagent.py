@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from mini_claude import events as ev
+from mini_claude.agent.hooks import LifecycleHooks, subagent_stop_hooks
 from mini_claude.agent.loop import Agent
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import Conversation
@@ -170,6 +171,8 @@ class SubagentRunner:
             store=DiskResultStore(child_settings, task_id),
             clock=session.clock,
             conversation=Conversation(),
+            hooks=subagent_stop_hooks(session.agent.hooks),
+            lifecycle=LifecycleHooks("SubagentStop", settings.stop_hook_limit),
         )
         child.costs = RollupCosts(session.agent.costs)
         return child
