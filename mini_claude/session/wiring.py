@@ -23,6 +23,7 @@ from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
 from mini_claude.private_dirs import ensure_private_dir
+from mini_claude.project.commands import CommandCatalog, find_commands
 from mini_claude.project.instructions import (
     ProjectInstructions,
     approve_imports,
@@ -82,6 +83,7 @@ class Session:
     # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
     wall_clock: Callable[[], float] = time.time
     skills: SkillCatalog = field(init=False)
+    commands: CommandCatalog = field(init=False)
     hook_settings: HookSettings = field(init=False)
 
     def __post_init__(self) -> None:
@@ -91,6 +93,8 @@ class Session:
         self.warnings.extend(self.instructions.warnings)
         self.skills = find_skills(self.cwd, self.settings.home)
         self.warnings.extend(self.skills.warnings)
+        self.commands = find_commands(self.cwd, self.settings.home)
+        self.warnings.extend(self.commands.warnings)
         if not self.skills.skills:
             self.registry.remove("skill")  # nothing to load: no tool to offer
         self.system_prompt = build_system_prompt(
