@@ -24,15 +24,17 @@ import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from mini_claude import events as ev
-from mini_claude.agent.history import History
 from mini_claude.context.reattach import Reattachment
 from mini_claude.conversation import Message, TextBlock, user_text
 from mini_claude.project.trust import ProjectTrust
 from mini_claude.text import shorten
 from mini_claude.tools.process import terminate_group
+
+if TYPE_CHECKING:
+    from mini_claude.agent.history import History
 
 HookEvent = Literal[
     "PreToolUse", "PostToolUse", "PreCompact", "PostCompact", "UserPromptSubmit", "Stop",

@@ -76,6 +76,10 @@ async def dispatch(repl: Repl, text: str) -> Outcome:
     name, argument = parsed
     command = find_command(name)
     if command is None:
+        from mini_claude.ui.claude_view import run_custom_command
+
+        if await run_custom_command(repl, text):
+            return Outcome.CONTINUE
         guess = suggest(name)
         hint = f" Did you mean /{guess}?" if guess else " Type /help for the list."
         repl.console.print(Text(f"Unknown command /{name}.{hint}", style="yellow"))
@@ -94,6 +98,10 @@ async def help_command(repl: Repl, argument: str) -> Outcome:
         names = " ".join(f"/{n}" for n in (command.name, *command.aliases))
         usage = f"{names} {command.argument}".strip()
         table.add_row(usage, command.summary)
+    from mini_claude.ui.claude_view import command_rows
+
+    for usage, description in command_rows(repl):
+        table.add_row(usage, description)
     repl.console.print(table)
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
@@ -118,6 +126,9 @@ async def context_command(repl: Repl, argument: str) -> Outcome:
     repl.console.print(render_breakdown(view, repl.session.settings.model))
     repl.console.print(note(f"window {agent.settings.window:,} tokens, from "
                             f"{agent.settings.window_source}"))
+    from mini_claude.ui.claude_view import instruction_table
+
+    repl.console.print(instruction_table(repl))
     return Outcome.CONTINUE
 
 
@@ -299,6 +310,20 @@ async def hooks_list_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
+async def memory_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.claude_view import memory_command as edit_memory
+
+    await edit_memory(repl, argument)
+    return Outcome.CONTINUE
+
+
+async def init_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.claude_view import init_command as write_claude_md
+
+    await write_claude_md(repl, argument)
+    return Outcome.CONTINUE
+
+
 async def verbose_command(repl: Repl, argument: str) -> Outcome:
     repl.verbose = not repl.verbose
     repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
@@ -326,5 +351,8 @@ COMMANDS = (
     Command("skills", "list the skills the model can load", skills_command),
     Command("hooks", "the hooks that run, or approve the project's", hooks_list_command,
             argument="[approve]"),
+    Command("memory", "edit a memory file (CLAUDE.md) in $EDITOR", memory_command),
+    Command("init", "study the project and write its CLAUDE.md", init_command,
+            argument="[focus]"),
     COMMANDS[-1],
 )

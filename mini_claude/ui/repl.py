@@ -31,6 +31,7 @@ from rich.text import Text
 
 from mini_claude import __version__
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from mini_claude.ui.claude_view import ask_held_imports, command_rows, remember
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
 from mini_claude.ui.conveniences import (
     ModelCompleter,
@@ -58,7 +59,7 @@ if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     from mini_claude.agent.loop import Agent
     from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
-    from mini_claude.tools.base import Approver
+    from mini_claude.tools.base import Approver, PermissionRequest
 
 NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
                   "for non-interactive use")
@@ -173,6 +174,7 @@ class Repl:
         self._prompt: PromptSession[str] | None = None
         self._warmed_up = False
         self._sdk_imported = False
+        self._notifications: set[asyncio.Future[None]] = set()
         if session is not None:
             self._attach_approver(session)
 
@@ -209,6 +211,21 @@ class Repl:
         if isinstance(session.approver, TerminalApprover):
             session.approver.attach(self.console, self.question, self.interrupt,
                                     self._status_line)
+            session.approver.on_question = self._question_waiting
+
+    def _question_waiting(self, request: PermissionRequest) -> None:
+        """A permission question waits: tell the terminal (and the Notification hooks)."""
+        message = f"mini-claude needs your permission to use {request.tool_name}"
+        task = asyncio.ensure_future(self._notify(message, "permission_prompt"))
+        self._notifications.add(task)
+        task.add_done_callback(self._notifications.discard)
+
+    async def _notify(self, message: str, kind: str) -> None:
+        from mini_claude.ui.notify import Notifier
+
+        notifier = Notifier(self.console.file, self.settings.notify)
+        for warning in await notifier.notify(message, kind, self.agent.hooks):
+            self.console.print(note(warning, "warning"))
 
     async def _build_session(self) -> None:
         """Right after the first frame: import the agent chain off the loop, then build.
@@ -258,6 +275,7 @@ class Repl:
             await ask_project_trust(self)
             watch_servers(self)
             await ask_project_hooks(self)
+            await ask_held_imports(self)
         try:
             with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
                 while not self.exit_requested and (text := await self._next_message()) is not None:
@@ -268,6 +286,8 @@ class Repl:
                         if await dispatch(self, text) is Outcome.EXIT:
                             break
                         continue
+                    if await remember(self, text):
+                        continue
                     if is_shell_command(text):
                         await self.run_events(run_user_shell(self.agent, text[1:].strip(),
                                                              self.shell_context),
@@ -277,6 +297,10 @@ class Repl:
         finally:
             await self._close()
         return EXIT_INTERRUPTED if self.terminated else EXIT_OK
+
+    def user_turn(self, text: str) -> AsyncIterator[ev.Event]:
+        """A turn for text the user sent (a custom command's prompt too)."""
+        return self._turn(text)
 
     async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
         """A message: its `@path` files attached, earlier `!command` output put before it."""
@@ -376,13 +400,20 @@ class Repl:
         settings = self.settings
         completer = merge_completers([
             SlashCommandCompleter(
-                [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)]),
+                [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)]
+                + self._custom_completions()),
             PathCompleter(self.cwd),
             ModelCompleter(settings.provider, settings.model),
         ])
         self._prompt = build_prompt(history_for(settings.home), completer,
                                     self._status_line, extra_keys=self._prompt_keys())
         return self._prompt
+
+    def _custom_completions(self) -> list[tuple[str, str]]:
+        """Custom commands and skills, once the session (which reads them) is built."""
+        if self._session is None:
+            return []
+        return [(usage.split()[0][1:], summary) for usage, summary in command_rows(self)]
 
     def _prompt_keys(self) -> KeyBindings:
         keys = KeyBindings()
@@ -399,6 +430,7 @@ class Repl:
         from mini_claude.ui.presenter import INTERRUPTED_TURN, TurnPresenter
 
         self.activity.restart(label)
+        began = time.monotonic()
         approver = self.session.approver
         shown = approver.shown_before if isinstance(approver, TerminalApprover) else None
         presenter = TurnPresenter(
@@ -427,6 +459,9 @@ class Repl:
             await self._stop_pump()
             await self.view.stop()
         await presenter.finish(interrupted=interrupted)
+        took = time.monotonic() - began
+        if not interrupted and 0 < self.settings.notify_after_seconds <= took:
+            await self._notify(f"done after {took:.0f}s; waiting for your input", "idle_prompt")
         return not interrupted
 
     async def _stop_pump(self) -> None:
@@ -533,10 +568,15 @@ class Repl:
             self.console.print(line)
 
     async def _close(self) -> None:
+        from mini_claude.agent.hooks import end_session
+
         if self._session is None and self._building is None:
             return  # nothing was built: the build failed, and said so
         await self.session_ready()
         agent = self.agent
+        for warning in await end_session(agent.hooks, "other" if self.terminated
+                                         else "prompt_input_exit"):
+            self.console.print(note(warning, "warning"))
         self.console.print(note(f"transcript: {agent.transcript.path}"))
         self.console.print(note(f"resume with: mini-claude --resume {self.session.session_id}"))
         agent.transcript.close()
