@@ -34,7 +34,7 @@ class Rule:
 
     def matches(self, relative: str) -> bool:
         patterns = [p for g in self.globs for p in expand_braces(g)]
-        return bool(pathspec.PathSpec.from_lines("gitwildmatch", patterns).match_file(relative))
+        return bool(pathspec.PathSpec.from_lines("gitignore", patterns).match_file(relative))
 
 
 @dataclass

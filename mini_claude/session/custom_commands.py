@@ -27,6 +27,7 @@ from mini_claude.project.commands import (
 from mini_claude.project.skills import Skill, load_text
 from mini_claude.project.trust import ProjectTrust
 from mini_claude.secrets import api_keys, mask
+from mini_claude.session.mentions import attach_mentions
 from mini_claude.tools.permission_rules import PermissionRules, Rule, RuleError, parse_rule
 
 if TYPE_CHECKING:
@@ -115,6 +116,9 @@ async def invocation_events(
                     yield event
             else:
                 text = SHELL_LINE.sub(NOT_APPROVED, text)
+        text, attached = await attach_mentions(agent, text)
+        for event in attached:
+            yield event
         async for event in turn(text):
             yield event
 

@@ -40,7 +40,7 @@ async def run_custom_command(repl: Repl, text: str) -> bool:
         async with repl.question():
             return await ask_command_trust(repl, command)
 
-    await repl.run_events(invocation_events(session, invocation, repl.user_turn, ask))
+    await repl.run_events(invocation_events(session, invocation, repl.send, ask))
     return True
 
 

@@ -31,13 +31,13 @@ from rich.text import Text
 
 from mini_claude import __version__
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from mini_claude.session.mentions import attach_mentions
 from mini_claude.ui.claude_view import ask_held_imports, command_rows, remember
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
 from mini_claude.ui.conveniences import (
     ModelCompleter,
     PathCompleter,
     ShellContext,
-    attach_mentions,
     is_shell_command,
     run_user_shell,
 )
@@ -299,15 +299,19 @@ class Repl:
         return EXIT_INTERRUPTED if self.terminated else EXIT_OK
 
     def user_turn(self, text: str) -> AsyncIterator[ev.Event]:
-        """A turn for text the user sent (a custom command's prompt too)."""
+        """A turn for text as the user typed it (``/init``'s prompt too)."""
         return self._turn(text)
+
+    def send(self, text: str) -> AsyncIterator[ev.Event]:
+        """A turn for text whose files are attached already (a custom command's prompt)."""
+        return self.agent.turn(self.shell_context.with_message(text))
 
     async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
         """A message: its `@path` files attached, earlier `!command` output put before it."""
         text, attached = await attach_mentions(self.agent, text)
         for event in attached:
             yield event
-        async for event in self.agent.turn(self.shell_context.with_message(text)):
+        async for event in self.send(text):
             yield event
 
     async def _next_message(self) -> str | None:
