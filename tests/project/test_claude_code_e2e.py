@@ -136,7 +136,7 @@ def test_custom_commands_fill_in_arguments_run_their_lines_and_allow_for_one_tur
     assert [c.name for c in asked] == ["status"]
     status_prompt = text_of(run, 1)
     assert "STATUS-OF-42" in status_prompt and "Explain it for 42." in status_prompt
-    assert run.model_requests()[1].conversation.model == "sim-model"  # type: ignore[union-attr]
+    assert run.model_requests()[1].conversation.model == "sim-model"
     assert any(isinstance(e, ev.ToolFinished) and "STATUS-OF-42" in e.result.content
                for e in events)
     (allowed,) = last_results(run.model_requests()[2])
@@ -232,7 +232,7 @@ def test_session_start_runs_on_resume_and_compaction_and_subagent_stop_on_a_task
     run.turn("delegate")
     assert [e["stop_hook_active"] for e in logged(logs, "substop")] == [False, True]
     child_requests = run.model_requests()[1:3]
-    assert "check the edge case" in child_requests[1].conversation.last_user_text  # type: ignore
+    assert "check the edge case" in child_requests[1].conversation.last_user_text
     run.compact()
     run.turn("continue")
     assert [e["source"] for e in logged(logs, "start")] == ["startup", "compact"]
@@ -245,4 +245,4 @@ def test_session_start_runs_on_resume_and_compaction_and_subagent_stop_on_a_task
     simulator.policy = ScriptedPolicy([Reply("Resumed.")])
     run.turn("resumed?")
     assert logged(logs, "start")[-1]["source"] == "resume"
-    assert "SESSION-resume" in run.model_requests()[-1].conversation.last_user_text  # type: ignore
+    assert "SESSION-resume" in run.model_requests()[-1].conversation.last_user_text
