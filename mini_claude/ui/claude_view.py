@@ -102,6 +102,7 @@ async def memory_command(repl: Repl, argument: str) -> None:
     targets = memory_targets(repl.cwd, repl.settings.home)
     loaded = {f.path for f in repl.session.instructions.files}
     labels = [t.label + ("" if t.path in loaded else " · not loaded") for t in targets]
+    repl.console.print(Text("Edit which memory file?", style="bold"))
     try:
         index = await choose(labels, hint="esc to cancel")
     except ChoiceInterrupted:
