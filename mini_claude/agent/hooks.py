@@ -458,10 +458,23 @@ class LifecycleHooks:
         self.continuing = False
         self.continues = 0
         self.compact_context: list[str] = []
+        self.stop_requested: str | None = None  # a tool hook's ``continue: false``
+
+    def stops_turn(self, outcome: HookOutcome) -> bool:
+        """Note a tool hook's ``continue: false``: the turn ends once the results are in."""
+        if outcome.stop_reason is not None and self.stop_requested is None:
+            self.stop_requested = outcome.stop_reason
+        return outcome.stop_reason is not None
+
+    def turn_stopped(self, requests: int) -> list[ev.Event]:
+        reason, self.stop_requested = self.stop_requested, None
+        return [ev.Notice(f"a hook stopped the turn: {reason}", "warning"),
+                ev.TurnFinished("", "hook_stop", requests)]
 
     async def before_prompt(self, runner: HookRunner, text: str) -> AsyncIterator[ev.Event]:
         """SessionStart (if one waits), then UserPromptSubmit; sets :attr:`blocked`."""
         self.blocked, self.continues, self.context = False, 0, []
+        self.stop_requested = None
         source, self.session_source = self.session_source, None
         if not runner:
             return

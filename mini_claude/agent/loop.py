@@ -290,6 +290,10 @@ class Agent:
                 return
             async for event in self._run_tools(uses):
                 yield event
+            if self.lifecycle.stop_requested is not None:  # a hook answered "continue": false
+                for event in self.lifecycle.turn_stopped(requests):
+                    yield event
+                return
             if max_requests is not None and requests >= max_requests:
                 self.transcript.event("turn_limit", requests=requests)
                 yield ev.TurnLimitReached(requests)
@@ -548,6 +552,8 @@ class Agent:
             self._hook_warnings.extend(before.warnings)
             if before.block_reason is not None:
                 return error_output(f"Blocked by a PreToolUse hook: {before.block_reason}")
+            if self.lifecycle.stops_turn(before):
+                return error_output(f"Stopped by a PreToolUse hook: {before.stop_reason}")
         output = await self.registry.execute(use.name, use.input, self.tool_context)
         content = clean_text(output.content)
         display = clean_text(output.display) if output.display else output.display
@@ -569,6 +575,7 @@ class Agent:
 
     def _with_hook_feedback(self, output: ToolOutput, outcome: HookOutcome) -> ToolOutput:
         self._hook_warnings.extend(outcome.warnings)
+        self.lifecycle.stops_turn(outcome)
         if not outcome.feedback:
             return output
         feedback = "\n".join(outcome.feedback)

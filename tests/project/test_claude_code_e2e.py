@@ -246,3 +246,30 @@ def test_session_start_runs_on_resume_and_compaction_and_subagent_stop_on_a_task
     run.turn("resumed?")
     assert logged(logs, "start")[-1]["source"] == "resume"
     assert "SESSION-resume" in run.model_requests()[-1].conversation.last_user_text
+
+
+def test_continue_false_from_a_tool_hook_ends_the_turn_once_the_results_are_in(
+    provider: str, runs: Any, simulator: Simulator, isolated_home: Path, tmp_path: Path,
+) -> None:
+    logs = tmp_path / "logs"
+    write_hooks(isolated_home / "settings.json", {"PostToolUse": [hook(hook_script(logs, "post", (
+        "print(json.dumps({'continue': False, 'stopReason': 'enough for today'}))\n")),
+        "read_file")]})
+    simulator.policy = ScriptedPolicy([
+        Reply("Reading.", [ToolCall("read_file", {"path": "README.md"})]),
+        Reply("Never asked."),
+        Reply("Next turn."),
+    ])
+    run = runs(provider)
+    run.start()
+    events = run.turn("read")
+    assert len(run.model_requests()) == 1
+    (finished,) = [e for e in events if isinstance(e, ev.TurnFinished)]
+    assert finished.stop_reason == "hook_stop"
+    assert any(isinstance(e, ev.Notice) and "enough for today" in e.text for e in events)
+    simulator.policy = ScriptedPolicy([Reply("Next turn.")])
+    after = run.turn("go on")
+    assert [e.final_text for e in after if isinstance(e, ev.TurnFinished)] == ["Next turn."]
+    conversation = run.model_requests()[-1].conversation
+    assert conversation is not None  # the read's result is still in the history
+    assert any("demo" in r.content for m in conversation.messages for r in m.tool_results)
