@@ -177,7 +177,11 @@ def _duration(seconds: float) -> str:
 
 
 async def clear_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.agent.hooks import end_session
+
     previous = repl.session.session_id
+    for warning in await end_session(repl.agent.hooks, "clear"):
+        repl.console.print(note(warning, "warning"))
     repl.agent.transcript.close()
     repl.session.start_new()
     repl.show_resumed()

@@ -102,9 +102,11 @@ def test_a_waiting_question_and_a_long_turn_notify_the_terminal_and_the_hook(
             await repl.wait_for("waiting for your input\x07", after=mark)
             assert "\x1b]9;mini-claude: mini-claude needs your permission to use run_shell\x07" \
                 in repl.text[mark:]
+            mark = await repl.submit("/clear")
+            await repl.wait_for("new conversation", after=mark)
             assert await repl.exit() == 0
 
     asyncio.run(main())
     kinds = [e["notification_type"] for e in logged(logs, "note")]
     assert kinds == ["permission_prompt", "idle_prompt"]
-    assert [e["reason"] for e in logged(logs, "end")] == ["prompt_input_exit"]
+    assert [e["reason"] for e in logged(logs, "end")] == ["clear", "prompt_input_exit"]
