@@ -85,9 +85,11 @@ def run_repl(settings: Settings, cwd: Path, args: argparse.Namespace) -> int:
 
 
 async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, console: Console) -> int:
-    if can_start_before_session(settings, cwd, args):
+    starter = SessionStarter(settings, cwd, args)
+    # Imports waiting for approval: their question comes before the prompt, as the others do.
+    if can_start_before_session(settings, cwd, args) and not starter.instructions.held:
         try:
-            return await Repl(None, console, starter=SessionStarter(settings, cwd, args)).run()
+            return await Repl(None, console, starter=starter).run()
         except Exception as exc:
             from mini_claude.session.wiring import SessionError  # loaded by then: it raised it
 

@@ -4,6 +4,7 @@ work, ``# note``, ``/memory``, ``/context`` and the notifications of a waiting q
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,33 @@ def test_a_waiting_question_and_a_long_turn_notify_the_terminal_and_the_hook(
     kinds = [e["notification_type"] for e in logged(logs, "note")]
     assert kinds == ["permission_prompt", "idle_prompt"]
     assert [e["reason"] for e in logged(logs, "end")] == ["clear", "prompt_input_exit"]
+
+
+def test_the_cli_asks_about_outside_imports_before_the_first_prompt(
+    tmp_path: Path, isolated_home: Path,
+) -> None:
+    import sys
+
+    import pexpect
+
+    from tests.ui.test_startup import WAIT_SECONDS, _environment
+
+    project = tmp_path / "project"
+    write(project / "CLAUDE.md", "@../shared.md\n")
+    write(tmp_path / "shared.md", "SHARED-FROM-CLI\n")
+    policy = ScriptedPolicy([Reply(text="Answered.")])
+    command = str(Path(sys.executable).with_name("mini-claude"))
+    with Simulator(policy) as sim:
+        child = pexpect.spawn(command, cwd=str(project), env=_environment(sim),
+                              dimensions=(30, 120), encoding="utf-8", codec_errors="replace")
+        try:
+            child.expect("import files from outside the project", timeout=WAIT_SECONDS)
+            child.send("1")
+            child.expect("imports loaded", timeout=WAIT_SECONDS)
+            child.send("hello\r")
+            child.expect("Answered.", timeout=WAIT_SECONDS)
+            child.sendcontrol("d")
+            child.expect(pexpect.EOF, timeout=WAIT_SECONDS)
+        finally:
+            child.close(force=True)
+    assert sim.requests and "SHARED-FROM-CLI" in json.dumps(sim.requests[0].body)
