@@ -8,26 +8,13 @@ committed) and the user's own file for every project.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from mini_claude.private_dirs import make_private_dirs
 
-INIT_PROMPT = """\
-Study this project and write a CLAUDE.md file at its root for future agent sessions.
-
-Look before you write: list the files, read the README, the build and packaging files \
-(Makefile, pyproject.toml, package.json, …), the CI configuration and a few central source \
-files. Then write a concise CLAUDE.md (aim for under 100 lines) with:
-1. The commands to build, lint and test, including how to run a single test.
-2. The architecture at a glance: the main folders and modules, and how a request flows \
-through them, as far as it takes several files to see.
-3. Conventions a newcomer would get wrong: code style, naming, error handling, where tests go.
-
-Leave out what anyone can see from one file listing, generic advice, and anything you are not \
-sure of. If a CLAUDE.md (or AGENTS.md, MINI-CLAUDE.md) already exists, improve it instead of \
-replacing it, and keep what its authors wrote. Fold in the important parts of any other \
-agent instruction files (.cursorrules, .github/copilot-instructions.md) you find.
-"""
+TEMPLATE_PACKAGE = "mini_claude.templates"
+INIT_TEMPLATE = "init.md"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +45,11 @@ def append_memory(path: Path, note: str) -> None:
     separator = "" if not existing or existing.endswith("\n") else "\n"
     with path.open("a", encoding="utf-8") as handle:
         handle.write(f"{separator}- {note.strip()}\n")
+
+
+def init_prompt() -> str:
+    """``/init``'s request to the model, kept beside the other prompt templates."""
+    return resources.files(TEMPLATE_PACKAGE).joinpath(INIT_TEMPLATE).read_text(encoding="utf-8")
 
 
 def memory_note(text: str) -> str | None:

@@ -17,7 +17,7 @@ from rich.text import Text
 from mini_claude.private_dirs import make_private_dirs
 from mini_claude.project.commands import CustomCommand
 from mini_claude.project.imports import held_lines
-from mini_claude.project.memory import INIT_PROMPT, append_memory, memory_note, memory_targets
+from mini_claude.project.memory import append_memory, init_prompt, memory_note, memory_targets
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.render import note
 
@@ -126,7 +126,7 @@ async def memory_command(repl: Repl, argument: str) -> None:
 async def init_command(repl: Repl, argument: str) -> None:
     """``/init``: the model studies the project and writes its CLAUDE.md."""
     extra = f"\n\nAlso: {argument}" if argument else ""
-    await repl.run_events(repl.user_turn(INIT_PROMPT + extra))
+    await repl.run_events(repl.user_turn(init_prompt() + extra))
 
 
 async def ask_held_imports(repl: Repl) -> None:
