@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mini_claude.project.front_matter import FrontMatterError, split, string_list
+from mini_claude.project.front_matter import read, string_list
 from mini_claude.text import shorten
 
 PROJECT_COMMAND_DIRS = (Path(".claude") / "commands", Path(".mini-claude") / "commands")
@@ -68,6 +68,20 @@ class CommandCatalog:
         return short[0] if len(short) == 1 else None
 
 
+def split_invocation(text: str) -> tuple[str, str] | None:
+    """``("compact", "keep the API notes")`` for ``/compact keep the API notes``.
+
+    A message that starts with a path (``/usr/bin/env is missing``) is not a command.
+    """
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return None
+    parts = stripped[1:].split(maxsplit=1)
+    if not parts or "/" in parts[0]:
+        return None
+    return parts[0].lower(), parts[1].strip() if len(parts) > 1 else ""
+
+
 def command_roots(cwd: Path, home: Path, user_home: Path) -> list[tuple[Path, str]]:
     """Where commands are looked for, the ones that win a name first."""
     return [
@@ -98,16 +112,10 @@ def find_commands(cwd: Path, home: Path, user_home: Path | None = None) -> Comma
 
 
 def _read(path: Path, name: str, scope: str, warnings: list[str]) -> CustomCommand | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")[:MAX_COMMAND_CHARS]
-        fields, body = split(text, path)
-    except OSError as exc:
-        warnings.append(f"cannot read the command {path} ({exc.strerror or exc}); skipped")
+    parsed = read(path, "command", warnings, MAX_COMMAND_CHARS)
+    if parsed is None:
         return None
-    except FrontMatterError as exc:
-        warnings.append(f"{exc}; the command is skipped")
-        return None
-    body = body.strip()
+    fields, body = parsed[0], parsed[1].strip()
     if not body:
         warnings.append(f"{path}: the command has no prompt; skipped")
         return None

@@ -38,6 +38,20 @@ def split(text: str, path: Path) -> tuple[dict[str, Any], str]:
     return {str(k): v for k, v in data.items()}, "\n".join(lines[end + 1 :])
 
 
+def read(path: Path, what: str, warnings: list[str],
+         max_chars: int | None = None) -> tuple[dict[str, Any], str] | None:
+    """``split`` of a file's text; a file that cannot be read or parsed is one warning naming
+    ``what`` it is (``"command"``, ``"rule"``) and None."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")[:max_chars]
+        return split(text, path)
+    except OSError as exc:
+        warnings.append(f"cannot read the {what} {path} ({exc.strerror or exc}); not used")
+    except FrontMatterError as exc:
+        warnings.append(f"{exc}; the {what} is not used")
+    return None
+
+
 def string_list(value: Any) -> list[str]:
     """A YAML list, or one comma-separated string, as a list of non-empty strings."""
     if value is None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pathspec
 
-from mini_claude.project.front_matter import FrontMatterError, split, string_list
+from mini_claude.project.front_matter import read, string_list
 
 RULES_DIR = Path(".claude") / "rules"
 PATH_TOOLS = ("read_file", "edit_file", "write_file")
@@ -69,15 +69,10 @@ def find_rules(folders: Sequence[tuple[Path, str]]) -> RuleSet:
 
 
 def _read_rule(path: Path, scope: str, warnings: list[str]) -> Rule | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        fields, body = split(text, path)
-    except OSError as exc:
-        warnings.append(f"cannot read the rule {path} ({exc.strerror or exc}); not loaded")
+    parsed = read(path, "rule", warnings)
+    if parsed is None:
         return None
-    except FrontMatterError as exc:
-        warnings.append(f"{exc}; the rule is not loaded")
-        return None
+    fields, body = parsed
     if not body.strip():
         return None
     return Rule(path, body.strip(), tuple(string_list(fields.get("paths"))), scope)

@@ -22,6 +22,7 @@ from mini_claude.project.commands import (
     CustomCommand,
     our_rule,
     run_shell_lines,
+    split_invocation,
     with_arguments,
 )
 from mini_claude.project.skills import Skill, load_text
@@ -53,17 +54,14 @@ class Invocation:
 
 
 def find_invocation(session: Session, text: str) -> Invocation | None:
-    stripped = text.strip()
-    if not stripped.startswith("/"):
+    split = split_invocation(text)
+    if split is None:
         return None
-    parts = stripped[1:].split(maxsplit=1)
-    if not parts or "/" in parts[0]:
-        return None
-    arguments = parts[1].strip() if len(parts) > 1 else ""
-    command = session.commands.get(parts[0])
+    name, arguments = split
+    command = session.commands.get(name)
     if command is not None:
         return Invocation(arguments, command=command)
-    skill = session.skills.get(parts[0].lower())
+    skill = session.skills.get(name)
     return Invocation(arguments, skill=skill) if skill is not None else None
 
 

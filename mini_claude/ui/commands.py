@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from mini_claude.project.commands import split_invocation
 from mini_claude.ui.render import note
 from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
 
@@ -39,18 +40,7 @@ class Command:
     argument: str = ""
 
 
-def parse_command(text: str) -> tuple[str, str] | None:
-    """``("compact", "keep the API notes")`` for ``/compact keep the API notes``.
-
-    A message that starts with a path (``/usr/bin/env is missing``) is not a command.
-    """
-    stripped = text.strip()
-    if not stripped.startswith("/"):
-        return None
-    parts = stripped[1:].split(maxsplit=1)
-    if not parts or "/" in parts[0]:
-        return None
-    return parts[0].lower(), parts[1].strip() if len(parts) > 1 else ""
+parse_command = split_invocation  # custom commands are recognised the same way
 
 
 def find_command(name: str) -> Command | None:

@@ -16,7 +16,7 @@ from mini_claude.project.commands import CustomCommand
 from mini_claude.session.custom_commands import prompt_events
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.tools.base import deny_all
-from tests.support.agent import PROVIDERS, Run, last_results
+from tests.support.agent import PROVIDERS, Run, last_results, run_factory
 from tests.support.claude_project import (
     claude_project,
     hook,
@@ -41,16 +41,8 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def runs(simulator: Simulator, isolated_home: Path, repo: Path) -> Iterator[Any]:
-    made: list[Run] = []
-
-    def make(provider: str, **overrides: Any) -> Run:
-        run = Run(simulator, provider, isolated_home, repo, **overrides)
-        made.append(run)
-        return run
-
-    yield make
-    for run in made:
-        run.close()
+    with run_factory(simulator, isolated_home, repo) as make:
+        yield make
 
 
 def invoke(run: Run, prompt: str, ask: Any = None) -> list[ev.Event]:
@@ -149,12 +141,17 @@ def test_custom_commands_fill_in_arguments_run_their_lines_and_allow_for_one_tur
     assert len(asked) == 1  # approved once for this content of the file
 
 
+def session_start_hook(logs: Path) -> list[dict[str, Any]]:
+    """A SessionStart hook that prints ``SESSION-<source>`` (context for the model)."""
+    return [hook(hook_script(logs, "start", "print('SESSION-' + event['source'])"))]
+
+
 def test_turn_and_session_hooks_add_context_block_prompts_and_continue_the_model(
     provider: str, runs: Any, simulator: Simulator, isolated_home: Path, tmp_path: Path,
 ) -> None:
     logs = tmp_path / "logs"
     write_hooks(isolated_home / "settings.json", {
-        "SessionStart": [hook(hook_script(logs, "start", "print('SESSION-' + event['source'])"))],
+        "SessionStart": session_start_hook(logs),
         "UserPromptSubmit": [hook(hook_script(logs, "prompt", (
             "if 'forbidden' in event['prompt']:\n"
             "    print('not in this repository', file=sys.stderr); sys.exit(2)\n"
@@ -215,7 +212,7 @@ def test_session_start_runs_on_resume_and_compaction_and_subagent_stop_on_a_task
 ) -> None:
     logs = tmp_path / "logs"
     write_hooks(isolated_home / "settings.json", {
-        "SessionStart": [hook(hook_script(logs, "start", "print('SESSION-' + event['source'])"))],
+        "SessionStart": session_start_hook(logs),
         "SubagentStop": [hook(hook_script(logs, "substop", (
             "if not event['stop_hook_active']:\n"
             "    print(json.dumps({'decision': 'block', 'reason': 'check the edge case'}))\n")))],
