@@ -7,8 +7,11 @@ import asyncio
 import os
 import shlex
 import subprocess
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from prompt_toolkit.completion import CompleteEvent, Completion
+from prompt_toolkit.document import Document
 from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
@@ -19,6 +22,7 @@ from mini_claude.project.commands import CustomCommand
 from mini_claude.project.imports import held_lines
 from mini_claude.project.memory import append_memory, init_prompt, memory_note, memory_targets
 from mini_claude.ui.choice import ChoiceInterrupted, choose
+from mini_claude.ui.prompt_input import SlashCommandCompleter
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
@@ -69,6 +73,27 @@ def command_rows(repl: Repl) -> list[tuple[str, str]]:
     rows += [(f"/{s.name}", f"skill: {s.description}") for s in session.skills.skills.values()
              if session.commands.get(s.name) is None]
     return sorted(rows)
+
+
+class CustomCommandCompleter(SlashCommandCompleter):
+    """The ``/`` popup's custom commands and skills: read from the session once it is built
+    (the prompt comes up before it)."""
+
+    def __init__(self, rows: Callable[[], list[tuple[str, str]]]) -> None:
+        super().__init__(())
+        self.rows = rows
+
+    def get_completions(self, document: Document,
+                        complete_event: CompleteEvent) -> Iterable[Completion]:
+        self.commands = self.rows()
+        return super().get_completions(document, complete_event)
+
+
+def completion_rows(repl: Repl) -> list[tuple[str, str]]:
+    """``(name, description)`` pairs; none until the session exists."""
+    if repl.built_session is None:
+        return []
+    return [(usage.split()[0][1:], summary) for usage, summary in command_rows(repl)]
 
 
 async def remember(repl: Repl, text: str) -> bool:

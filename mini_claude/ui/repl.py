@@ -32,7 +32,12 @@ from rich.text import Text
 from mini_claude import __version__
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from mini_claude.session.mentions import attach_mentions
-from mini_claude.ui.claude_view import ask_held_imports, command_rows, remember
+from mini_claude.ui.claude_view import (
+    CustomCommandCompleter,
+    ask_held_imports,
+    completion_rows,
+    remember,
+)
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
 from mini_claude.ui.conveniences import (
     ModelCompleter,
@@ -187,6 +192,11 @@ class Repl:
             assert self.starter is not None
             self._session = self.starter.build()
             self._attach_approver(self._session)
+        return self._session
+
+    @property
+    def built_session(self) -> Session | None:
+        """The session if it is built already (never builds it)."""
         return self._session
 
     @property
@@ -406,20 +416,14 @@ class Repl:
         settings = self.settings
         completer = merge_completers([
             SlashCommandCompleter(
-                [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)]
-                + self._custom_completions()),
+                [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)]),
+            CustomCommandCompleter(lambda: completion_rows(self)),
             PathCompleter(self.cwd),
             ModelCompleter(settings.provider, settings.model),
         ])
         self._prompt = build_prompt(history_for(settings.home), completer,
                                     self._status_line, extra_keys=self._prompt_keys())
         return self._prompt
-
-    def _custom_completions(self) -> list[tuple[str, str]]:
-        """Custom commands and skills, once the session (which reads them) is built."""
-        if self._session is None:
-            return []
-        return [(usage.split()[0][1:], summary) for usage, summary in command_rows(self)]
 
     def _prompt_keys(self) -> KeyBindings:
         keys = KeyBindings()

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
 
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.tools.base import allow_all
@@ -20,7 +22,15 @@ from tests.support.claude_project import (
     write,
     write_hooks,
 )
-from tests.support.repl import ReplDriver, running_repl, sim_settings
+from tests.support.repl import ReplDriver, running_repl, sim_settings, until
+
+# The first turn of a test process imports the provider's SDK, which takes long on a loaded
+# machine; later waits use the driver's own limit.
+FIRST_TURN_SECONDS = 120.0
+
+
+async def first_turn_shows(repl: ReplDriver, needle: str, mark: int) -> None:
+    await until(lambda: needle in repl.text[mark:], repr(needle), timeout=FIRST_TURN_SECONDS)
 
 
 def test_a_claude_code_repository_in_the_repl(
@@ -40,6 +50,11 @@ def test_a_claude_code_repository_in_the_repl(
         assert "CLAUDE.local.md imports" in repl.text and "shared.md" in repl.text
         await repl.keys("1")
         await repl.wait_for("imports loaded")
+        prompt = repl.repl._prompt
+        assert prompt is not None and prompt.completer is not None
+        popup = {(c.text, c.display_meta_text) for c in prompt.completer.get_completions(
+            Document("/fro"), CompleteEvent())}
+        assert popup == {("/frontend:component", "Scaffold a UI component (project)")}
         mark = await repl.submit("/help")
         await repl.wait_for("Scaffold a UI component", after=mark)
         assert "/frontend:component <name> <folder>" in repl.text[mark:]
@@ -47,7 +62,7 @@ def test_a_claude_code_repository_in_the_repl(
         mark = await repl.submit("/status 5")
         await repl.wait_for("comes with this project", after=mark)
         await repl.keys("1")
-        await repl.wait_for("Status explained.", after=mark)
+        await first_turn_shows(repl, "Status explained.", mark)
         first = simulator.requests[0].conversation
         assert first is not None
         assert "STATUS-OF-5" in first.last_user_text and "SHARED-MARKER" in first.system
@@ -97,7 +112,7 @@ def test_a_waiting_question_and_a_long_turn_notify_the_terminal_and_the_hook(
         settings = sim_settings(simulator, isolated_home, notify="osc9", notify_after_seconds=0.01)
         async with running_repl(settings, root) as repl:
             mark = await repl.submit("say hi")
-            await repl.wait_for("Do you want", after=mark)
+            await first_turn_shows(repl, "Do you want", mark)
             await repl.keys("1")
             await repl.wait_for("Done.", after=mark)
             await repl.wait_for("waiting for your input\x07", after=mark)
