@@ -54,7 +54,7 @@ def init_prompt() -> str:
 
 def memory_note(text: str) -> str | None:
     """The note of a ``# note`` prompt, or None when the text is not one."""
-    if not text.startswith("#") or text.startswith("##"):
-        return None
+    if not text.startswith("#") or text.startswith(("##", "#!")):
+        return None  # a heading or a pasted script is not a note
     note = text[1:].strip()
     return note or None

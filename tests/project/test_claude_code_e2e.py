@@ -95,6 +95,12 @@ def test_instruction_files_imports_and_rules_reach_the_model_as_documented(
     assert "<system-reminder>" in app_result and "src/app.py" in app_result
     assert not any("PY-RULE-MARKER" in r for r in last_results(requests[2]))  # once per rule
     assert all(r.conversation is not None and r.conversation.system == system for r in requests)
+    run.compact()  # the rule the model was shown is written back after the summary
+    simulator.policy = ScriptedPolicy([Reply("Still here.")])
+    run.turn("and now?")
+    after = run.model_requests()[-1].conversation
+    assert after is not None
+    assert "PY-RULE-MARKER" in "\n".join(m.text for m in after.messages)
 
 
 def test_custom_commands_fill_in_arguments_run_their_lines_and_allow_for_one_turn(

@@ -131,6 +131,7 @@ def test_commands_are_namespaced_and_the_projects_win(tmp_path: Path) -> None:
 def test_memory_notes_go_to_the_chosen_file(tmp_path: Path) -> None:
     assert memory_note("# use tabs") == "use tabs"
     assert memory_note("## heading") is None and memory_note("#") is None
+    assert memory_note("#!/bin/sh\necho") is None
     project = tmp_path / "p"
     project.mkdir()
     targets = memory_targets(project, tmp_path / "home")
