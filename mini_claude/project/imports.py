@@ -167,15 +167,20 @@ class ImportExpander:
         except OSError as exc:
             self.result.warnings.append(f"{where} cannot be read ({exc.strerror or exc})")
             return None
-        if len(raw) > MAX_FILE_CHARS * 4 or b"\x00" in raw[:8_000]:
+        if (source is not None and len(raw) > MAX_FILE_CHARS * 4) or b"\x00" in raw[:8_000]:
             kind = "binary" if b"\x00" in raw[:8_000] else f"{len(raw):,} bytes"
             self.result.warnings.append(f"{where} is not loaded ({kind})")
             return None
         text = raw.decode("utf-8", errors="replace").strip()
-        if len(text) > MAX_FILE_CHARS:
+        if len(text) > MAX_FILE_CHARS and source is not None:
             self.result.warnings.append(
                 f"{where} is not loaded: {len(text):,} characters, over {MAX_FILE_CHARS:,}")
             return None
+        if len(text) > MAX_FILE_CHARS:  # a file of its own: its head still counts
+            self.result.warnings.append(
+                f"{where} has {len(text):,} characters; only the first {MAX_FILE_CHARS:,} are "
+                "loaded")
+            text = text[:MAX_FILE_CHARS]
         if self._total + len(text) > MAX_TOTAL_CHARS:
             self.result.warnings.append(
                 f"{where} is not loaded: the instructions would pass {MAX_TOTAL_CHARS:,} "

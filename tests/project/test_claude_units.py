@@ -30,7 +30,8 @@ def test_imports_stop_at_five_hops_and_problems_are_one_warning_each(tmp_path: P
     project = tmp_path / "p"
     for i in range(1, 8):
         write(project / f"n{i}.md", f"NODE-{i} @n{i + 1}.md\n")
-    write(project / "CLAUDE.md", "@n1.md @missing.md @alice @big.md @bin.md @folder\n")
+    write(project / "CLAUDE.md", "@n1.md @missing.md @alice @big.md @bin.md @folder\n"
+          + "y" * MAX_FILE_CHARS)
     write(project / "big.md", "x" * (MAX_FILE_CHARS + 1))
     (project / "bin.md").write_bytes(b"\x00\x01binary")
     (project / "folder").mkdir()
@@ -41,7 +42,8 @@ def test_imports_stop_at_five_hops_and_problems_are_one_warning_each(tmp_path: P
     assert "@missing.md not found" in warnings and "alice" not in warnings
     assert "big.md is not loaded" in warnings and "bin.md is not loaded (binary)" in warnings
     assert "folder is not a file" in warnings
-    assert len(found.warnings) == 5
+    assert "CLAUDE.md has 40,050 characters; only the first 40,000 are loaded" in warnings
+    assert len(found.warnings) == 6
 
 
 def test_project_imports_outside_wait_for_approval_but_the_users_own_do_not(
