@@ -560,13 +560,12 @@ class Agent:
         if content is not output.content or display is not output.display:
             output = replace(output, content=content, display=display)
         output = self._without_keys(output)
-        output = self._with_rules(use, output)
         if self.hooks:
             after = await self.hooks.post_tool_use(
                 use.name, use.input, output.content, output.is_error
             )
             output = self._with_hook_feedback(output, after)
-        return output
+        return self._with_rules(use, output)
 
     def _with_rules(self, use: ToolUseBlock, output: ToolOutput) -> ToolOutput:
         """A path-scoped rule the call brings in rides on its result (the newest message)."""
