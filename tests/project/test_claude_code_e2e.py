@@ -276,3 +276,17 @@ def test_continue_false_from_a_tool_hook_ends_the_turn_once_the_results_are_in(
     conversation = run.model_requests()[-1].conversation
     assert conversation is not None  # the read's result is still in the history
     assert any("demo" in r.content for m in conversation.messages for r in m.tool_results)
+
+
+def test_a_skill_is_invoked_by_the_user_as_a_slash_command(
+    provider: str, runs: Any, simulator: Simulator, repo: Path,
+) -> None:
+    write(repo / ".claude" / "skills" / "deploy" / "SKILL.md",
+          "---\nname: deploy\ndescription: How we deploy.\n---\nDEPLOY-STEPS: tag, push.\n")
+    simulator.policy = ScriptedPolicy([Reply("Deployed.")])
+    run = runs(provider)
+    run.start()
+    invoke(run, "/deploy to staging")
+    prompt = text_of(run, 0)
+    assert "DEPLOY-STEPS: tag, push." in prompt and prompt.endswith("ARGUMENTS: to staging")
+    assert run.agent.tool_context.loaded_skills.newest_first() == ["deploy"]
