@@ -149,8 +149,9 @@ def test_the_cli_asks_about_outside_imports_before_the_first_prompt(
             child.expect("import files from outside the project", timeout=WAIT_SECONDS)
             child.send("1")
             child.expect("imports loaded", timeout=WAIT_SECONDS)
+            child.expect("> ", timeout=WAIT_SECONDS)  # the prompt, drawn after the answer
             child.send("hello\r")
-            child.expect("Answered.", timeout=WAIT_SECONDS)
+            child.expect("Answered.", timeout=FIRST_TURN_SECONDS)
             child.sendcontrol("d")
             child.expect(pexpect.EOF, timeout=WAIT_SECONDS)
         finally:
