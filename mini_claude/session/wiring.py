@@ -190,7 +190,7 @@ class Session:
         agent: Agent | None = getattr(self, "agent", None)
         if agent is not None and not agent.conversation.messages:
             agent.system_prompt = self.system_prompt
-            agent.meter.schemas_changed(agent.fixed_chars)
+            agent.context.meter.schemas_changed(agent.fixed_chars)
 
     # ---- hooks ------------------------------------------------------------------------
 

@@ -26,12 +26,12 @@ from mini_claude.ui.prompt_input import SlashCommandCompleter
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 YES = 0
 
 
-async def run_custom_command(repl: Repl, text: str) -> bool:
+async def run_custom_command(repl: ReplHost, text: str) -> bool:
     """``/name args`` for a custom command or a skill; False when the name is neither."""
     from mini_claude.session.custom_commands import find_invocation, invocation_events
 
@@ -48,7 +48,7 @@ async def run_custom_command(repl: Repl, text: str) -> bool:
     return True
 
 
-async def ask_command_trust(repl: Repl, command: CustomCommand) -> bool:
+async def ask_command_trust(repl: ReplHost, command: CustomCommand) -> bool:
     lines = [Text(f"/{command.name} comes with this project ({command.path}) and would:"),
              Text()]
     lines += [Text(f"  run  {line}") for line in command.shell_lines]
@@ -65,7 +65,7 @@ async def ask_command_trust(repl: Repl, command: CustomCommand) -> bool:
     return index == YES
 
 
-def command_rows(repl: Repl) -> list[tuple[str, str]]:
+def command_rows(repl: ReplHost) -> list[tuple[str, str]]:
     """``(usage, description)`` of every custom command and skill, for /help and completion."""
     session = repl.session
     rows = [(f"/{c.name} {c.argument_hint}".rstrip(), f"{c.description} ({c.scope})")
@@ -89,14 +89,14 @@ class CustomCommandCompleter(SlashCommandCompleter):
         return super().get_completions(document, complete_event)
 
 
-def completion_rows(repl: Repl) -> list[tuple[str, str]]:
+def completion_rows(repl: ReplHost) -> list[tuple[str, str]]:
     """``(name, description)`` pairs; none until the session exists."""
     if repl.built_session is None:
         return []
     return [(usage.split()[0][1:], summary) for usage, summary in command_rows(repl)]
 
 
-async def remember(repl: Repl, text: str) -> bool:
+async def remember(repl: ReplHost, text: str) -> bool:
     """``# note``: ask which memory file, append the note; False when ``text`` is no note."""
     note_text = memory_note(text)
     if note_text is None:
@@ -122,7 +122,7 @@ async def remember(repl: Repl, text: str) -> bool:
     return True
 
 
-async def memory_command(repl: Repl, argument: str) -> None:
+async def memory_command(repl: ReplHost, argument: str) -> None:
     """``/memory``: pick a memory file and edit it in ``$VISUAL`` / ``$EDITOR``."""
     targets = memory_targets(repl.cwd, repl.settings.home)
     loaded = {f.path for f in repl.session.instructions.files}
@@ -148,13 +148,13 @@ async def memory_command(repl: Repl, argument: str) -> None:
     repl.console.print(note(f"{message}; the change applies from the next session"))
 
 
-async def init_command(repl: Repl, argument: str) -> None:
+async def init_command(repl: ReplHost, argument: str) -> None:
     """``/init``: the model studies the project and writes its CLAUDE.md."""
     extra = f"\n\nAlso: {argument}" if argument else ""
     await repl.run_events(repl.user_turn(init_prompt() + extra))
 
 
-async def ask_held_imports(repl: Repl) -> None:
+async def ask_held_imports(repl: ReplHost) -> None:
     """At start-up: the project's imports from outside it, loaded only if the user says so."""
     session = repl.session
     held = session.instructions.held
@@ -177,9 +177,9 @@ async def ask_held_imports(repl: Repl) -> None:
     repl.console.print(note("imports loaded" if index == YES else "imports left out"))
 
 
-def instruction_table(repl: Repl) -> Table:
+def instruction_table(repl: ReplHost) -> Table:
     """``/context``: every instruction file loaded, with its tokens."""
-    per_token = repl.agent.meter.chars_per_token or 4.0
+    per_token = repl.agent.context.meter.chars_per_token or 4.0
     table = Table(box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0))
     table.add_column("instruction file")
     table.add_column("kind")
