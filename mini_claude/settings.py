@@ -166,6 +166,14 @@ class Settings:
     # Hooks: seconds a hook command may run when its entry gives no "timeout".
     hook_timeout_seconds: float = 60.0
 
+    # Claude Code's events and terminal notifications. A Stop/SubagentStop hook may send the
+    # model back to work at most this many times in one turn.
+    stop_hook_limit: int = 5
+    # How a waiting question or a long turn's end is signalled: auto, bell, osc9, osc777, off.
+    notify: str = "auto"
+    # A turn that ran at least this long notifies when it ends (0: never).
+    notify_after_seconds: float = 30.0
+
     # REPL: every tier report on its own line instead of one summary line per model call
     verbose: bool = False
 

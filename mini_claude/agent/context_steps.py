@@ -19,9 +19,9 @@ from dataclasses import replace
 
 from mini_claude import events as ev
 from mini_claude.agent.history import History
-from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.hooks import HookRunner, LifecycleHooks
 from mini_claude.agent.summaries import run_summary
-from mini_claude.context.attachments import PlanSource, SkillSource
+from mini_claude.context.attachments import PlanSource, RuleSource, SkillSource
 from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import Compactor, SummaryContext
@@ -34,6 +34,7 @@ from mini_claude.context.session_memory import NotesUpdate, SessionMemory
 from mini_claude.context.thinking import ClearThinkingTier, thinking_loop_open
 from mini_claude.context.tier import cache_is_cold
 from mini_claude.conversation import Conversation
+from mini_claude.project.rules import PathRules
 from mini_claude.protocol import CompactReason, ContextStatus, ResponseComplete, TierReport
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens
@@ -60,12 +61,17 @@ class ContextSteps:
         clock: Callable[[], float],
         hooks: Callable[[], HookRunner],
         summary_context: Callable[[], SummaryContext],
+        path_rules: PathRules | None = None,
+        lifecycle: LifecycleHooks | None = None,
     ) -> None:
         self.store = store
         self.tool_context = tool_context
         self.clock = clock
         self.hooks = hooks
         self.summary_context = summary_context
+        self.path_rules = path_rules or PathRules((), tool_context.root)
+        # SessionStart hooks run as a summary starts; their context is written back after it.
+        self.lifecycle = lifecycle or LifecycleHooks()
         self.cache_misses = CacheMissLog()
         self.clear_thinking = ClearThinkingTier()
         self.tokens_freed: dict[str, int] = {}
@@ -95,6 +101,8 @@ class ContextSteps:
         self.compactor.add_reattach_source(
             SkillSource(context.skills, context.loaded_skills, skill_chars)
         )
+        self.compactor.add_reattach_source(RuleSource(self.path_rules))
+        self.compactor.add_reattach_source(self.lifecycle)
         self.last_call_at = None
 
     @property
@@ -311,7 +319,7 @@ class ContextSteps:
         """Replace the history with a summary (hooks around it); events as it goes."""
         notes = [] if reason in FRESH_SUMMARY_REASONS else self.memory.usable(self.conversation)
         events = run_summary(self.compactor, self.history, self.hooks(), self.summary_context(),
-                             reason, focus, notes)
+                             reason, focus, notes, lifecycle=self.lifecycle)
         async for event in events:
             if isinstance(event, ev.CompactionFinished):
                 self.compactions += 1

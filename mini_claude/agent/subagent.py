@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from mini_claude import events as ev
-from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.hooks import HookRunner, LifecycleHooks
 from mini_claude.agent.loop import Agent
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import Conversation
@@ -187,6 +187,7 @@ class SubagentRunner:
             clock=session.clock,
             conversation=Conversation(),
             hooks=child_hooks(session.agent.hooks, task_id, transcript),
+            lifecycle=LifecycleHooks("SubagentStop", settings.stop_hook_limit),
         )
         child.costs = RollupCosts(session.agent.costs)
         return child

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from mini_claude import events as ev
 from mini_claude.agent.history import History
-from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.hooks import HookRunner, LifecycleHooks
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.notes import SessionNotes
 from mini_claude.context.thinking import close_thinking_loop
@@ -27,8 +27,12 @@ async def run_summary(
     reason: CompactReason,
     focus: str | None = None,
     notes: Sequence[SessionNotes] = (),
+    lifecycle: LifecycleHooks | None = None,
 ) -> AsyncIterator[ev.Event]:
-    """Summarize; :class:`CompactionFinished` or :class:`CompactionFailed` says how it went."""
+    """Summarize; :class:`CompactionFinished` or :class:`CompactionFailed` says how it went.
+
+    With ``lifecycle``, the SessionStart hooks (source ``compact``) run before the summary,
+    so their context is among what is written back after it."""
     conversation = history.conversation
     yield ev.CompactionStarted(reason, compactor.meter.estimate(conversation))
     instructions: str | None = None
@@ -37,6 +41,9 @@ async def run_summary(
         for warning in pre.warnings:
             yield ev.Notice(warning, "warning")
         instructions = "\n\n".join(pre.instructions) or None
+        if lifecycle is not None:
+            async for event in lifecycle.at_compaction(hooks):
+                yield event
     try:
         result = await compactor.compact(
             conversation, context, reason=reason, focus=focus, instructions=instructions,

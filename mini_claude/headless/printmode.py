@@ -22,6 +22,7 @@ from mini_claude.exit_codes import (
 from mini_claude.headless import HeadlessReporter, RunInfo, stop_signals
 from mini_claude.headless.options import HeadlessOptions
 from mini_claude.headless.safe_json import OutputClosed, write_or_close
+from mini_claude.project.imports import held_lines
 from mini_claude.project.instructions import build_system_prompt
 from mini_claude.protocol import ProviderError
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE
@@ -84,7 +85,9 @@ async def _run(
     err: TextIO,
     run: PrintRun | None = None,
 ) -> int:
+    from mini_claude.agent.hooks import end_session
     from mini_claude.providers import create_provider
+    from mini_claude.session.custom_commands import prompt_events
     from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
 
     stop_signals.cancel_in_loop()
@@ -126,6 +129,8 @@ async def _run(
         await session.provider.close()
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
+    for line in held_lines(list(session.instructions.held), cwd):
+        print(f"mini-claude: not loaded until approved in the REPL: {line}", file=err)
     for warning in [*session.warnings, *loaded.warnings]:
         print(f"warning: {visible(warning, one_line=True)}", file=err)
     reporter = PrintReporter(args.output_format, out, err)
@@ -139,12 +144,14 @@ async def _run(
             headless.begin(run_info(session, agent, options, yes=bool(args.yes)), agent)
             if run is not None:
                 run.headless = headless
-        async for event in agent.turn(prompt, options.max_turns):
+        async for event in prompt_events(session, prompt, options.max_turns):
             if headless is not None:
                 headless.handle(event)
                 reporter.note_outcome(event)
             else:
                 reporter.handle(event)
+        for warning in await end_session(agent.hooks, "other"):
+            print(f"warning: {warning}", file=err)
     finally:
         await session.mcp.close()
         await session.provider.close()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from mini_claude.agent.hooks import (
     HookRunner,
     HookSettings,
+    LifecycleHooks,
     load_hook_settings,
     project_hooks_status,
 )
@@ -23,11 +24,14 @@ from mini_claude.context.window import WindowWatch, adopt_rejected_window, keep_
 from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
 from mini_claude.private_dirs import ensure_private_dir
+from mini_claude.project.commands import CommandCatalog, find_commands
 from mini_claude.project.instructions import (
     ProjectInstructions,
+    approve_imports,
     build_system_prompt,
     find_instructions,
 )
+from mini_claude.project.rules import PathRules
 from mini_claude.project.skills import SkillCatalog, find_skills
 from mini_claude.project.trust import ProjectTrust
 from mini_claude.protocol import PromptTooLong, Provider
@@ -85,14 +89,18 @@ class Session:
     # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
     wall_clock: Callable[[], float] = time.time
     skills: SkillCatalog = field(init=False)
+    commands: CommandCatalog = field(init=False)
     hook_settings: HookSettings = field(init=False)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
             ensure_private_dir(self.settings.home)
         self.instructions = find_instructions(self.cwd, self.settings.home)
+        self.warnings.extend(self.instructions.warnings)
         self.skills = find_skills(self.cwd, self.settings.home)
         self.warnings.extend(self.skills.warnings)
+        self.commands = find_commands(self.cwd, self.settings.home)
+        self.warnings.extend(self.commands.warnings)
         if not self.skills.skills:
             self.registry.remove("skill")  # nothing to load: no tool to offer
         self.system_prompt = build_system_prompt(
@@ -134,7 +142,8 @@ class Session:
         settings = self.settings
         return {"cwd": str(self.cwd), "provider": settings.provider, "model": settings.model}
 
-    def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
+    def _build_agent(self, transcript: Transcript, conversation: Conversation,
+                     source: str = "startup") -> Agent:
         from mini_claude.agent.loop import Agent
 
         self._look_up_model()
@@ -161,9 +170,29 @@ class Session:
             clock=self.clock,
             conversation=conversation,
             hooks=self._hook_runner(context.env, transcript),
+            path_rules=PathRules(self.instructions.path_rules, self.cwd),
+            lifecycle=LifecycleHooks(continue_limit=self.settings.stop_hook_limit),
         )
+        agent.lifecycle.session_source = source  # SessionStart runs before the first message
         agent.settings_update = self._reported_settings
         return agent
+
+    # ---- imports held for approval ------------------------------------------------------
+
+    def decide_imports(self, approved: bool) -> None:
+        """Remember the answer about the project's imports from outside it; approved ones
+        go into the instructions now (before the first request, so no cache is lost)."""
+        approve_imports(self.settings.home, self.cwd, self.instructions.held, approved)
+        if not approved:
+            return
+        self.instructions = find_instructions(self.cwd, self.settings.home)
+        self.system_prompt = build_system_prompt(
+            self.cwd, self.instructions, skills=self.skills.prompt_section()
+        )
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None and not agent.conversation.messages:
+            agent.system_prompt = self.system_prompt
+            agent.context.meter.schemas_changed(agent.fixed_chars)
 
     # ---- hooks ------------------------------------------------------------------------
 
@@ -200,13 +229,14 @@ class Session:
 
     def start_new(self, session_id: str | None = None) -> Agent:
         """A fresh conversation with its own transcript (also what /clear does)."""
+        source = "clear" if self.session_id else "startup"
         self.session_id = session_id or new_session_id()
         transcript = Transcript.create(
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )
         self._adopt(self._lock_for(transcript.path), transcript)
         self.resumed = None
-        self.agent = self._build_agent(transcript, Conversation())
+        self.agent = self._build_agent(transcript, Conversation(), source)
         return self.agent
 
     def resume(self, session_id: str | None) -> Agent:
@@ -227,7 +257,7 @@ class Session:
         if loaded.repair is not None:
             transcript.message(loaded.repair)
         transcript.event("resumed")
-        self.agent = self._build_agent(transcript, loaded.conversation)
+        self.agent = self._build_agent(transcript, loaded.conversation, "resume")
         saved = read_saved_state(path)
         context = self.agent.tool_context
         context.plan.replace(saved.todos)

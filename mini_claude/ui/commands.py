@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from mini_claude.project.commands import split_invocation
 from mini_claude.ui.render import note
 from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
 
@@ -39,18 +40,7 @@ class Command:
     argument: str = ""
 
 
-def parse_command(text: str) -> tuple[str, str] | None:
-    """``("compact", "keep the API notes")`` for ``/compact keep the API notes``.
-
-    A message that starts with a path (``/usr/bin/env is missing``) is not a command.
-    """
-    stripped = text.strip()
-    if not stripped.startswith("/"):
-        return None
-    parts = stripped[1:].split(maxsplit=1)
-    if not parts or "/" in parts[0]:
-        return None
-    return parts[0].lower(), parts[1].strip() if len(parts) > 1 else ""
+parse_command = split_invocation  # custom commands are recognised the same way
 
 
 def find_command(name: str) -> Command | None:
@@ -76,6 +66,10 @@ async def dispatch(repl: ReplHost, text: str) -> Outcome:
     name, argument = parsed
     command = find_command(name)
     if command is None:
+        from mini_claude.ui.claude_view import run_custom_command
+
+        if await run_custom_command(repl, text):
+            return Outcome.CONTINUE
         guess = suggest(name)
         hint = f" Did you mean /{guess}?" if guess else " Type /help for the list."
         repl.console.print(Text(f"Unknown command /{name}.{hint}", style="yellow"))
@@ -94,6 +88,10 @@ async def help_command(repl: ReplHost, argument: str) -> Outcome:
         names = " ".join(f"/{n}" for n in (command.name, *command.aliases))
         usage = f"{names} {command.argument}".strip()
         table.add_row(Text(usage), Text(command.summary))  # Text: "[name]" is not markup
+    from mini_claude.ui.claude_view import command_rows
+
+    for usage, description in command_rows(repl):
+        table.add_row(Text(usage), Text(description))
     repl.console.print(table)
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
@@ -118,6 +116,9 @@ async def context_command(repl: ReplHost, argument: str) -> Outcome:
     repl.console.print(render_breakdown(view, repl.session.settings.model))
     repl.console.print(note(f"window {agent.settings.window:,} tokens, from "
                             f"{agent.settings.window_source}"))
+    from mini_claude.ui.claude_view import instruction_table
+
+    repl.console.print(instruction_table(repl))
     return Outcome.CONTINUE
 
 
@@ -167,7 +168,11 @@ def _duration(seconds: float) -> str:
 
 
 async def clear_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.agent.hooks import end_session
+
     previous = repl.session.session_id
+    for warning in await end_session(repl.agent.hooks, "clear"):
+        repl.console.print(note(warning, "warning"))
     repl.agent.transcript.close()
     repl.session.start_new()
     repl.show_resumed()
@@ -283,6 +288,20 @@ async def hooks_list_command(repl: ReplHost, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
+async def memory_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.claude_view import memory_command as edit_memory
+
+    await edit_memory(repl, argument)
+    return Outcome.CONTINUE
+
+
+async def init_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.claude_view import init_command as write_claude_md
+
+    await write_claude_md(repl, argument)
+    return Outcome.CONTINUE
+
+
 async def verbose_command(repl: ReplHost, argument: str) -> Outcome:
     repl.verbose = not repl.verbose
     repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
@@ -333,5 +352,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("skills", "list the skills the model can load", skills_command),
     Command("hooks", "the hooks that run, or approve the project's", hooks_list_command,
             argument="[approve]"),
+    Command("memory", "edit a memory file (CLAUDE.md) in $EDITOR", memory_command),
+    Command("init", "study the project and write its CLAUDE.md", init_command,
+            argument="[focus]"),
     Command("exit", "leave mini-claude", exit_command, ("quit",)),
 )

@@ -32,12 +32,18 @@ from rich.text import Text
 
 from mini_claude import __version__
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from mini_claude.session.mentions import attach_mentions
+from mini_claude.ui.claude_view import (
+    CustomCommandCompleter,
+    ask_held_imports,
+    completion_rows,
+    remember,
+)
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
 from mini_claude.ui.conveniences import (
     ModelCompleter,
     PathCompleter,
     ShellContext,
-    attach_mentions,
     is_shell_command,
     run_user_shell,
 )
@@ -68,6 +74,7 @@ if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     from mini_claude.agent.loop import Agent
     from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
+    from mini_claude.tools.base import PermissionRequest
 
 NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
                   "for non-interactive use")
@@ -93,10 +100,11 @@ def run_repl(settings: Settings, cwd: Path, args: argparse.Namespace) -> int:
 
 
 async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, console: Console) -> int:
-    if can_start_before_session(settings, cwd, args):
+    starter = SessionStarter(settings, cwd, args)
+    # Imports waiting for approval: their question comes before the prompt, as the others do.
+    if can_start_before_session(settings, cwd, args) and not starter.instructions.held:
         try:
-            repl = Repl(None, console, starter=SessionStarter(settings, cwd, args),
-                        first_message=first_message(args))
+            repl = Repl(None, console, starter=starter, first_message=first_message(args))
             return await repl.run()
         except Exception as exc:
             from mini_claude.session.wiring import SessionError  # loaded by then: it raised it
@@ -186,6 +194,7 @@ class Repl:
         self._prompt: PromptSession[str] | None = None
         self._warmed_up = False
         self._sdk_imported = False
+        self._notifications: set[asyncio.Future[None]] = set()
         if session is not None:
             self._attach_approver(session)
 
@@ -196,6 +205,11 @@ class Repl:
             assert self.starter is not None
             self._session = self.starter.build()
             self._attach_approver(self._session)
+        return self._session
+
+    @property
+    def built_session(self) -> Session | None:
+        """The session if it is built already (never builds it)."""
         return self._session
 
     @property
@@ -219,9 +233,24 @@ class Repl:
     def _attach_approver(self, session: Session) -> None:
         from mini_claude.ui.permissions import TerminalApprover
 
-        approver = getattr(session.approver, "ask_person", session.approver)  # under --yes
-        if isinstance(approver, TerminalApprover):
-            approver.attach(self.console, self.question, self.interrupt, self._status_line)
+        if isinstance(session.approver, TerminalApprover):
+            session.approver.attach(self.console, self.question, self.interrupt,
+                                    self._status_line)
+            session.approver.on_question = self._question_waiting
+
+    def _question_waiting(self, request: PermissionRequest) -> None:
+        """A permission question waits: tell the terminal (and the Notification hooks)."""
+        message = f"mini-claude needs your permission to use {request.tool_name}"
+        task = asyncio.ensure_future(self._notify(message, "permission_prompt"))
+        self._notifications.add(task)
+        task.add_done_callback(self._notifications.discard)
+
+    async def _notify(self, message: str, kind: str) -> None:
+        from mini_claude.ui.notify import Notifier
+
+        notifier = Notifier(self.console.file, self.settings.notify)
+        for warning in await notifier.notify(message, kind, self.agent.hooks):
+            self.console.print(note(warning, "warning"))
 
     async def _build_session(self) -> None:
         """Right after the first frame: import the agent chain off the loop, then build.
@@ -271,6 +300,7 @@ class Repl:
             await ask_project_trust(self)
             watch_servers(self)
             await ask_project_hooks(self)
+            await ask_held_imports(self)
         try:
             with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
                 while not self.exit_requested and (text := await self._next_message()) is not None:
@@ -280,6 +310,8 @@ class Repl:
                     if parse_command(text) is not None:
                         if await dispatch(self, text) is Outcome.EXIT:
                             break
+                        continue
+                    if await remember(self, text):
                         continue
                     if is_shell_command(text):
                         await self.run_events(run_user_shell(self.agent, text[1:].strip(),
@@ -291,6 +323,14 @@ class Repl:
             await self._close()
         return EXIT_INTERRUPTED if self.terminated else EXIT_OK
 
+    def user_turn(self, text: str) -> AsyncIterator[ev.Event]:
+        """A turn for text as the user typed it (``/init``'s prompt too)."""
+        return self._turn(text)
+
+    def send(self, text: str) -> AsyncIterator[ev.Event]:
+        """A turn for text whose files are attached already (a custom command's prompt)."""
+        return self.agent.turn(self.shell_context.with_message(text))
+
     async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
         """A message: its `@path` files attached, earlier `!command` output put before it."""
         from mini_claude.ui.mcp_view import wait_for_connecting_servers
@@ -299,7 +339,7 @@ class Repl:
         text, attached = await attach_mentions(self.agent, text)
         for event in attached:
             yield event
-        async for event in self.agent.turn(self.shell_context.with_message(text)):
+        async for event in self.send(text):
             yield event
 
     async def _next_message(self) -> str | None:
@@ -404,6 +444,7 @@ class Repl:
         completer = merge_completers([
             SlashCommandCompleter(
                 [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)]),
+            CustomCommandCompleter(lambda: completion_rows(self)),
             PathCompleter(self.cwd),
             ModelCompleter(settings.provider, settings.model),
         ])
@@ -426,6 +467,7 @@ class Repl:
         from mini_claude.ui.presenter import INTERRUPTED_TURN, TurnPresenter
 
         self.activity.restart(label)
+        began = time.monotonic()
         approver = self.session.approver
         shown = approver.shown_before if isinstance(approver, TerminalApprover) else None
         presenter = TurnPresenter(
@@ -454,6 +496,9 @@ class Repl:
             await self._stop_pump()
             await self.view.stop()
         await presenter.finish(interrupted=interrupted)
+        took = time.monotonic() - began
+        if not interrupted and 0 < self.settings.notify_after_seconds <= took:
+            await self._notify(f"done after {took:.0f}s; waiting for your input", "idle_prompt")
         return not interrupted
 
     async def _stop_pump(self) -> None:
@@ -568,10 +613,15 @@ class Repl:
             self.console.print(line)
 
     async def _close(self) -> None:
+        from mini_claude.agent.hooks import end_session
+
         if self._session is None and self._building is None:
             return  # nothing was built: the build failed, and said so
         await self.session_ready()
         agent = self.agent
+        for warning in await end_session(agent.hooks, "other" if self.terminated
+                                         else "prompt_input_exit"):
+            self.console.print(note(warning, "warning"))
         kept = len(agent.conversation) > 0  # a session that never got a message is not kept
         if self.resumable and kept:
             self.console.print(note(f"transcript: {agent.transcript.path}"))

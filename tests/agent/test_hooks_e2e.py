@@ -14,7 +14,7 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from tests.support.agent import PROVIDERS, Run, last_results
+from tests.support.agent import PROVIDERS, last_results, run_factory
 
 PY = sys.executable
 
@@ -61,16 +61,8 @@ def provider(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Any]:
-    runs: list[Run] = []
-
-    def make(provider: str, **overrides: Any) -> Run:
-        run = Run(simulator, provider, isolated_home, project, **overrides)
-        runs.append(run)
-        return run
-
-    yield make
-    for run in runs:
-        run.close()
+    with run_factory(simulator, isolated_home, project) as make:
+        yield make
 
 
 def shell(command: str) -> Reply:

@@ -14,7 +14,13 @@ from mini_claude.context.attachments import PLAN_TITLE
 from mini_claude.context.reattach import HEADER
 from mini_claude.plan import REMINDER_TAG
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from tests.support.agent import PROVIDERS, Run, first_message_text, last_results, request_text
+from tests.support.agent import (
+    PROVIDERS,
+    first_message_text,
+    last_results,
+    request_text,
+    run_factory,
+)
 
 SKILL_BODY = (
     "# Release notes\n\n"
@@ -57,16 +63,8 @@ def provider(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def make_run(simulator: Simulator, isolated_home: Path, project: Path
              ) -> Iterator[Any]:
-    runs: list[Run] = []
-
-    def make(provider: str, **overrides: Any) -> Run:
-        run = Run(simulator, provider, isolated_home, project, **overrides)
-        runs.append(run)
-        return run
-
-    yield make
-    for run in runs:
-        run.close()
+    with run_factory(simulator, isolated_home, project) as make:
+        yield make
 
 
 def reattached(text: str, title: str, body: str) -> str:
