@@ -241,6 +241,11 @@ class Settings:
     task_tool: bool = True
     task_model: str | None = None
 
+    # Checkpoints (what /rewind restores): files larger than this are recorded as "not
+    # checkpointed"; the store of one project is kept under the bound, oldest sessions first.
+    checkpoint_max_file_bytes: int = 10 * 1024 * 1024
+    checkpoint_store_max_bytes: int = 1024 * 1024 * 1024
+
     @property
     def window(self) -> int:
         return self.context_window or self.reported_window or window_for_model(self.model)
@@ -285,6 +290,10 @@ class Settings:
     @property
     def tool_results_dir(self) -> Path:
         return self.home / "tool-results"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.home / "checkpoints"
 
     @property
     def api_key(self) -> str | None:
