@@ -61,6 +61,7 @@ async def _run(
     run: PrintRun | None = None,
 ) -> int:
     from mini_claude.providers import create_provider
+    from mini_claude.session.rewind import RewindError, resume_at
     from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
 
     stop_signals.cancel_in_loop()
@@ -95,10 +96,12 @@ async def _run(
         )
     try:
         if args.continue_session or args.resume:
-            agent = session.resume(args.resume)
+            agent = session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
+            if getattr(args, "resume_at", None):
+                resume_at(agent, args.resume_at)
         else:
             agent = session.start_new()
-    except SessionError as exc:
+    except (SessionError, RewindError) as exc:
         await session.provider.close()
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE

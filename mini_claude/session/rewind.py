@@ -164,9 +164,10 @@ def resume_at(agent: Agent, message_id: str) -> int:
     A message that called tools keeps its results. Returns the messages kept.
     """
     records = read_records(agent.transcript.path)
+    wanted = message_id.replace("-", "").strip().lower()  # stream-json prints it dashed
     found = [n for n, r in enumerate(records, 1) if isinstance(r, dict)
-             and r.get("type") == "message" and str(r.get("id", "")).startswith(message_id)]
-    if not message_id or len(found) != 1:
+             and r.get("type") == "message" and str(r.get("id", "")).startswith(wanted)]
+    if not wanted or len(found) != 1:
         what = "no message" if not found else f"{len(found)} messages"
         raise RewindError(f"--resume-at: {what} with id {message_id!r} in this session")
     line = found[0]

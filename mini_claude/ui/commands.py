@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mini_claude.ui.render import note
+from mini_claude.ui.rewind_view import checkpoint_store_line, rewind
 from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ async def context_command(repl: Repl, argument: str) -> Outcome:
     repl.console.print(render_breakdown(view, repl.session.settings.model))
     repl.console.print(note(f"window {agent.settings.window:,} tokens, from "
                             f"{agent.settings.window_source}"))
+    repl.console.print(note(checkpoint_store_line(repl.session)))
     return Outcome.CONTINUE
 
 
@@ -157,6 +159,7 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
             f"{repl.session.settings.model} per million tokens: input {format_money(price.input)}, "
             f"cache write {format_money(price.cache_write)}, cache read "
             f"{format_money(price.cache_read)}, output {format_money(price.output)}"))
+    repl.console.print(note(checkpoint_store_line(repl.session)))
     return Outcome.CONTINUE
 
 
@@ -206,8 +209,9 @@ async def resume_command(repl: Repl, argument: str) -> Outcome:
     session = repl.session
     if argument:
         return _resume(repl, argument.split()[0])
-    earlier = [s for s in list_sessions(session.settings.transcripts_dir, session.cwd)
-               if s.session_id != session.session_id][:RESUME_MENU_SIZE]
+    earlier = forks_under_origins(
+        [s for s in list_sessions(session.settings.transcripts_dir, session.cwd)
+         if s.session_id != session.session_id])[:RESUME_MENU_SIZE]
     if not earlier:
         repl.console.print(note(f"no earlier sessions in {session.cwd}"))
         return Outcome.CONTINUE
@@ -244,7 +248,33 @@ def _resume(repl: Repl, session_id: str) -> Outcome:
 def _session_label(info: SessionInfo) -> str:
     age = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.modified))
     prompt = " ".join(info.first_prompt.split()) or "(no prompt)"
-    return f"{info.session_id}  {age}  {prompt[:60]}"
+    fork = "  ↳ fork " if info.forked_from else ""
+    return f"{fork}{info.session_id}  {age}  {prompt[:60]}"
+
+
+def forks_under_origins(sessions: list[SessionInfo]) -> list[SessionInfo]:
+    """Newest first, each fork right under the session it was forked from (when listed)."""
+    listed = {s.session_id for s in sessions}
+    forks: dict[str, list[SessionInfo]] = {}
+    for info in sessions:
+        if info.forked_from in listed:
+            forks.setdefault(info.forked_from, []).append(info)
+    ordered: list[SessionInfo] = []
+
+    def add(info: SessionInfo) -> None:
+        ordered.append(info)
+        for fork in forks.get(info.session_id, []):
+            add(fork)
+
+    for info in sessions:
+        if info.forked_from not in listed:
+            add(info)
+    return ordered
+
+
+async def rewind_command(repl: Repl, argument: str) -> Outcome:
+    await rewind(repl)
+    return Outcome.CONTINUE
 
 
 async def exit_command(repl: Repl, argument: str) -> Outcome:
@@ -269,6 +299,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("think", "turn extended thinking on or off", think_command, argument="[tokens]"),
     Command("resume", "continue an earlier session of this folder", resume_command,
             argument="[id]"),
+    Command("rewind", "go back to an earlier message: code, conversation or both (Esc Esc)",
+            rewind_command, ("checkpoint",)),
     Command("mcp", "MCP servers, their status and tools", mcp_servers_command,
             argument="[approve|reconnect [name]]"),
     Command("exit", "leave mini-claude", exit_command, ("quit",)),

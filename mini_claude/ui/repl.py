@@ -22,8 +22,9 @@ from urllib.parse import urlsplit
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import run_in_terminal
-from prompt_toolkit.application.current import get_app_or_none
+from prompt_toolkit.application.current import get_app, get_app_or_none
 from prompt_toolkit.completion import merge_completers
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
@@ -50,6 +51,7 @@ from mini_claude.ui.prompt_input import (
 )
 from mini_claude.ui.recall import Recall, latest_summary, recap
 from mini_claude.ui.render import error_line, note
+from mini_claude.ui.rewind_view import show_checkpoint_notices
 from mini_claude.ui.startup import SessionStarter, can_start_before_session, import_session_modules
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 
@@ -66,6 +68,7 @@ NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the pro
 INTERRUPT_REPEAT_SECONDS = 1.0
 INTERRUPTED_COMPACTION = "Interrupted · compaction cancelled; the conversation is as it was"
 EXIT_COMMANDS = ("exit", "quit")
+REWIND_COMMAND = "/rewind"
 DEFAULT_API_HOSTS = ("api.anthropic.com", "api.openai.com")
 
 EventQueue = asyncio.Queue["ev.Event | None"]  # None: the turn is over
@@ -112,7 +115,7 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
         session.mcp.approve_project(remember=False)
     try:
         if args.continue_session or args.resume:
-            session.resume(args.resume)
+            session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
         else:
             session.start_new()
     except SessionError as exc:
@@ -274,6 +277,7 @@ class Repl:
                                               label="running your command…")
                         continue
                     await self.run_events(self._turn(text))
+                    show_checkpoint_notices(self)
         finally:
             await self._close()
         return EXIT_INTERRUPTED if self.terminated else EXIT_OK
@@ -390,6 +394,10 @@ class Repl:
         @keys.add("c-o")
         def _expand(event: KeyPressEvent) -> None:
             run_in_terminal(lambda: self.console.print(self.recall.full_result()))
+
+        @keys.add("escape", "escape", filter=Condition(lambda: not get_app().current_buffer.text))
+        def _rewind(event: KeyPressEvent) -> None:
+            event.app.exit(result=REWIND_COMMAND)  # Esc Esc on an empty prompt, as /rewind
 
         return keys
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.conversation import SummaryBlock, message_to_dict
 from mini_claude.checkpoints.timeline import Point
+from mini_claude.conversation import SummaryBlock, message_to_dict
 from mini_claude.session.wiring import Session
 from mini_claude.simulator import Simulator
 from mini_claude.tools.base import allow_all
@@ -23,7 +23,6 @@ from tests.support.rewind import (
     scripted_policy,
     write_project,
 )
-
 
 COMPACTED = "[This session was compacted"  # how a summary opens in the history
 
@@ -124,7 +123,7 @@ def test_a_file_changed_by_the_user_is_shown_and_kept(simulator: Simulator, isol
         assert [f.path.name for f in plan.conflicts] == ["b.txt"]
         rewinder(run).rewind(point, code=True, conversation=False, plan=plan)
         assert (project / "b.txt").read_text() == "beta one\n"
-        undo = [p for p in rewinder(run).points() if p.kind == "rewind"][0]
+        undo = next(p for p in rewinder(run).points() if p.kind == "rewind")
         rewinder(run).rewind(undo, code=True, conversation=False)
         assert (project / "b.txt").read_text() == "beta, as the user wrote it\n"
     finally:

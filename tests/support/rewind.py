@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from mini_claude.checkpoints.timeline import Point
-from mini_claude.simulator import RecordedRequest, Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.session.rewind import Rewinder
+from mini_claude.simulator import RecordedRequest, Reply, ScriptedPolicy, Simulator, ToolCall
 from tests.support.agent import Run
 
 FILES = {"a.txt": "alpha one\n", "b.txt": "beta one\n", "c.sh": "#!/bin/sh\necho gamma one\n"}
