@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from mini_claude.simulator import Simulator
 from mini_claude.tools.base import allow_all
 from mini_claude.transcript import load_session
 from tests.support.agent import PROVIDERS, Run
+from tests.support.repl import running_repl, sim_settings
 from tests.support.rewind import (
     TURNS,
     file_state,
@@ -154,3 +156,21 @@ def test_fork_leaves_the_original_byte_identical(simulator: Simulator, isolated_
         assert forked.meta["forked_from"] == origin_id
     finally:
         run.close()
+
+
+def test_context_and_cost_show_the_store_size(simulator: Simulator, isolated_home: Path,
+                                              project: Path) -> None:
+    simulator.policy = scripted_policy(TURNS[:1])
+
+    async def scenario() -> None:
+        settings = sim_settings(simulator, isolated_home)
+        async with running_repl(settings, project, approver=allow_all) as repl:
+            mark = await repl.submit(TURNS[0][0])
+            await repl.wait_for("Turn 1 is done.", after=mark)
+            for command in ("/context", "/cost"):
+                mark = await repl.submit(command)
+                await repl.wait_for("checkpoints (for /rewind): ", after=mark)
+                assert "in 1 file version for 1 session (limit 1.0 GB" in repl.text[mark:]
+            await repl.exit()
+
+    asyncio.run(scenario())

@@ -1,0 +1,85 @@
+"""The checkpoint store and recorder: what a checkpoint keeps, and what pruning lets go."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from mini_claude.checkpoints.recorder import Checkpointer
+from mini_claude.checkpoints.store import CheckpointStore, content_id
+from mini_claude.transcript import SessionInfo
+from mini_claude.ui.commands import forks_under_origins
+
+
+def recorder(store: CheckpointStore, session: str = "s1", *, max_file: int = 1000,
+             max_store: int = 10**9) -> tuple[Checkpointer, list[dict[str, Any]]]:
+    records: list[dict[str, Any]] = []
+    return Checkpointer(store, session, records.append, max_file_bytes=max_file,
+                        max_store_bytes=max_store), records
+
+
+def test_a_checkpoint_keeps_content_and_mode_once_and_records_only_ids(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    checkpoints, records = recorder(store)
+    script = tmp_path / "run.sh"
+    script.write_text("echo secret-looking content\n")
+    os.chmod(script, 0o750)
+    checkpoints.before_write(script, "echo new\n")
+    checkpoints.before_write(script, "echo newer\n")  # the same old content: stored once
+    before = records[0]["before"]
+    assert before == {"state": "content", "content": content_id(script.read_bytes()),
+                      "mode": 0o750}
+    assert records[0]["after"] == content_id(b"echo new\n")
+    assert "secret-looking" not in str(records)
+    assert store.get(before["content"]) == script.read_bytes()
+    assert store.size().contents == 1
+
+
+def test_new_and_too_large_files_are_recorded_as_such(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    checkpoints, records = recorder(store, max_file=10)
+    checkpoints.before_write(tmp_path / "new.txt", b"x")
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"y" * 11)
+    checkpoints.before_write(big, b"z")
+    assert records[0]["before"] == {"state": "absent"}
+    assert records[1]["before"]["state"] == "not_checkpointed"
+    assert "over" in records[1]["before"]["reason"]
+    (notice,) = checkpoints.take_notices()
+    assert "big.bin was not checkpointed" in notice
+    assert checkpoints.take_notices() == []
+    assert store.size().contents == 0
+
+
+def test_pruning_drops_the_oldest_sessions_never_the_current_one(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    for number, session in enumerate(("old", "middle", "current")):
+        checkpoints, _ = recorder(store, session, max_file=10_000)
+        path = tmp_path / f"{session}.txt"
+        path.write_bytes(os.urandom(4000))  # incompressible: each takes ~4 KB
+        checkpoints.before_write(path, b"")
+        stamp = time.time() - 1000 + number * 100
+        os.utime(store.refs_path(session), (stamp, stamp))
+    shared, _ = recorder(store, "middle")
+    (tmp_path / "same.txt").write_bytes(b"shared by two sessions")
+    shared.before_write(tmp_path / "same.txt", b"")
+    os.utime(store.refs_path("middle"), (time.time() - 900, time.time() - 900))
+    assert store.size().bytes > 12_000
+    dropped = store.prune("old", 9_000)  # "old" is the session in use: it stays
+    assert dropped == ["middle"]
+    assert store.refs_path("old").exists() and store.refs_path("current").exists()
+    assert store.size().bytes <= 9_000
+    assert store.get(content_id((tmp_path / "old.txt").read_bytes())) is not None
+    assert store.get(content_id((tmp_path / "middle.txt").read_bytes())) is None
+
+
+def test_resume_lists_forks_under_their_origin() -> None:
+    def info(name: str, origin: str = "") -> SessionInfo:
+        return SessionInfo(name, Path(name), "/p", 0.0, "", origin)
+
+    sessions = [info("fork-b", "origin"), info("other"), info("fork-a", "origin"),
+                info("origin"), info("orphan", "gone")]
+    ordered = [s.session_id for s in forks_under_origins(sessions)]
+    assert ordered == ["other", "origin", "fork-b", "fork-a", "orphan"]
