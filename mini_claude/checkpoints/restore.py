@@ -73,6 +73,8 @@ def recover(store: CheckpointStore) -> str | None:
     except (OSError, ValueError, KeyError, TypeError):
         _remove_journal(store)
         return "a damaged rewind journal was removed"
+    if _still_running(journal.get("pid")):
+        return None  # another mini-claude in this project is rewinding right now
     if not _committed(transcript, rewind_id):
         _roll_back(store, rewind_id, files)
         return "a rewind interrupted before it changed any file was undone"
@@ -89,6 +91,7 @@ def _write_journal(store: CheckpointStore, rewind_id: str, transcript: Path,
                            "again in this project to finish it first")
     body: dict[str, Any] = {
         "id": rewind_id,
+        "pid": os.getpid(),
         "transcript": str(transcript),
         "files": [{"path": str(f.path), "content": f.content, "mode": f.mode} for f in files],
     }
@@ -142,6 +145,18 @@ def _roll_back(store: CheckpointStore, rewind_id: str, files: list[FileRestore])
 def _remove_journal(store: CheckpointStore) -> None:
     with contextlib.suppress(FileNotFoundError):
         store.journal.unlink()
+
+
+def _still_running(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _committed(transcript: Path, rewind_id: str) -> bool:

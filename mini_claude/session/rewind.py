@@ -60,6 +60,7 @@ class RewindOutcome:
     restored: list[Path]
     removed: list[Path]
     kept: list[Path]  # the user's own versions, left as they were
+    unsaved: list[Path]  # left alone: what they hold now could not be stored first
     messages: int  # in the conversation now
     prompt: str  # the chosen message's text, for the input box
 
@@ -114,9 +115,9 @@ class Rewinder:
             raise RewindError("the transcript cannot be written, so a rewind could not be "
                               "recorded; nothing was changed")
         plan = plan if plan is not None else (self.plan(point) if code else CodePlan())
-        chosen = [f for f in plan.restorable if f.path not in keep] if code else []
+        wanted = [f for f in plan.restorable if f.path not in keep] if code else []
+        chosen, entries, unsaved = self._keep_current_versions(wanted)
         rewind_id = uuid.uuid4().hex[:12]
-        entries = [self._entry(f) for f in chosen]
         record: dict[str, Any] = {
             "type": "rewind", "id": rewind_id, "time": time.time(), "to_line": point.line,
             "conversation": conversation, "code": code, "label": _label(point),
@@ -137,16 +138,29 @@ class Rewinder:
             restored=[f.path for f in chosen if f.target.get("state") == "content"],
             removed=[f.path for f in chosen if f.target.get("state") != "content"],
             kept=[f.path for f in plan.restorable if f.path in keep] if code else [],
+            unsaved=unsaved,
             messages=len(self.agent.conversation),
             prompt=point.text if point.kind == "prompt" else "",
         )
 
-    def _entry(self, planned: PlannedFile) -> dict[str, Any]:
-        """The file as it is now goes into the store first: the rewind can be undone."""
-        before = self.checkpointer.snapshot(planned.path)
-        target = planned.target
-        after = target.get("content") if target.get("state") == "content" else ABSENT
-        return {"path": str(planned.path), "before": before, "after": after}
+    def _keep_current_versions(
+        self, wanted: list[PlannedFile]
+    ) -> tuple[list[PlannedFile], list[dict[str, Any]], list[Path]]:
+        """Each file as it is now goes into the store first, so the rewind can be undone; a
+        file whose current content cannot be stored (too large, unreadable) is left alone."""
+        chosen: list[PlannedFile] = []
+        entries: list[dict[str, Any]] = []
+        unsaved: list[Path] = []
+        for planned in wanted:
+            before = self.checkpointer.snapshot(planned.path)
+            if before.get("state") == "not_checkpointed":
+                unsaved.append(planned.path)
+                continue
+            target = planned.target
+            after = target.get("content") if target.get("state") == "content" else ABSENT
+            chosen.append(planned)
+            entries.append({"path": str(planned.path), "before": before, "after": after})
+        return chosen, entries, unsaved
 
 
 

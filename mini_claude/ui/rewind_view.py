@@ -160,6 +160,9 @@ def _report(repl: Repl, point: Point, outcome: RewindOutcome, *, code: bool,
         if outcome.kept:
             parts.append(f"{len(outcome.kept)} kept as you changed them")
         console.print(note("files: " + ", ".join(parts)))
+        for path in outcome.unsaved:
+            console.print(note(f"{_shown(repl, str(path))} was left as it is: its current "
+                               "content could not be checkpointed first", "warning"))
     console.print(note("nothing is lost: /rewind lists this rewind, to undo it"))
     if outcome.prompt and conversation:
         repl.view.put_back(outcome.prompt)

@@ -10,13 +10,15 @@ import pytest
 from mini_claude.checkpoints.timeline import Point
 from mini_claude.conversation import SummaryBlock, message_to_dict
 from mini_claude.session.wiring import Session
-from mini_claude.simulator import Simulator
+from mini_claude.simulator import Reply, ScriptedPolicy, Simulator
+from mini_claude.simulator.policies import user_contains
 from mini_claude.tools.base import allow_all
 from mini_claude.transcript import load_session
 from tests.support.agent import PROVIDERS, Run
 from tests.support.repl import running_repl, sim_settings
 from tests.support.rewind import (
     TURNS,
+    edit,
     file_state,
     history_sent,
     make_run,
@@ -25,6 +27,7 @@ from tests.support.rewind import (
     scripted_policy,
     write_project,
 )
+from tests.support.subagent import route, task_call
 
 COMPACTED = "[This session was compacted"  # how a summary opens in the history
 
@@ -174,3 +177,42 @@ def test_context_and_cost_show_the_store_size(simulator: Simulator, isolated_hom
             await repl.exit()
 
     asyncio.run(scenario())
+
+
+def test_a_sub_agents_edit_is_checkpointed_under_the_parents_message(
+        simulator: Simulator, isolated_home: Path, project: Path, provider: str) -> None:
+    child = ScriptedPolicy([Reply("Editing.", [edit("a.txt", "alpha one", "alpha by child")])],
+                           final=Reply("The child edited a.txt."))
+    route(simulator, [Reply("Delegating.", [task_call("EDIT-JOB: change a", "edit a",
+                                                      agent_type="general")])],
+          [(user_contains("EDIT-JOB"), child)])
+    run = make_run(simulator, provider, isolated_home, project)
+    try:
+        run.start()
+        run.turn("have a helper change a")
+        assert (project / "a.txt").read_text() == "alpha by child\n"
+        point = point_for(run, "have a helper")
+        assert rewinder(run).changed_since(point) == [str(project / "a.txt")]
+        rewinder(run).rewind(point, code=True, conversation=False)
+        assert (project / "a.txt").read_text() == "alpha one\n"
+    finally:
+        run.close()
+
+
+def test_a_users_version_too_large_to_keep_is_not_overwritten(
+        simulator: Simulator, isolated_home: Path, project: Path, provider: str) -> None:
+    simulator.policy = scripted_policy(TURNS[:1])
+    run = Run(simulator, provider, isolated_home, project, checkpoint_max_file_bytes=1_000)
+    try:
+        run.start()
+        run.turn(TURNS[0][0])
+        users = "a line the user wrote\n" * 100  # over the 1,000-byte limit
+        (project / "a.txt").write_text(users)
+        point = point_for(run, "turn 1")
+        plan = rewinder(run).plan(point)
+        assert [f.path.name for f in plan.conflicts] == ["a.txt"]
+        outcome = rewinder(run).rewind(point, code=True, conversation=False, plan=plan)
+        assert outcome.unsaved == [project / "a.txt"] and outcome.restored == []
+        assert (project / "a.txt").read_text() == users
+    finally:
+        run.close()

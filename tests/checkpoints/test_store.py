@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from mini_claude.checkpoints.recorder import Checkpointer
+from mini_claude.checkpoints.restore import FileRestore, recover
 from mini_claude.checkpoints.store import CheckpointStore, content_id
 from mini_claude.transcript import SessionInfo
 from mini_claude.ui.commands import forks_under_origins
@@ -83,3 +87,31 @@ def test_resume_lists_forks_under_their_origin() -> None:
                 info("origin"), info("orphan", "gone")]
     ordered = [s.session_id for s in forks_under_origins(sessions)]
     assert ordered == ["other", "origin", "fork-b", "fork-a", "orphan"]
+
+
+def test_a_journal_of_a_live_rewind_is_left_alone_and_a_dead_ones_undone(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    target = tmp_path / "a.txt"
+    target.write_text("old\n")
+    staged = FileRestore(target, content_id(b"new\n"), 0o644).temporary("r1")
+    staged.write_text("new\n")
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+        try:
+            write_journal(store, other.pid, target)
+            assert recover(store) is None  # that process may still be writing
+            assert store.journal.exists() and staged.exists()
+        finally:
+            other.kill()
+    other.wait()
+    assert "undone" in (recover(store) or "")  # no rewind record: back to the old state
+    assert not store.journal.exists() and not staged.exists()
+    assert target.read_text() == "old\n"
+
+
+def write_journal(store: CheckpointStore, pid: int, target: Path) -> None:
+    store.folder.mkdir(parents=True, exist_ok=True)
+    transcript = store.folder / "t.jsonl"
+    transcript.write_text('{"type": "session", "id": "t"}\n')
+    store.journal.write_text(json.dumps({
+        "id": "r1", "pid": pid, "transcript": str(transcript),
+        "files": [{"path": str(target), "content": content_id(b"new\n"), "mode": 0o644}]}))
