@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mini_claude.checkpoints.store import CheckpointStore, write_atomically
+from mini_claude.checkpoints.store import CheckpointStore
 from mini_claude.private_dirs import make_private_dirs
+from mini_claude.tools.common import atomic_write
 from mini_claude.transcript import read_records
 
 JOURNAL_MODE = 0o600
@@ -96,7 +97,7 @@ def _write_journal(store: CheckpointStore, rewind_id: str, transcript: Path,
         "files": [{"path": str(f.path), "content": f.content, "mode": f.mode} for f in files],
     }
     make_private_dirs(store.folder)
-    write_atomically(store.journal, json.dumps(body).encode("utf-8"), JOURNAL_MODE)
+    atomic_write(store.journal, json.dumps(body).encode("utf-8"), JOURNAL_MODE)
 
 
 def _stage(store: CheckpointStore, rewind_id: str, change: FileRestore) -> None:

@@ -17,12 +17,12 @@ import contextlib
 import hashlib
 import os
 import re
-import secrets
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from mini_claude.private_dirs import make_private_dirs
+from mini_claude.tools.common import atomic_write
 
 PRIVATE_FILE_MODE = 0o600
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -70,7 +70,7 @@ class CheckpointStore:
             return digest, 0
         make_private_dirs(path.parent)
         packed = zlib.compress(data, 1)
-        write_atomically(path, packed, PRIVATE_FILE_MODE)
+        atomic_write(path, packed, PRIVATE_FILE_MODE)
         return digest, len(packed)
 
     def get(self, digest: str) -> bytes | None:
@@ -157,23 +157,6 @@ class CheckpointStore:
             if path.name not in wanted:
                 with contextlib.suppress(OSError):
                     path.unlink()
-
-
-def write_atomically(path: Path, data: bytes, mode: int) -> None:
-    """Write beside ``path``, flush to disk, then rename: a reader sees all of it or nothing."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 def _files(folder: Path) -> list[Path]:

@@ -22,9 +22,8 @@ from urllib.parse import urlsplit
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import run_in_terminal
-from prompt_toolkit.application.current import get_app, get_app_or_none
+from prompt_toolkit.application.current import get_app_or_none
 from prompt_toolkit.completion import merge_completers
-from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
@@ -395,9 +394,14 @@ class Repl:
         def _expand(event: KeyPressEvent) -> None:
             run_in_terminal(lambda: self.console.print(self.recall.full_result()))
 
-        @keys.add("escape", "escape", filter=Condition(lambda: not get_app().current_buffer.text))
+        @keys.add("escape", "escape")
         def _rewind(event: KeyPressEvent) -> None:
-            event.app.exit(result=REWIND_COMMAND)  # Esc Esc on an empty prompt, as /rewind
+            """Esc Esc: /rewind on an empty prompt; otherwise it clears the box (Up recalls it)."""
+            buffer = event.current_buffer
+            if buffer.text:
+                buffer.reset(append_to_history=True)
+            else:
+                event.app.exit(result=REWIND_COMMAND)
 
         return keys
 

@@ -46,6 +46,12 @@ def test_escape_twice_opens_the_picker_and_rewinds(spawn: Spawn, project: Path,
         screen.wait_text("Made b two.")
         at_prompt(screen)
 
+        screen.type("half typed")
+        screen.wait(lambda s: any(r.startswith("> half typed") for r in s.rows), "the draft")
+        screen.type("\x1b\x1b")  # with text in the box, Esc Esc clears it
+        at_prompt(screen)
+        assert "Rewind to" not in screen.text
+
         screen.type("\x1b\x1b")
         screen.wait_text("Rewind to before which message?")
         screen.wait(lambda s: "2. " in s.text, "both messages in the picker")
