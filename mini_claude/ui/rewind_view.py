@@ -32,9 +32,13 @@ async def rewind(repl: Repl) -> None:
     """The whole dialogue; every step can be cancelled with Esc, nothing changes until the end."""
     from mini_claude.session.rewind import Rewinder, RewindError
 
-    rewinder = Rewinder(repl.agent, repl.session.checkpointer)
-    points = rewinder.points()[:MAX_POINTS]
     console = repl.console
+    try:
+        rewinder = Rewinder(repl.agent, repl.session.checkpointer)
+    except OSError as exc:
+        console.print(note(f"cannot read the transcript: {exc.strerror or exc}", "error"))
+        return
+    points = rewinder.points()[:MAX_POINTS]
     if not points:
         console.print(note("nothing to rewind to yet: no earlier message in this session"))
         return
