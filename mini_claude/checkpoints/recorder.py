@@ -116,4 +116,5 @@ def _not_checkpointed(reason: str) -> dict[str, Any]:
 
 
 def _megabytes(size: int) -> str:
-    return f"{size / (1024 * 1024):g} MB"
+    megabytes = size / (1024 * 1024)
+    return f"{megabytes:g} MB" if megabytes >= 1 else f"{size:,} bytes"

@@ -127,6 +127,8 @@ async def _run(
         await session.mcp.close()
         await session.provider.close()
         agent.transcript.close()
+        for notice in session.checkpointer.take_notices():
+            print(f"warning: {notice}", file=err)
         if agent.transcript.write_failed:
             print(
                 f"warning: the transcript could not be written ({agent.transcript.failure}); "

@@ -51,3 +51,20 @@ def test_a_file_changed_outside_is_asked_about_kept_or_overwritten(
             await repl.exit()
 
     asyncio.run(scenario())
+
+
+def test_a_file_too_large_to_checkpoint_is_said_after_the_turn(
+        simulator: Simulator, isolated_home: Path, tmp_path: Path) -> None:
+    project = write_project(tmp_path / "project")
+    simulator.policy = scripted_policy(TURNS[:1])
+
+    async def scenario() -> None:
+        settings = sim_settings(simulator, isolated_home, checkpoint_max_file_bytes=5)
+        async with running_repl(settings, project, approver=allow_all) as repl:
+            mark = await repl.submit(TURNS[0][0])
+            await repl.wait_for("Turn 1 is done.", after=mark)
+            await repl.wait_for("a.txt was not checkpointed (over", after=mark)
+            assert "/rewind cannot restore its earlier content" in repl.text[mark:]
+            await repl.exit()
+
+    asyncio.run(scenario())
