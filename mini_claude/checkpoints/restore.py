@@ -44,6 +44,10 @@ class RestoreError(Exception):
     """Nothing was changed; one line for the user."""
 
 
+class RestoreIncomplete(Exception):
+    """The rewind was recorded but a file could not be put in place; the next start retries."""
+
+
 def restore_files(store: CheckpointStore, rewind_id: str, transcript: Path,
                   files: list[FileRestore], commit: Callable[[], None]) -> None:
     """Bring every file to its new state, with ``commit`` (recording the rewind) in between."""
@@ -52,12 +56,15 @@ def restore_files(store: CheckpointStore, rewind_id: str, transcript: Path,
         for change in files:
             if change.content is not None:
                 _stage(store, rewind_id, change)
+        commit()
     except BaseException:
         _roll_back(store, rewind_id, files)
         raise
-    commit()
-    for change in files:
-        _place(rewind_id, change)
+    try:
+        for change in files:
+            _place(rewind_id, change)
+    except OSError as exc:  # recorded: the journal stays, and the next start finishes it
+        raise RestoreIncomplete(f"{exc.filename or ''}: {exc.strerror or exc}") from None
     _remove_journal(store)
 
 

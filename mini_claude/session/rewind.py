@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mini_claude.checkpoints.recorder import Checkpointer
-from mini_claude.checkpoints.restore import FileRestore, RestoreError, restore_files
+from mini_claude.checkpoints.restore import (
+    FileRestore,
+    RestoreError,
+    RestoreIncomplete,
+    restore_files,
+)
 from mini_claude.checkpoints.store import CheckpointStore, content_id
 from mini_claude.checkpoints.timeline import ABSENT, Point, Timeline, build_timeline
 from mini_claude.transcript import load_session, read_records
@@ -127,13 +132,15 @@ class Rewinder:
                                 "content" else None, f.target.get("mode")) for f in chosen]
         try:
             restore_files(self.store, rewind_id, self.agent.transcript.path, restores,
-                          lambda: self.agent.transcript.write(record))
+                          lambda: self._record(record))
         except (RestoreError, OSError) as exc:
             raise RewindError(f"nothing was changed: {exc}") from None
-        for change in chosen:
-            self.agent.tool_context.read_stamps.pop(str(change.path), None)
-        if conversation:
-            adopt_recorded_history(self.agent)
+        except RestoreIncomplete as exc:
+            self._settle(chosen, conversation)
+            raise RewindError(f"the rewind was recorded, but a file could not be put in place "
+                              f"({exc}); start mini-claude again in this project to finish "
+                              "it") from None
+        self._settle(chosen, conversation)
         return RewindOutcome(
             restored=[f.path for f in chosen if f.target.get("state") == "content"],
             removed=[f.path for f in chosen if f.target.get("state") != "content"],
@@ -142,6 +149,20 @@ class Rewinder:
             messages=len(self.agent.conversation),
             prompt=point.text if point.kind == "prompt" else "",
         )
+
+    def _record(self, record: dict[str, Any]) -> None:
+        """The commit: once this line is in the transcript, the rewind has happened."""
+        transcript = self.agent.transcript
+        transcript.write(record)
+        if transcript.write_failed:
+            raise RestoreError(f"the transcript could not be written ({transcript.failure})")
+
+    def _settle(self, chosen: list[PlannedFile], conversation: bool) -> None:
+        """The agent forgets what it knew of the restored files, and takes the history back."""
+        for change in chosen:
+            self.agent.tool_context.read_stamps.pop(str(change.path), None)
+        if conversation:
+            adopt_recorded_history(self.agent)
 
     def _keep_current_versions(
         self, wanted: list[PlannedFile]

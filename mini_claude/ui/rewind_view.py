@@ -14,7 +14,7 @@ from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
     from mini_claude.checkpoints.timeline import Point
-    from mini_claude.session.rewind import CodePlan, PlannedFile, RewindOutcome
+    from mini_claude.session.rewind import CodePlan, PlannedFile, Rewinder, RewindOutcome
     from mini_claude.session.wiring import Session
     from mini_claude.ui.repl import Repl
 
@@ -23,7 +23,8 @@ NOT_TRACKED = ("Only write_file and edit_file changes are checkpointed: changes 
 ACTIONS = ("Restore code and conversation", "Restore conversation only", "Restore code only",
            "Cancel")
 CANCEL = 3
-MAX_POINTS = 20  # menu rows: the newest messages (the list scrolls with the arrows)
+MAX_POINTS = 20  # menu rows: the newest messages, fewer on a short screen
+SCREEN_MARGIN = 8  # rows the question, the note and the hint take around the menu
 MAX_FILES_SHOWN = 8
 MENU_MARGIN = 8  # " ❯ 12. " before each label
 
@@ -38,19 +39,16 @@ async def rewind(repl: Repl) -> None:
     except OSError as exc:
         console.print(note(f"cannot read the transcript: {exc.strerror or exc}", "error"))
         return
-    points = rewinder.points()[:MAX_POINTS]
+    points = rewinder.points()
     if not points:
         console.print(note("nothing to rewind to yet: no earlier message in this session"))
         return
     console.print(Text("Rewind to before which message?", style="bold"))
     console.print(note(NOT_TRACKED))
-    width = max(console.width - MENU_MARGIN, 20)
-    labels = [point_label(p, len(rewinder.changed_since(p)), width) for p in points]
-    point_index = await _ask(labels, None, "↑↓ and enter, or a digit · esc cancels")
-    if point_index is None:
+    point = await _pick_point(repl, rewinder, points)
+    if point is None:
         console.print(note("rewind cancelled"))
         return
-    point = points[point_index]
     _show_changed_files(repl, rewinder.changed_since(point))
     action = await _ask(list(ACTIONS), CANCEL, "esc cancels")
     if action is None or action == CANCEL:
@@ -69,6 +67,26 @@ async def rewind(repl: Repl) -> None:
         console.print(note(str(exc), "error"))
         return
     _report(repl, point, outcome, code=code, conversation=conversation)
+
+
+async def _pick_point(repl: Repl, rewinder: Rewinder, points: list[Point]) -> Point | None:
+    """A page of the newest points that fits the screen; the last row turns to older ones."""
+    console = repl.console
+    page = max(3, min(MAX_POINTS, console.height - SCREEN_MARGIN))
+    width = max(console.width - MENU_MARGIN, 20)
+    start = 0
+    while True:
+        shown = points[start:start + page]
+        labels = [point_label(p, len(rewinder.changed_since(p)), width) for p in shown]
+        older = len(points) - start - len(shown)
+        if older:
+            labels.append(f"… {older} older message{'s' if older != 1 else ''}")
+        index = await _ask(labels, None, "↑↓ and enter, or a digit · esc cancels")
+        if index is None:
+            return None
+        if index < len(shown):
+            return shown[index]
+        start += page
 
 
 def point_label(point: Point, changed: int, width: int) -> str:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mini_claude.simulator import Simulator
+from mini_claude.simulator import Reply, ScriptedPolicy, Simulator
 from mini_claude.tools.base import allow_all
-from tests.support.repl import running_repl, sim_settings
+from tests.support.repl import running_repl, sim_settings, until
 from tests.support.rewind import TURNS, scripted_policy, write_project
 
 
@@ -65,6 +65,39 @@ def test_a_file_too_large_to_checkpoint_is_said_after_the_turn(
             await repl.wait_for("Turn 1 is done.", after=mark)
             await repl.wait_for("a.txt was not checkpointed (over", after=mark)
             assert "/rewind cannot restore its earlier content" in repl.text[mark:]
+            await repl.exit()
+
+    asyncio.run(scenario())
+
+
+def test_older_messages_are_a_page_away(simulator: Simulator, isolated_home: Path,
+                                         tmp_path: Path) -> None:
+    project = write_project(tmp_path / "project")
+    simulator.policy = ScriptedPolicy([], final=Reply("Noted."))
+
+    async def scenario() -> None:
+        settings = sim_settings(simulator, isolated_home)
+        async with running_repl(settings, project, approver=allow_all) as repl:
+            count = repl.repl.console.height  # more messages than one page holds
+            for number in range(1, count + 1):
+                mark = await repl.submit(f"message {number}")
+                await repl.wait_for("Noted.", after=mark)
+            mark = await repl.submit("/rewind")
+            await repl.wait_for("Rewind to before which message?", after=mark)
+            await repl.keys("\x1b[A\r")  # up from the first row: the "older" row, last
+            await asyncio.sleep(0.5)
+            await repl.keys("\x1b[A\r")  # the oldest message, last on the second page
+            await asyncio.sleep(0.5)
+            await repl.keys("2")  # conversation only
+            await repl.wait_for("conversation rewound: 0 messages, as before “message 1”",
+                                after=mark)
+            assert len(repl.session.agent.conversation) == 0
+            await repl.at_prompt()
+            box = repl.repl._prompt
+            assert box is not None
+            await until(lambda: box.default_buffer.text == "message 1", "the text put back")
+            await repl.keys("\x03")  # clears the box
+            await until(lambda: box.default_buffer.text == "", "an empty box")
             await repl.exit()
 
     asyncio.run(scenario())

@@ -10,8 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mini_claude.checkpoints.recorder import Checkpointer
-from mini_claude.checkpoints.restore import FileRestore, recover
+from mini_claude.checkpoints.restore import FileRestore, RestoreError, recover, restore_files
 from mini_claude.checkpoints.store import CheckpointStore, content_id
 from mini_claude.transcript import SessionInfo
 from mini_claude.ui.commands import forks_under_origins
@@ -115,3 +117,20 @@ def write_journal(store: CheckpointStore, pid: int, target: Path) -> None:
     store.journal.write_text(json.dumps({
         "id": "r1", "pid": pid, "transcript": str(transcript),
         "files": [{"path": str(target), "content": content_id(b"new\n"), "mode": 0o644}]}))
+
+
+def test_a_commit_that_fails_leaves_every_file_as_it_was(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_text("first, now\n")
+    second.write_text("second, now\n")
+    digest, _ = store.put(b"earlier\n")
+    changes = [FileRestore(first, digest, 0o644), FileRestore(second, None)]
+
+    def commit() -> None:
+        raise RestoreError("the transcript could not be written")
+
+    with pytest.raises(RestoreError):
+        restore_files(store, "r2", tmp_path / "t.jsonl", changes, commit)
+    assert first.read_text() == "first, now\n" and second.read_text() == "second, now\n"
+    assert not list(tmp_path.glob(".*.tmp")) and not store.journal.exists()
