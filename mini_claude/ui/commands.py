@@ -98,8 +98,8 @@ async def help_command(repl: Repl, argument: str) -> Outcome:
     repl.console.print(table)
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
-        "interrupts a turn · Ctrl-C twice or Ctrl-D exits · Ctrl-R searches history · "
-        "Tab completes commands", style="dim"))
+        "interrupts a turn · Esc twice on an empty prompt rewinds (/rewind) · Ctrl-C twice or "
+        "Ctrl-D exits · Ctrl-R searches history · Tab completes commands", style="dim"))
     return Outcome.CONTINUE
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-from mini_claude.checkpoints.recorder import Checkpointer
+from mini_claude.checkpoints.recorder import Checkpointer, Checkpoints
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from tests.support.agent import Run
 from tests.support.rewind import rewinder
@@ -43,8 +42,8 @@ def steps() -> list[Reply]:
     return replies
 
 
-class TimedCheckpointer:
-    """Wraps the session's checkpointer to time each call and the bytes it adds."""
+class TimedCheckpointer(Checkpoints):
+    """Wraps the session's checkpointer to time each call."""
 
     def __init__(self, inner: Checkpointer) -> None:
         self.inner = inner
@@ -57,9 +56,6 @@ class TimedCheckpointer:
         self.seconds.append(time.perf_counter() - started)
         self.cpu_seconds.append(time.thread_time() - cpu)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder, Simulator(ScriptedPolicy(steps())) as sim:
@@ -68,7 +64,7 @@ def main() -> None:
         run = Run(sim, "anthropic", root / "home", root / "project", context_window=1_000_000)
         run.start()
         timed = TimedCheckpointer(run.session.checkpointer)
-        run.agent.tool_context.checkpoints = timed  # type: ignore[assignment]
+        run.agent.tool_context.checkpoints = timed
         for turn in range(TURNS):
             run.turn(f"turn {turn}: bump the values")
         size = run.session.checkpoints.size()
