@@ -170,6 +170,30 @@ def _json_line(record: dict[str, Any]) -> str:
     return line
 
 
+@dataclass(frozen=True, slots=True)
+class Landmark:
+    """Something that happened between messages (an interruption, a compaction), placed
+    after the ``at`` first messages as written, so a resumed session can show it there."""
+
+    at: int
+    kind: str  # "interrupted" or "compaction"
+    reason: str = ""
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary: str = ""
+
+
+def _landmark(record: dict[str, Any], at: int) -> Landmark | None:
+    kind = record.get("type")
+    if kind == "event" and record.get("kind") == "interrupted":
+        return Landmark(at, "interrupted", str(record.get("during", "")))
+    if kind == "compaction":
+        return Landmark(at, "compaction", str(record.get("reason", "")),
+                        int(record.get("tokens_before", 0)), int(record.get("tokens_after", 0)),
+                        str(record.get("summary", "")))
+    return None
+
+
 @dataclass
 class LoadedSession:
     session_id: str
@@ -179,6 +203,7 @@ class LoadedSession:
     warnings: list[str] = field(default_factory=list)
     repair: Message | None = None  # results added for tool calls that never finished
     usage: list[dict[str, Any]] = field(default_factory=list)  # every recorded model call's
+    landmarks: list[Landmark] = field(default_factory=list)  # placed in original_messages
 
 
 def load_session(path: Path) -> LoadedSession:
@@ -193,11 +218,12 @@ def load_session(path: Path) -> LoadedSession:
     warnings: list[str] = []
     usage: list[dict[str, Any]] = []
     records = read_records(path)
-    snapshots: dict[int, tuple[list[Message], list[Message]]] = {}
+    landmarks: list[Landmark] = []
+    snapshots: dict[int, Replayed] = {}
     targets = rewind_targets(records)
     for number, record in enumerate(records, 1):
         if number in targets:  # the history a later rewind goes back to
-            snapshots[number] = copy.deepcopy((messages, originals))
+            snapshots[number] = copy.deepcopy((messages, originals, landmarks))
         if isinstance(record, Damaged):
             where = "last line" if number == len(records) else f"line {number}"
             warnings.append(f"transcript {path.name}: {where} is damaged and was skipped "
@@ -207,11 +233,14 @@ def load_session(path: Path) -> LoadedSession:
             continue
         try:
             if record.get("type") == "rewind":
-                _apply_rewind(record, number, snapshots, messages, originals)
+                _apply_rewind(record, number, snapshots, (messages, originals, landmarks))
             else:
                 _apply(record, messages, originals, meta)
             if record.get("type") == "event" and record.get("kind") == "usage":
                 usage.append(record)
+            landmark = _landmark(record, len(originals))
+            if landmark is not None:
+                landmarks.append(landmark)
         except (ValueError, KeyError, TypeError) as exc:
             where = "last line" if number == len(records) else f"line {number}"
             warnings.append(f"transcript {path.name}: {where} is damaged and was skipped ({exc})")
@@ -227,6 +256,7 @@ def load_session(path: Path) -> LoadedSession:
         warnings=warnings,
         repair=repair,
         usage=usage,
+        landmarks=landmarks,
     )
 
 
@@ -275,12 +305,11 @@ def rewind_targets(records: Sequence[TranscriptLine]) -> set[int]:
     return targets
 
 
+Replayed = tuple[list[Message], list[Message], list[Landmark]]  # messages, originals, landmarks
+
+
 def _apply_rewind(
-    record: dict[str, Any],
-    number: int,
-    snapshots: dict[int, tuple[list[Message], list[Message]]],
-    messages: list[Message],
-    originals: list[Message],
+    record: dict[str, Any], number: int, snapshots: dict[int, Replayed], replayed: Replayed
 ) -> None:
     """The conversation goes back to how it stood before line ``to_line``."""
     if not record.get("conversation", True):
@@ -288,9 +317,11 @@ def _apply_rewind(
     target = int(record["to_line"])
     if not 1 <= target <= number or target not in snapshots:
         raise ValueError(f"a rewind names line {target}, which this transcript cannot go back to")
-    kept_messages, kept_originals = copy.deepcopy(snapshots[target])
+    kept_messages, kept_originals, kept_landmarks = copy.deepcopy(snapshots[target])
+    messages, originals, landmarks = replayed
     messages[:] = kept_messages
     originals[:] = kept_originals
+    landmarks[:] = kept_landmarks
 
 
 def _apply(
