@@ -37,7 +37,7 @@ from mini_claude.protocol import PromptTooLong, Provider
 from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
-from mini_claude.session.lock import SessionBusy, SessionLock, lock_path
+from mini_claude.session.lock import SessionBusy, SessionLock, lock_path, sweep_stale_locks
 from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
 from mini_claude.tools.base import Approver, ToolContext
@@ -82,7 +82,9 @@ class Session:
     resumed: LoadedSession | None = field(init=False, default=None)
     _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
-    rules: PermissionRules | None = None  # None: the rules of the settings files
+    rules: PermissionRules | None = None  # None: the rules of the settings files and flags below
+    allowed_tools: tuple[str, ...] = ()  # the REPL's --allowed-tools, added to the files' rules
+    disallowed_tools: tuple[str, ...] = ()
     mcp: McpManager = field(init=False)
     # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
     wall_clock: Callable[[], float] = time.time
@@ -112,8 +114,8 @@ class Session:
             self.warnings.extend(add_task_tool(self))
         if self.rules is None:
             loaded = load_rules(
-                allowed=(),
-                disallowed=(),
+                allowed=self.allowed_tools,
+                disallowed=self.disallowed_tools,
                 cwd=self.cwd,
                 home=self.settings.home,
                 known_tools=self.registry.names(),
@@ -407,7 +409,9 @@ class Session:
 
 
 def startup_housekeeping(settings: Settings) -> int:
-    """Remove persisted results past their retention period; never fails the start."""
+    """Remove persisted results past their retention period and the lock files of killed
+    sessions; never fails the start."""
+    sweep_stale_locks(settings.transcripts_dir)
     try:
         return cleanup_old_results(settings, time.time())
     except OSError:

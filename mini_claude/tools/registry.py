@@ -15,7 +15,7 @@ from typing import Any
 from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
 from mini_claude.sanitize import has_non_finite
 from mini_claude.text import shorten
-from mini_claude.tools.base import Tool, ToolContext
+from mini_claude.tools.base import Prepared, Tool, ToolContext
 from mini_claude.tools.common import error_output
 from mini_claude.tools.compact import CompactTool
 from mini_claude.tools.edit_file import EditFileTool
@@ -111,10 +111,10 @@ class ToolRegistry:
                 f"Expected {signature(tool.spec)}"
             )
         try:
-            refusal = await _ask_permission(tool, checked, ctx)
-            if refusal is not None:
-                return refusal
-            return await tool.run(checked, ctx)
+            prepared = await _ask_permission(tool, checked, ctx)
+            if isinstance(prepared, ToolOutput):
+                return prepared  # refused
+            return await tool.run(checked, ctx, prepared)
         except Exception as exc:
             return error_output(f"{name} failed unexpectedly: {_one_line(exc)}")
 
@@ -129,17 +129,19 @@ def has_invalid_number(raw: str) -> bool:
 
 async def _ask_permission(
     tool: Tool, args: dict[str, Any], ctx: ToolContext
-) -> ToolOutput | None:
-    """None to go ahead; an error result the model reads when the user said no."""
+) -> Prepared | ToolOutput:
+    """What the tool prepared, to go ahead with; an error result the model reads when a
+    rule or the user said no."""
     verdict = ctx.rules.check(tool.spec.name, args) if ctx.rules else None
     if verdict is not None and not verdict.allowed:
         ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), verdict.reason))
         return error_output(f"Permission denied by {verdict.reason}")
-    request = tool.permission(args, ctx)
+    prepared = tool.permission(args, ctx)
+    request = prepared.request
     if request is None or request.subject in ctx.allowed_subjects:
-        return None
+        return prepared
     if verdict is not None:
-        return None  # an allow rule answered for the user
+        return prepared  # an allow rule answered for the user
     decision = await ctx.approve(request)
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
@@ -148,7 +150,7 @@ async def _ask_permission(
         return error_output(f"Permission denied{who}{reason}")
     if decision.remember:
         ctx.allowed_subjects.add(request.subject)
-    return None
+    return prepared
 
 
 def _one_line(exc: BaseException) -> str:

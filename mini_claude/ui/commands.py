@@ -18,7 +18,7 @@ from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
 
 if TYPE_CHECKING:
     from mini_claude.transcript import SessionInfo
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 RESUME_MENU_SIZE = 9
 
@@ -28,7 +28,7 @@ class Outcome(Enum):
     EXIT = "exit"
 
 
-Handler = Callable[["Repl", str], Awaitable[Outcome]]
+Handler = Callable[["ReplHost", str], Awaitable[Outcome]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,7 @@ def suggest(name: str) -> str | None:
     return prefixed[0] if prefixed else None
 
 
-async def dispatch(repl: Repl, text: str) -> Outcome:
+async def dispatch(repl: ReplHost, text: str) -> Outcome:
     parsed = parse_command(text)
     assert parsed is not None
     name, argument = parsed
@@ -87,14 +87,14 @@ async def dispatch(repl: Repl, text: str) -> Outcome:
 # ---- the commands ----------------------------------------------------------------------
 
 
-async def help_command(repl: Repl, argument: str) -> Outcome:
+async def help_command(repl: ReplHost, argument: str) -> Outcome:
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
     table.add_column(style="bold cyan")
     table.add_column()
     for command in COMMANDS:
         names = " ".join(f"/{n}" for n in (command.name, *command.aliases))
         usage = f"{names} {command.argument}".strip()
-        table.add_row(usage, command.summary)
+        table.add_row(Text(usage), Text(command.summary))  # Text: "[name]" is not markup
     repl.console.print(table)
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
@@ -103,7 +103,7 @@ async def help_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def compact_command(repl: Repl, argument: str) -> Outcome:
+async def compact_command(repl: ReplHost, argument: str) -> Outcome:
     if not repl.agent.conversation.messages:
         repl.console.print(note("nothing to compact yet"))
         return Outcome.CONTINUE
@@ -111,7 +111,7 @@ async def compact_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def context_command(repl: Repl, argument: str) -> Outcome:
+async def context_command(repl: ReplHost, argument: str) -> Outcome:
     from mini_claude.ui.context_view import breakdown, render_breakdown
 
     agent = repl.agent
@@ -123,8 +123,9 @@ async def context_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def cost_command(repl: Repl, argument: str) -> Outcome:
-    from mini_claude.pricing import cost_notes, price_for
+async def cost_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.models import price_for
+    from mini_claude.pricing import cost_notes
 
     costs = repl.agent.costs
     usage = costs.usage
@@ -149,7 +150,7 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
     table.add_row("API time", _duration(costs.api_seconds))
     table.add_row("wall time", _duration(time.monotonic() - repl.started))
     repl.console.print(table)
-    repl.console.print(note(cost_notes(usage, repl.agent.cache_misses.summary())))
+    repl.console.print(note(cost_notes(usage, repl.agent.context.cache_misses.summary())))
     price = price_for(repl.session.settings.model)
     if price is None:
         repl.console.print(note(f"no price known for {repl.session.settings.model}; "
@@ -168,7 +169,7 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m {rest:02d}s" if minutes else f"{seconds:.1f}s"
 
 
-async def clear_command(repl: Repl, argument: str) -> Outcome:
+async def clear_command(repl: ReplHost, argument: str) -> Outcome:
     previous = repl.session.session_id
     repl.agent.transcript.close()
     repl.session.start_new()
@@ -178,7 +179,7 @@ async def clear_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def think_command(repl: Repl, argument: str) -> Outcome:
+async def think_command(repl: ReplHost, argument: str) -> Outcome:
     word = argument.split()[0] if argument.split() else ""
     if word and (not word.isdigit() or 0 < int(word) < 1_024):
         repl.console.print(note("usage: /think [tokens] (a budget of at least 1024, or 0 for off)",
@@ -189,7 +190,7 @@ async def think_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def model_command(repl: Repl, argument: str) -> Outcome:
+async def model_command(repl: ReplHost, argument: str) -> Outcome:
     settings = repl.session.settings
     if argument:
         repl.session.switch_model(argument.split()[0])
@@ -202,7 +203,7 @@ async def model_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def resume_command(repl: Repl, argument: str) -> Outcome:
+async def resume_command(repl: ReplHost, argument: str) -> Outcome:
     from mini_claude.transcript import list_sessions
     from mini_claude.ui.choice import ChoiceInterrupted, choose
 
@@ -226,7 +227,7 @@ async def resume_command(repl: Repl, argument: str) -> Outcome:
     return _resume(repl, earlier[index].session_id)
 
 
-def _resume(repl: Repl, session_id: str) -> Outcome:
+def _resume(repl: ReplHost, session_id: str) -> Outcome:
     from mini_claude.session.wiring import SessionError
 
     old = repl.agent
@@ -272,19 +273,66 @@ def forks_under_origins(sessions: list[SessionInfo]) -> list[SessionInfo]:
     return ordered
 
 
-async def rewind_command(repl: Repl, argument: str) -> Outcome:
+async def rewind_command(repl: ReplHost, argument: str) -> Outcome:
     await rewind(repl)
     return Outcome.CONTINUE
 
 
-async def exit_command(repl: Repl, argument: str) -> Outcome:
+async def exit_command(repl: ReplHost, argument: str) -> Outcome:
     return Outcome.EXIT
 
 
-async def mcp_servers_command(repl: Repl, argument: str) -> Outcome:
+async def mcp_servers_command(repl: ReplHost, argument: str) -> Outcome:
     from mini_claude.ui.mcp_view import mcp_command
 
     await mcp_command(repl, argument)
+    return Outcome.CONTINUE
+
+
+# ---- looking back, and how much the screen says ------------------------------------------
+
+
+async def todos_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.plan_view import show_todos
+
+    show_todos(repl)
+    return Outcome.CONTINUE
+
+
+async def skills_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.plan_view import show_skills
+
+    show_skills(repl)
+    return Outcome.CONTINUE
+
+
+async def hooks_list_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.hooks_view import hooks_command
+
+    await hooks_command(repl, argument)
+    return Outcome.CONTINUE
+
+
+async def verbose_command(repl: ReplHost, argument: str) -> Outcome:
+    repl.verbose = not repl.verbose
+    repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
+                            "verbose off: one line per model call for what the tiers did"))
+    return Outcome.CONTINUE
+
+
+async def expand_command(repl: ReplHost, argument: str) -> Outcome:
+    """``/expand`` shows the latest collapsed result; ``/expand 3`` the third latest."""
+    word = argument.strip()
+    if word and not word.isdigit():
+        repl.console.print(note("usage: /expand [N], N counting back from the latest result (1)",
+                                "warning"))
+        return Outcome.CONTINUE
+    repl.console.print(repl.recall.full_result(int(word) if word else 1))
+    return Outcome.CONTINUE
+
+
+async def summary_command(repl: ReplHost, argument: str) -> Outcome:
+    repl.console.print(repl.recall.full_summary())
     return Outcome.CONTINUE
 
 
@@ -303,60 +351,13 @@ COMMANDS: tuple[Command, ...] = (
             rewind_command, ("checkpoint",)),
     Command("mcp", "MCP servers, their status and tools", mcp_servers_command,
             argument="[approve|reconnect [name]]"),
-    Command("exit", "leave mini-claude", exit_command, ("quit",)),
-)
-
-
-# ---- looking back, and how much the screen says ------------------------------------------
-
-
-async def todos_command(repl: Repl, argument: str) -> Outcome:
-    from mini_claude.ui.plan_view import show_todos
-
-    show_todos(repl)
-    return Outcome.CONTINUE
-
-
-async def skills_command(repl: Repl, argument: str) -> Outcome:
-    from mini_claude.ui.plan_view import show_skills
-
-    show_skills(repl)
-    return Outcome.CONTINUE
-
-
-async def hooks_list_command(repl: Repl, argument: str) -> Outcome:
-    from mini_claude.ui.hooks_view import hooks_command
-
-    await hooks_command(repl, argument)
-    return Outcome.CONTINUE
-
-
-async def verbose_command(repl: Repl, argument: str) -> Outcome:
-    repl.verbose = not repl.verbose
-    repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
-                            "verbose off: one line per model call for what the tiers did"))
-    return Outcome.CONTINUE
-
-
-async def expand_command(repl: Repl, argument: str) -> Outcome:
-    repl.console.print(repl.recall.full_result())
-    return Outcome.CONTINUE
-
-
-async def summary_command(repl: Repl, argument: str) -> Outcome:
-    repl.console.print(repl.recall.full_summary())
-    return Outcome.CONTINUE
-
-
-COMMANDS = (
-    *COMMANDS[:-1],
     Command("verbose", "show every context tier report, or one line per call", verbose_command),
-    Command("expand", "show the latest collapsed tool result in full (also Ctrl-O)",
-            expand_command),
+    Command("expand", "show the latest collapsed tool result in full (also Ctrl-O), or the "
+            "Nth latest", expand_command, argument="[N]"),
     Command("summary", "show the latest compaction summary", summary_command),
     Command("todos", "show the model's todo list", todos_command),
     Command("skills", "list the skills the model can load", skills_command),
     Command("hooks", "the hooks that run, or approve the project's", hooks_list_command,
             argument="[approve]"),
-    COMMANDS[-1],
+    Command("exit", "leave mini-claude", exit_command, ("quit",)),
 )

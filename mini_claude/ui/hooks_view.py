@@ -18,7 +18,7 @@ from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 APPROVE, DENY = 0, 1
 NOT_RUN = "project hooks not run; /hooks approve runs them"
@@ -34,7 +34,7 @@ def hooks_table(commands: list[HookCommand]) -> Table:
     return table
 
 
-async def ask_project_hooks(repl: Repl) -> None:
+async def ask_project_hooks(repl: ReplHost) -> None:
     """Ask once about a project's hooks not decided yet; a denial is remembered too."""
     session = repl.session
     status = session.project_hooks_status()
@@ -68,7 +68,7 @@ async def ask_project_hooks(repl: Repl) -> None:
     repl.console.print(note("project hooks approved" if index == APPROVE else NOT_RUN))
 
 
-async def hooks_command(repl: Repl, argument: str) -> None:
+async def hooks_command(repl: ReplHost, argument: str) -> None:
     """``/hooks`` lists the hooks that run; ``/hooks approve`` approves the project's."""
     session = repl.session
     if argument.strip() == "approve":

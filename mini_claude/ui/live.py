@@ -26,7 +26,7 @@ from prompt_toolkit.data_structures import Point
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.layout import (
     ConditionalContainer,
     Dimension,
@@ -82,6 +82,7 @@ class LiveView:
         on_escape: Callable[[], None] | None = None,
         on_expand: Callable[[], None] | None = None,
         queued: Callable[[], list[str]] = list,
+        extra_keys: KeyBindings | None = None,
     ) -> None:
         self.activity = activity
         self.status_line = status_line
@@ -91,6 +92,7 @@ class LiveView:
         self.on_escape = on_escape or on_interrupt
         self.on_expand = on_expand
         self.queued = queued
+        self.extra_keys = extra_keys
         self.input = Buffer(multiline=True)  # type-ahead; lives as long as the view
         self._app: Application[None] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -186,9 +188,11 @@ class LiveView:
             Window(FormattedTextControl(self.status_line), height=1, dont_extend_height=True,
                    style="class:bottom-toolbar"),
         ]), focused_element=box)
+        keys = self._keys()
         app: Application[None] = Application(
             layout=layout,
-            key_bindings=self._keys(),
+            key_bindings=(keys if self.extra_keys is None
+                          else merge_key_bindings([keys, self.extra_keys])),
             style=UI_STYLE,
             full_screen=False,
             erase_when_done=True,

@@ -18,7 +18,7 @@ from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 APPROVE, DENY = 0, 1
 STATE_STYLES = {"connected": "green", "connecting": "yellow"}
@@ -45,7 +45,7 @@ def trust_panel(manager: McpManager) -> Panel:
     )
 
 
-async def ask_project_trust(repl: Repl) -> None:
+async def ask_project_trust(repl: ReplHost) -> None:
     """Ask once about a project's servers not decided yet; a denial is remembered too."""
     manager = repl.session.mcp
     status = manager.project_trust()
@@ -72,7 +72,7 @@ async def ask_project_trust(repl: Repl) -> None:
         repl.console.print(note("project MCP servers not started; /mcp approve starts them"))
 
 
-def watch_servers(repl: Repl) -> None:
+def watch_servers(repl: ReplHost) -> None:
     """Say in the scrollback when a server connects or fails, without breaking the prompt."""
 
     def tell(line: str) -> None:
@@ -86,20 +86,45 @@ def watch_servers(repl: Repl) -> None:
 _pending: set[asyncio.Task[None]] = set()
 
 
-async def _print_note(repl: Repl, line: str) -> None:
+async def _print_note(repl: ReplHost, line: str) -> None:
     def write() -> None:
         repl.console.print(note(line))
 
     if repl.turn_running:
         await repl.view.print_above(write)
-    elif repl.at_prompt.is_set() and get_app_or_none() is not None:
+        return
+    app = get_app_or_none()
+    if app is not None and app.is_running:  # the prompt, or a picker such as /resume's
         async with in_terminal():
             write()
     else:
         write()
 
 
-async def mcp_command(repl: Repl, argument: str) -> bool:
+CONNECTING_LABEL = "connecting MCP servers…"
+
+
+async def wait_for_connecting_servers(repl: ReplHost) -> None:
+    """Before a message is sent: wait (up to the setting) for servers still connecting.
+
+    Their tools are then in the request that may need them, instead of the model
+    calling a tool that does not exist yet. Esc interrupts the wait like any turn.
+    """
+    manager = repl.session.mcp
+    if not manager.connecting():
+        return
+    label = repl.activity.label
+    repl.activity.set(CONNECTING_LABEL)
+    await manager.wait_settled(repl.session.settings.mcp_startup_wait_seconds)
+    repl.activity.set(label)
+    late = manager.connecting()
+    if late:
+        line = note(f"MCP server {', '.join(late)} still connecting; its tools join a later "
+                    "message (MINI_CLAUDE_MCP_STARTUP_WAIT_SECONDS)", "warning")
+        await repl.view.print_above(lambda: repl.console.print(line))
+
+
+async def mcp_command(repl: ReplHost, argument: str) -> bool:
     """``/mcp`` lists servers; ``approve`` starts the project's; ``reconnect`` restarts."""
     manager = repl.session.mcp
     if argument.strip() == "approve":

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from mini_claude.checkpoints.timeline import Point
     from mini_claude.session.rewind import CodePlan, PlannedFile, Rewinder, RewindOutcome
     from mini_claude.session.wiring import Session
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 NOT_TRACKED = ("Only write_file and edit_file changes are checkpointed: changes made by "
                "run_shell, MCP tools or by you outside mini-claude are not tracked.")
@@ -29,7 +29,7 @@ MAX_FILES_SHOWN = 8
 MENU_MARGIN = 8  # " ❯ 12. " before each label
 
 
-async def rewind(repl: Repl) -> None:
+async def rewind(repl: ReplHost) -> None:
     """The whole dialogue; every step can be cancelled with Esc, nothing changes until the end."""
     from mini_claude.session.rewind import Rewinder, RewindError
 
@@ -69,7 +69,7 @@ async def rewind(repl: Repl) -> None:
     _report(repl, point, outcome, code=code, conversation=conversation)
 
 
-async def _pick_point(repl: Repl, rewinder: Rewinder, points: list[Point]) -> Point | None:
+async def _pick_point(repl: ReplHost, rewinder: Rewinder, points: list[Point]) -> Point | None:
     """A page of the newest points that fits the screen; the last row turns to older ones."""
     console = repl.console
     page = max(3, min(MAX_POINTS, console.height - SCREEN_MARGIN))
@@ -116,7 +116,7 @@ def checkpoint_store_line(session: Session) -> str:
             "oldest sessions pruned first)")
 
 
-def show_checkpoint_notices(repl: Repl) -> None:
+def show_checkpoint_notices(repl: ReplHost) -> None:
     """Files a turn wrote that could not be checkpointed: said once, after the turn."""
     for line in repl.session.checkpointer.take_notices():
         repl.console.print(note(line, "warning"))
@@ -129,7 +129,7 @@ async def _ask(options: list[str], escape: int | None, hint: str) -> int | None:
         return None
 
 
-def _show_changed_files(repl: Repl, files: list[str]) -> None:
+def _show_changed_files(repl: ReplHost, files: list[str]) -> None:
     if not files:
         repl.console.print(note("no file was changed by mini-claude since then"))
         return
@@ -140,7 +140,7 @@ def _show_changed_files(repl: Repl, files: list[str]) -> None:
         repl.console.print(Text(f"      … and {len(files) - MAX_FILES_SHOWN} more", style="dim"))
 
 
-async def _settle_conflicts(repl: Repl, plan: CodePlan) -> frozenset[Path] | None:
+async def _settle_conflicts(repl: ReplHost, plan: CodePlan) -> frozenset[Path] | None:
     """Ask about each file changed outside the agent; the ones to leave alone (None: cancel)."""
     for problem in plan.problems:
         repl.console.print(note(f"{_shown(repl, str(problem.path))}: {problem.problem}; "
@@ -155,7 +155,7 @@ async def _settle_conflicts(repl: Repl, plan: CodePlan) -> frozenset[Path] | Non
     return frozenset(keep)
 
 
-async def _ask_about(repl: Repl, conflict: PlannedFile) -> bool | None:
+async def _ask_about(repl: ReplHost, conflict: PlannedFile) -> bool | None:
     """True: keep the user's version; False: overwrite it (after storing it)."""
     repl.console.print(Text(f"{_shown(repl, str(conflict.path))} was changed outside "
                             "mini-claude since mini-claude last wrote it.", style="yellow"))
@@ -167,7 +167,7 @@ async def _ask_about(repl: Repl, conflict: PlannedFile) -> bool | None:
     return answer == 0
 
 
-def _report(repl: Repl, point: Point, outcome: RewindOutcome, *, code: bool,
+def _report(repl: ReplHost, point: Point, outcome: RewindOutcome, *, code: bool,
             conversation: bool) -> None:
     console = repl.console
     if conversation:
@@ -197,7 +197,7 @@ def _first_line(point: Point) -> str:
     return first if len(first) <= 60 else first[:59] + "…"
 
 
-def _shown(repl: Repl, name: str) -> str:
+def _shown(repl: ReplHost, name: str) -> str:
     try:
         return str(Path(name).relative_to(repl.session.cwd))
     except ValueError:
