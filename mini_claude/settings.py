@@ -198,6 +198,11 @@ class Settings:
     rejected_window: int | None = None
     window_rejected_by: str | None = None
 
+    # Checkpoints (what /rewind restores): files larger than this are recorded as "not
+    # checkpointed"; the store of one project is kept under the bound, oldest sessions first.
+    checkpoint_max_file_bytes: int = 10 * 1024 * 1024
+    checkpoint_store_max_bytes: int = 1024 * 1024 * 1024
+
     @property
     def window(self) -> int:
         return (self.rejected_window or self.context_window or self.reported_window
@@ -245,6 +250,10 @@ class Settings:
     @property
     def tool_results_dir(self) -> Path:
         return self.home / "tool-results"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.home / "checkpoints"
 
     @property
     def api_key(self) -> str | None:

@@ -8,6 +8,7 @@ so replaying the file rebuilds the conversation exactly as it stood.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import time
@@ -55,6 +56,7 @@ class Transcript:
         self.write_failed = False
         self.failure = ""  # why writing failed, for the one warning the UI gives
         self._file: TextIO | None = None
+        self.last_message_id = ""  # the id the newest message was recorded under
         self._closing: list[Callable[[], None]] = []
         try:
             ensure_private_dir(path.parent)
@@ -92,7 +94,10 @@ class Transcript:
         self.write_failed = True
 
     def message(self, message: Message) -> None:
-        self.write({"type": "message", "message": message_to_dict(message)})
+        """One message, with an id (what stream-json prints and ``--resume-at`` takes)."""
+        self.last_message_id = uuid.uuid4().hex
+        self.write({"type": "message", "id": self.last_message_id, "time": time.time(),
+                    "message": message_to_dict(message)})
 
     def edit(self, tier: str, block: ToolResultBlock) -> None:
         self.write({"type": "edit", "tier": tier, "block": block_to_dict(block)})
@@ -223,16 +228,23 @@ def load_session(path: Path) -> LoadedSession:
     meta: dict[str, Any] = {}
     warnings: list[str] = []
     usage: list[dict[str, Any]] = []
+    records = read_records(path)
     landmarks: list[Landmark] = []
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    snapshots: dict[int, Replayed] = {}
+    targets = rewind_targets(records)
     damaged = 0
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+    for number, record in enumerate(records, 1):
+        if number in targets:  # the history a later rewind goes back to
+            snapshots[number] = copy.deepcopy((messages, originals, landmarks))
+        if record is None:
             continue
         try:
-            check_line(line)
-            record = check_record(json.loads(line))
-            _apply(record, messages, originals, meta)
+            if isinstance(record, Damaged):
+                raise ValueError(record.reason)
+            if record.get("type") == "rewind":
+                _apply_rewind(record, number, snapshots, (messages, originals, landmarks))
+            else:
+                _apply(record, messages, originals, meta)
             if record.get("type") == "event" and record.get("kind") == "usage":
                 usage.append(record)
             landmark = _landmark(record, len(originals))
@@ -241,7 +253,7 @@ def load_session(path: Path) -> LoadedSession:
         except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
             damaged += 1
             if damaged <= MAX_DAMAGE_WARNINGS:
-                where = "last line" if number == len(lines) else f"line {number}"
+                where = "last line" if number == len(records) else f"line {number}"
                 why = shorten(str(exc), 120, marker="...")
                 warnings.append(
                     f"transcript {path.name}: {where} is damaged and was skipped ({why})"
@@ -262,6 +274,71 @@ def load_session(path: Path) -> LoadedSession:
         usage=usage,
         landmarks=landmarks,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Damaged:
+    """A line that is not a JSON object (torn by a crash, or edited by hand)."""
+
+    reason: str
+
+
+TranscriptLine = dict[str, Any] | Damaged | None  # None: a blank line
+
+
+def read_records(path: Path) -> list[TranscriptLine]:
+    """Every line of a transcript, parsed; line N is item N-1 (a rewind names lines).
+
+    Split on newlines only: a message may hold U+2028 or U+0085, which
+    ``str.splitlines`` would take for line ends.
+    """
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    records: list[TranscriptLine] = []
+    for line in lines:
+        if not line.strip():
+            records.append(None)
+            continue
+        try:  # shape and depth checked too: a hand-edited record is skipped, not obeyed
+            check_line(line)
+            record = check_record(json.loads(line))
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
+            records.append(Damaged(str(exc)))
+            continue
+        records.append(record)
+    return records
+
+
+def rewind_targets(records: Sequence[TranscriptLine]) -> set[int]:
+    """The line numbers rewinds go back to: the history before each must be kept."""
+    targets: set[int] = set()
+    for record in records:
+        if isinstance(record, dict) and record.get("type") == "rewind" and record.get(
+                "conversation", True):
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                targets.add(int(record["to_line"]))
+    return targets
+
+
+Replayed = tuple[list[Message], list[Message], list[Landmark]]  # messages, originals, landmarks
+
+
+def _apply_rewind(
+    record: dict[str, Any], number: int, snapshots: dict[int, Replayed], replayed: Replayed
+) -> None:
+    """The conversation goes back to how it stood before line ``to_line``."""
+    if not record.get("conversation", True):
+        return  # the code alone was rewound
+    target = int(record["to_line"])
+    if not 1 <= target <= number or target not in snapshots:
+        raise ValueError(f"a rewind names line {target}, which this transcript cannot go back to")
+    kept_messages, kept_originals, kept_landmarks = copy.deepcopy(snapshots[target])
+    messages, originals, landmarks = replayed
+    messages[:] = kept_messages
+    originals[:] = kept_originals
+    landmarks[:] = kept_landmarks
 
 
 def _apply(
@@ -316,6 +393,7 @@ class SessionInfo:
     cwd: str
     modified: float
     first_prompt: str
+    forked_from: str = ""  # the session this one was forked from (--fork-session)
 
 
 def list_sessions(directory: Path, cwd: Path | None = None) -> list[SessionInfo]:
@@ -368,6 +446,33 @@ def _peek(path: Path) -> SessionInfo | None:
             str(head.get("cwd", "")),
             path.stat().st_mtime,
             first_prompt,
+            str(head.get("forked_from") or ""),
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def fork_transcript(origin: Path, directory: Path, session_id: str) -> Path:
+    """A new session holding the origin's whole record, line for line; the origin is only read.
+
+    The first line (the session record) names the new id and where it came from; every
+    other line is copied as it is, so line numbers (what rewinds name) stay the same.
+    """
+    data = origin.read_bytes()
+    first, _, rest = data.partition(b"\n")
+    try:
+        head = json.loads(first)
+    except ValueError:
+        head = {}
+    if not isinstance(head, dict):
+        head = {}
+    head.update({"type": "session", "id": session_id, "created": time.time(),
+                 "forked_from": str(head.get("id") or origin.stem)})
+    ensure_private_dir(directory)
+    path = directory / f"{session_id}.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(_json_line(head).encode("utf-8") + b"\n" + rest)
+        if rest and not rest.endswith(b"\n"):
+            handle.write(b"\n")
+    return path

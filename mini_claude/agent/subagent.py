@@ -173,6 +173,7 @@ class SubagentRunner:
             env=ctx.env,
             rules=ctx.rules,
             denials=ctx.denials,
+            checkpoints=ctx.checkpoints,  # the parent's: its user message caused the edit
         )
         child = Agent(
             settings=child_settings,

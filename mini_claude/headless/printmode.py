@@ -88,6 +88,7 @@ async def _run(
     from mini_claude.agent.hooks import end_session
     from mini_claude.providers import create_provider
     from mini_claude.session.custom_commands import prompt_events
+    from mini_claude.session.rewind import RewindError, resume_at
     from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
 
     stop_signals.cancel_in_loop()
@@ -122,10 +123,12 @@ async def _run(
         )
     try:
         if args.continue_session or args.resume:
-            agent = session.resume(args.resume)
+            agent = session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
+            if getattr(args, "resume_at", None):
+                resume_at(agent, args.resume_at)
         else:
             agent = session.start_new()
-    except SessionError as exc:
+    except (SessionError, RewindError) as exc:
         await session.provider.close()
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
@@ -156,6 +159,8 @@ async def _run(
         await session.mcp.close()
         await session.provider.close()
         agent.transcript.close()
+        for notice in session.checkpointer.take_notices():
+            print(f"warning: {notice}", file=err)
         if agent.transcript.write_failed:
             print(
                 f"warning: the transcript could not be written ({agent.transcript.failure}); "

@@ -88,7 +88,9 @@ class HeadlessReporter:
         session_id = self.info.session_id
         if isinstance(event, ev.AssistantMessage):
             usage = self._last_usage
-            self._write(assistant_line(event.message, session_id, self.info.model, usage))
+            recorded = self.agent.transcript.last_message_id if self.agent is not None else ""
+            self._write(assistant_line(event.message, session_id, self.info.model, usage,
+                                       recorded))
         elif isinstance(event, ev.ToolFinished):
             self._write(tool_result_line(event, session_id))
         else:

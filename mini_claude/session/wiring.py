@@ -19,6 +19,9 @@ from mini_claude.agent.hooks import (
     project_hooks_status,
 )
 from mini_claude.agent.subagent import add_task_tool, task_transcripts_dir
+from mini_claude.checkpoints.recorder import Checkpointer
+from mini_claude.checkpoints.restore import recover
+from mini_claude.checkpoints.store import CheckpointStore, project_folder
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.context.window import WindowWatch, adopt_rejected_window, keep_learnt_window
 from mini_claude.conversation import Conversation
@@ -49,6 +52,7 @@ from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
 from mini_claude.transcript import (
     LoadedSession,
     Transcript,
+    fork_transcript,
     list_sessions,
     load_session,
     new_session_id,
@@ -91,10 +95,14 @@ class Session:
     skills: SkillCatalog = field(init=False)
     commands: CommandCatalog = field(init=False)
     hook_settings: HookSettings = field(init=False)
+    checkpoints: CheckpointStore = field(init=False)
+    checkpointer: Checkpointer = field(init=False)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
             ensure_private_dir(self.settings.home)
+        self.checkpoints = CheckpointStore(project_folder(self.settings.checkpoints_dir, self.cwd))
+        self._recover_rewind()
         self.instructions = find_instructions(self.cwd, self.settings.home)
         self.warnings.extend(self.instructions.warnings)
         self.skills = find_skills(self.cwd, self.settings.home)
@@ -128,6 +136,23 @@ class Session:
         self.warnings.extend(self.mcp.notices)
         self.mcp.notices.clear()
 
+    def _recover_rewind(self) -> None:
+        """A rewind killed half-way is finished or undone before anything else happens."""
+        try:
+            done = recover(self.checkpoints)
+        except OSError as exc:
+            done = f"an interrupted rewind could not be finished: {exc.strerror or exc}"
+        if done is not None:
+            self.warnings.append(done)
+
+    def _checkpointer_for(self, transcript: Transcript) -> Checkpointer:
+        self.checkpointer = Checkpointer(
+            self.checkpoints, self.session_id, transcript.write,
+            max_file_bytes=self.settings.checkpoint_max_file_bytes,
+            max_store_bytes=self.settings.checkpoint_store_max_bytes,
+        )
+        return self.checkpointer
+
     def _tools_changed(self) -> None:
         """An MCP server's tools arrived: the running conversation sees them from now on."""
         agent: Agent | None = getattr(self, "agent", None)
@@ -158,6 +183,7 @@ class Session:
             results_folder=store.folder,
             rules=self.rules,
             skills=self.skills,
+            checkpoints=self._checkpointer_for(transcript),
         )
         agent = Agent(
             settings=self.settings,
@@ -239,9 +265,15 @@ class Session:
         self.agent = self._build_agent(transcript, Conversation(), source)
         return self.agent
 
-    def resume(self, session_id: str | None) -> Agent:
-        """Continue the newest session of this folder, or the one named."""
+    def resume(self, session_id: str | None, *, fork: bool = False) -> Agent:
+        """Continue the newest session of this folder, or the one named.
+
+        With ``fork`` a new session starts from a copy of that one's history; the
+        original is only read.
+        """
         path = self._find_transcript(session_id)
+        if fork:
+            path = self._fork(path)
         lock = self._lock_for(path)  # before loading: the other process may still be writing
         try:
             loaded = load_session(path)
@@ -270,6 +302,16 @@ class Session:
                                               self.agent.conversation)
         self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
         return self.agent
+
+    def _fork(self, origin: Path) -> Path:
+        forked_id = new_session_id()
+        try:
+            path = fork_transcript(origin, self.settings.transcripts_dir, forked_id)
+        except OSError as exc:
+            raise SessionError(f"cannot fork {origin.stem}: {exc.strerror or exc}") from None
+        with contextlib.suppress(OSError):  # its checkpoints are the fork's too
+            self.checkpoints.copy_refs(origin.stem, forked_id)
+        return path
 
     def _lock_for(self, path: Path) -> SessionLock | None:
         """The lock of the session at ``path``: ours already, or taken now (or SessionError)."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from mini_claude.checkpoints.recorder import Checkpoints
 from mini_claude.plan import Plan
 from mini_claude.project.skills import LoadedSkills, SkillCatalog
 from mini_claude.protocol import ToolOutput, ToolSpec
@@ -113,6 +114,8 @@ class ToolContext:
     plan: Plan = field(default_factory=Plan)  # the todo list todo_write keeps
     skills: SkillCatalog = field(default_factory=SkillCatalog)  # what the skill tool can load
     loaded_skills: LoadedSkills = field(default_factory=LoadedSkills)
+    # Keeps each file's content before write_file or edit_file changes it (for /rewind).
+    checkpoints: Checkpoints = field(default_factory=Checkpoints)
 
 
 class Tool(Protocol):

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from mini_claude.project.commands import split_invocation
 from mini_claude.ui.render import note
+from mini_claude.ui.rewind_view import checkpoint_store_line, rewind
 from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
 
 if TYPE_CHECKING:
@@ -95,8 +96,8 @@ async def help_command(repl: ReplHost, argument: str) -> Outcome:
     repl.console.print(table)
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
-        "interrupts a turn · Ctrl-C twice or Ctrl-D exits · Ctrl-R searches history · "
-        "Tab completes commands", style="dim"))
+        "interrupts a turn · Esc twice on an empty prompt rewinds (/rewind) · Ctrl-C twice or "
+        "Ctrl-D exits · Ctrl-R searches history · Tab completes commands", style="dim"))
     return Outcome.CONTINUE
 
 
@@ -119,6 +120,7 @@ async def context_command(repl: ReplHost, argument: str) -> Outcome:
     from mini_claude.ui.claude_view import instruction_table
 
     repl.console.print(instruction_table(repl))
+    repl.console.print(note(checkpoint_store_line(repl.session)))
     return Outcome.CONTINUE
 
 
@@ -159,6 +161,7 @@ async def cost_command(repl: ReplHost, argument: str) -> Outcome:
             f"{repl.session.settings.model} per million tokens: input {format_money(price.input)}, "
             f"cache write {format_money(price.cache_write)}, cache read "
             f"{format_money(price.cache_read)}, output {format_money(price.output)}"))
+    repl.console.print(note(checkpoint_store_line(repl.session)))
     return Outcome.CONTINUE
 
 
@@ -212,8 +215,9 @@ async def resume_command(repl: ReplHost, argument: str) -> Outcome:
     session = repl.session
     if argument:
         return _resume(repl, argument.split()[0])
-    earlier = [s for s in list_sessions(session.settings.transcripts_dir, session.cwd)
-               if s.session_id != session.session_id][:RESUME_MENU_SIZE]
+    earlier = forks_under_origins(
+        [s for s in list_sessions(session.settings.transcripts_dir, session.cwd)
+         if s.session_id != session.session_id])[:RESUME_MENU_SIZE]
     if not earlier:
         repl.console.print(note(f"no earlier sessions in {session.cwd}"))
         return Outcome.CONTINUE
@@ -250,7 +254,33 @@ def _resume(repl: ReplHost, session_id: str) -> Outcome:
 def _session_label(info: SessionInfo) -> str:
     age = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.modified))
     prompt = " ".join(info.first_prompt.split()) or "(no prompt)"
-    return f"{info.session_id}  {age}  {prompt[:60]}"
+    fork = "  ↳ fork " if info.forked_from else ""
+    return f"{fork}{info.session_id}  {age}  {prompt[:60]}"
+
+
+def forks_under_origins(sessions: list[SessionInfo]) -> list[SessionInfo]:
+    """Newest first, each fork right under the session it was forked from (when listed)."""
+    listed = {s.session_id for s in sessions}
+    forks: dict[str, list[SessionInfo]] = {}
+    for info in sessions:
+        if info.forked_from in listed:
+            forks.setdefault(info.forked_from, []).append(info)
+    ordered: list[SessionInfo] = []
+
+    def add(info: SessionInfo) -> None:
+        ordered.append(info)
+        for fork in forks.get(info.session_id, []):
+            add(fork)
+
+    for info in sessions:
+        if info.forked_from not in listed:
+            add(info)
+    return ordered
+
+
+async def rewind_command(repl: ReplHost, argument: str) -> Outcome:
+    await rewind(repl)
+    return Outcome.CONTINUE
 
 
 async def exit_command(repl: ReplHost, argument: str) -> Outcome:
@@ -342,6 +372,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("think", "turn extended thinking on or off", think_command, argument="[tokens]"),
     Command("resume", "continue an earlier session of this folder", resume_command,
             argument="[id]"),
+    Command("rewind", "go back to an earlier message: code, conversation or both (Esc Esc)",
+            rewind_command, ("checkpoint",)),
     Command("mcp", "MCP servers, their status and tools", mcp_servers_command,
             argument="[approve|reconnect [name]]"),
     Command("verbose", "show every context tier report, or one line per call", verbose_command),

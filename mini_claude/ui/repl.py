@@ -58,6 +58,7 @@ from mini_claude.ui.prompt_input import (
 )
 from mini_claude.ui.recall import Recall, latest_summary, recap, recap_as_written
 from mini_claude.ui.render import error_line, note
+from mini_claude.ui.rewind_view import show_checkpoint_notices
 from mini_claude.ui.screen_guard import guard_console
 from mini_claude.ui.startup import (
     SessionStarter,
@@ -82,6 +83,7 @@ NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the pro
 INTERRUPT_REPEAT_SECONDS = 1.0
 INTERRUPTED_COMPACTION = "Interrupted · compaction cancelled; the conversation is as it was"
 EXIT_COMMANDS = ("exit", "quit")
+REWIND_COMMAND = "/rewind"
 DEFAULT_API_HOSTS = ("api.anthropic.com", "api.openai.com")
 
 EventQueue = asyncio.Queue["ev.Event | None"]  # None: the turn is over
@@ -124,7 +126,7 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
     session = new_session(settings, cwd, args)
     try:
         if args.continue_session or args.resume:
-            session.resume(args.resume)
+            session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
         else:
             session.start_new()
     except SessionError as exc:
@@ -319,6 +321,7 @@ class Repl:
                                               label="running your command…")
                         continue
                     await self.run_events(self._turn(text))
+                    show_checkpoint_notices(self)
         finally:
             await self._close()
         return EXIT_INTERRUPTED if self.terminated else EXIT_OK
@@ -458,6 +461,15 @@ class Repl:
         @keys.add("c-o")
         def _expand(event: KeyPressEvent) -> None:
             run_in_terminal(lambda: self.console.print(self.recall.full_result()))
+
+        @keys.add("escape", "escape")
+        def _rewind(event: KeyPressEvent) -> None:
+            """Esc Esc: /rewind on an empty prompt; otherwise it clears the box (Up recalls it)."""
+            buffer = event.current_buffer
+            if buffer.text:
+                buffer.reset(append_to_history=True)
+            else:
+                event.app.exit(result=REWIND_COMMAND)
 
         return keys
 
@@ -622,7 +634,10 @@ class Repl:
         for warning in await end_session(agent.hooks, "other" if self.terminated
                                          else "prompt_input_exit"):
             self.console.print(note(warning, "warning"))
-        kept = len(agent.conversation) > 0  # a session that never got a message is not kept
+        # A session that never got a message is not kept; one rewound to before its first
+        # message is (its transcript holds the messages, and the rewind to undo).
+        kept = (len(agent.conversation) > 0 or bool(agent.transcript.last_message_id)
+                or self.session.resumed is not None)
         if self.resumable and kept:
             self.console.print(note(f"transcript: {agent.transcript.path}"))
             self.console.print(note(f"resume with: mini-claude --resume "
