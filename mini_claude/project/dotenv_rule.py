@@ -116,11 +116,24 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     "verbose": "allowed",
     "mcp_connect_timeout_seconds": "allowed",
     "mcp_tool_timeout_seconds": "allowed",
+    "mcp_startup_wait_seconds": "allowed",
+    "notify": "allowed",
+    "notify_after_seconds": "allowed",
+    "stop_hook_limit": "allowed",
+    "session_memory": "allowed",
+    "session_memory_background": "allowed",
+    "session_memory_start_pct": "allowed",
+    "session_memory_update_pct": "allowed",
+    # a small limit would leave edits without a checkpoint, or prune other sessions' ones
+    "checkpoint_max_file_bytes": "stricter",
+    "checkpoint_store_max_bytes": "stricter",
 }
 
 # For a ``stricter`` setting: is the project's value at least as strict as the user's?
 STRICTER: dict[str, Callable[[Any, Any], bool]] = {
     "result_retention_days": lambda project, user: project >= user,
+    "checkpoint_max_file_bytes": lambda project, user: project >= user,
+    "checkpoint_store_max_bytes": lambda project, user: project >= user,
 }
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
