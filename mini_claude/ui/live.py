@@ -82,6 +82,7 @@ class LiveView:
         on_submit: Callable[[str], None] | None = None,
         on_escape: Callable[[], None] | None = None,
         on_expand: Callable[[], None] | None = None,
+        on_end_of_input: Callable[[], None] | None = None,
         queued: Callable[[], list[str]] = list,
         extra_keys: KeyBindings | None = None,
     ) -> None:
@@ -92,6 +93,7 @@ class LiveView:
         self.on_submit = on_submit
         self.on_escape = on_escape or on_interrupt
         self.on_expand = on_expand
+        self.on_end_of_input = on_end_of_input
         self.queued = queued
         self.extra_keys = extra_keys
         self.input = Buffer(multiline=True)  # type-ahead; lives as long as the view
@@ -226,6 +228,12 @@ class LiveView:
                 text = buffer.text
                 buffer.reset(append_to_history=False)
                 self.on_submit(text)
+
+        @keys.add("c-d", filter=Condition(lambda: not self.input.text))
+        def _end_of_input(event: KeyPressEvent) -> None:
+            """Ctrl-D on an empty box: what it means at the prompt, once the turn ends."""
+            if self.on_end_of_input is not None:
+                self.on_end_of_input()
 
         @keys.add("c-j")
         def _newline(event: KeyPressEvent) -> None:

@@ -83,6 +83,7 @@ NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the pro
 INTERRUPT_REPEAT_SECONDS = 1.0
 INTERRUPTED_COMPACTION = "Interrupted · compaction cancelled; the conversation is as it was"
 EXIT_COMMANDS = ("exit", "quit")
+EXIT_AFTER_TURN = "/exit"  # what Ctrl-D typed during a turn queues
 REWIND_COMMAND = "/rewind"
 DEFAULT_API_HOSTS = ("api.anthropic.com", "api.openai.com")
 
@@ -187,7 +188,9 @@ class Repl:
         self.view = LiveView(self.activity, self._status_line, self.interrupt,
                              lambda: self.agent.context.meter.chars_per_token,
                              on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
-                             on_expand=self._expand_during_turn, queued=lambda: self.queued,
+                             on_expand=self._expand_during_turn,
+                             on_end_of_input=self._end_of_input_during_turn,
+                             queued=lambda: self.queued,
                              extra_keys=paste_keys(self.pastes))
         self.at_prompt = asyncio.Event()  # set while waiting for input
         self.prompts_shown = 0
@@ -367,6 +370,12 @@ class Repl:
             return
         self.queued.append(text)  # placeholders stay until it is sent
         self.view.refresh()
+
+    def _end_of_input_during_turn(self) -> None:
+        """Ctrl-D typed ahead leaves once the turn ends (a stop is Esc); Esc takes it back."""
+        if EXIT_AFTER_TURN not in self.queued:
+            self.queued.append(EXIT_AFTER_TURN)
+            self.view.refresh()
 
     def _escape_during_turn(self) -> None:
         """Esc takes queued messages back into the box first; otherwise it interrupts."""

@@ -676,6 +676,26 @@ def test_esc_takes_a_queued_message_back_before_it_interrupts(
     drive(scenario)
 
 
+def test_ctrl_d_during_a_turn_lets_it_finish_then_leaves(
+        simulator: Simulator, isolated_home: Path, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="Finished anyway."), Reply(text="Never sent.")])
+    simulator.inject(Fault("slow", delay_s=1.0))
+
+    async def scenario() -> None:
+        async with running_repl(sim_settings(simulator, isolated_home), project) as repl:
+            mark = await repl.submit("slow one")
+            await repl.turn_running()
+            await repl.keys("\x04")
+            await until(lambda: repl.repl.queued == ["/exit"], "the exit, queued")
+            assert repl.repl.turn_running  # Ctrl-D is no stop: the turn goes on
+            await asyncio.wait_for(repl.task, 30)
+            assert "Finished anyway." in repl.text[mark:]
+            assert "Interrupted" not in repl.text[mark:]
+            assert len(simulator.requests) == 1
+
+    run(scenario())
+
+
 async def _queued_messages_wait_in_the_box(repl: ReplDriver, simulator: Simulator,
                                            requests: int, expected: str) -> None:
     """After an interruption: no new turn, and the queued text is the next prompt's draft."""
