@@ -1,5 +1,5 @@
-"""The plan, the loaded skills and the background shells as re-attachment sources: all
-outlive every summary.
+"""The plan, the loaded skills, the background shells and the path rules shown so far as
+re-attachment sources: all outlive every summary.
 
 Each renders from the session's own state, never from what an earlier
 boundary said, so the blocks are replaced at each compaction, not nested.
@@ -14,6 +14,7 @@ from typing import Protocol
 from mini_claude.context.reattach import Reattachment
 from mini_claude.conversation import Message
 from mini_claude.plan import Plan
+from mini_claude.project.rules import PathRules
 from mini_claude.project.skills import LoadedSkills, SkillCatalog, within_budget
 
 PLAN_TITLE = "your todo list, as you last wrote it with todo_write"
@@ -95,3 +96,18 @@ class ShellSource:
             [*lines, "Read new output with shell_output(shell_id), stop one with kill_shell."]
         )
         return [Reattachment("shells", SHELLS_TITLE, body)]
+
+
+class RuleSource:
+    """The path-scoped rules the model has already been shown: they still apply after a summary."""
+
+    def __init__(self, rules: PathRules) -> None:
+        self.rules = rules
+
+    def reattachments(self, history: Sequence[Message]) -> list[Reattachment]:
+        return [
+            Reattachment(f"rule:{rule.path}",
+                         f"project rule {rule.path.name} (applies to {', '.join(rule.globs)})",
+                         rule.body)
+            for rule in self.rules.loaded
+        ]

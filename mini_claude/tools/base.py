@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from mini_claude.checkpoints.recorder import Checkpoints
 from mini_claude.plan import Plan
 from mini_claude.project.skills import LoadedSkills, SkillCatalog
 from mini_claude.protocol import ToolOutput, ToolSpec
@@ -23,6 +24,9 @@ class PermissionRequest:
     summary: str  # one line: the command, or the path being written
     subject: str  # what "allow for the session" remembers: the command, or the tool name
     detail: str | None = None  # e.g. the diff of an edit
+    # Asked even under --yes (reads of mini-claude's home: other sessions, the home .env);
+    # only the user at a prompt or an explicit allow rule lets it through.
+    beyond_yes: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,32 @@ async def allow_all(request: PermissionRequest) -> PermissionDecision:
     return PermissionDecision(True)
 
 
+async def _refuse_beyond_yes(request: PermissionRequest) -> PermissionDecision:
+    return PermissionDecision(
+        False,
+        reason="reading mini-claude's home (other sessions, the home .env) is not covered "
+        "by --yes; only an explicit --allowed-tools rule or the user in the REPL allows it",
+        asked=False,
+    )
+
+
+class YesApprover:
+    """``--yes``: everything allowed but what only a person may allow, which goes to
+    ``ask_person`` (the REPL's question; in print mode a refusal)."""
+
+    def __init__(self, ask_person: Approver = _refuse_beyond_yes) -> None:
+        self.ask_person = ask_person
+
+    async def __call__(self, request: PermissionRequest) -> PermissionDecision:
+        if request.beyond_yes:
+            return await self.ask_person(request)
+        return PermissionDecision(True)
+
+
+def yes_approver(ask_person: Approver = _refuse_beyond_yes) -> Approver:
+    return YesApprover(ask_person)
+
+
 @dataclass
 class ToolContext:
     """What a tool may use: the project folder, the settings, a way to ask the user."""
@@ -90,6 +120,8 @@ class ToolContext:
     shells: BackgroundShells = field(default_factory=BackgroundShells)
     # The running call's live output (set by the agent for each call; None: nobody watches).
     progress: CallProgress | None = None
+    # Keeps each file's content before write_file or edit_file changes it (for /rewind).
+    checkpoints: Checkpoints = field(default_factory=Checkpoints)
 
 
 class Tool(Protocol):

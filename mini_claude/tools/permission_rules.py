@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mini_claude.safe_read import read_limited
 from mini_claude.tools.web_guard import host_of
 
 # Tools whose rules may name a pattern, and the argument the pattern is matched against.
@@ -214,7 +215,7 @@ def _approved(path: Path, approved: Callable[[Path, bytes], bool] | None) -> boo
     if approved is None:
         return False
     try:
-        return approved(path, path.read_bytes())
+        return approved(path, read_limited(path))
     except OSError:
         return False
 
@@ -222,7 +223,7 @@ def _approved(path: Path, approved: Callable[[Path, bytes], bool] | None) -> boo
 def _read_settings(path: Path, warnings: list[str]) -> tuple[list[Rule], list[Rule]]:
     """The permissions of one settings file; problems become warnings, never a failed start."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path).decode("utf-8")
     except FileNotFoundError:
         return [], []
     except (OSError, UnicodeDecodeError) as exc:

@@ -13,11 +13,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from mini_claude.agent.hooks import HookCommand
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.render import note
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the hooks module loads with the agent chain, after the first frame
+    from mini_claude.agent.hooks import HookCommand
     from mini_claude.ui.host import ReplHost
 
 APPROVE, DENY = 0, 1
@@ -56,7 +56,7 @@ async def ask_project_hooks(repl: ReplHost) -> None:
                  "compactions. Approve only if you trust this repository; a change to the file "
                  "asks again.", style="dim"),
         ),
-        title="[bold]Project hooks[/]", title_align="left", border_style="yellow",
+        title=Text("Project hooks", style="bold"), title_align="left", border_style="yellow",
     ))
     try:
         index = await choose(["Yes, run them (remembered for this project)",

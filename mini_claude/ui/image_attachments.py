@@ -7,12 +7,12 @@ an image, read through read_file (so its permission rules and size limits apply)
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mini_claude.conversation import ImageBlock, ToolUseBlock
+from mini_claude.session.mentions import MENTION, TRAILING
 from mini_claude.tools.images import is_image_path
 
 if TYPE_CHECKING:
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from mini_claude.agent.loop import Agent
 
 MAX_IMAGES_PER_MESSAGE = 10
-_MENTION = re.compile(r"(?<![\w@])@(\S+)")
 
 
 def image_paths_in(text: str, root: Path) -> list[str]:
@@ -29,11 +28,11 @@ def image_paths_in(text: str, root: Path) -> list[str]:
         words = shlex.split(text, posix=True)
     except ValueError:
         words = text.split()
-    candidates = [m.group(1) for m in _MENTION.finditer(text)]
+    candidates = [m.group(1) for m in MENTION.finditer(text)]
     candidates += [w.removeprefix("file://") for w in words]
     found: list[str] = []
     for word in candidates:
-        word = word.removeprefix("@").rstrip(".,;:!?)")
+        word = word.removeprefix("@").rstrip(TRAILING)
         if not is_image_path(word) or word in found:
             continue
         path = Path(word).expanduser()

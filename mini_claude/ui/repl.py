@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,12 +32,18 @@ from rich.text import Text
 
 from mini_claude import __version__
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from mini_claude.session.mentions import attach_mentions
+from mini_claude.ui.claude_view import (
+    CustomCommandCompleter,
+    ask_held_imports,
+    completion_rows,
+    remember,
+)
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
 from mini_claude.ui.conveniences import (
     ModelCompleter,
     PathCompleter,
     ShellContext,
-    attach_mentions,
     is_shell_command,
     run_user_shell,
 )
@@ -53,6 +59,8 @@ from mini_claude.ui.prompt_input import (
 )
 from mini_claude.ui.recall import Recall, latest_summary, recap, recap_as_written
 from mini_claude.ui.render import error_line, note
+from mini_claude.ui.rewind_view import show_checkpoint_notices
+from mini_claude.ui.screen_guard import guard_console
 from mini_claude.ui.shells_view import running_label
 from mini_claude.ui.startup import (
     SessionStarter,
@@ -67,8 +75,10 @@ from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     from mini_claude import events as ev
     from mini_claude.agent.loop import Agent
+    from mini_claude.conversation import ImageBlock
     from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
+    from mini_claude.tools.base import PermissionRequest
 
 NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
                   "for non-interactive use")
@@ -76,6 +86,8 @@ NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the pro
 INTERRUPT_REPEAT_SECONDS = 1.0
 INTERRUPTED_COMPACTION = "Interrupted · compaction cancelled; the conversation is as it was"
 EXIT_COMMANDS = ("exit", "quit")
+EXIT_AFTER_TURN = "/exit"  # what Ctrl-D typed during a turn queues
+REWIND_COMMAND = "/rewind"
 DEFAULT_API_HOSTS = ("api.anthropic.com", "api.openai.com")
 
 EventQueue = asyncio.Queue["ev.Event | None"]  # None: the turn is over
@@ -94,10 +106,11 @@ def run_repl(settings: Settings, cwd: Path, args: argparse.Namespace) -> int:
 
 
 async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, console: Console) -> int:
-    if can_start_before_session(settings, cwd, args):
+    starter = SessionStarter(settings, cwd, args)
+    # Imports waiting for approval: their question comes before the prompt, as the others do.
+    if can_start_before_session(settings, cwd, args) and not starter.instructions.held:
         try:
-            repl = Repl(None, console, starter=SessionStarter(settings, cwd, args),
-                        first_message=first_message(args))
+            repl = Repl(None, console, starter=starter, first_message=first_message(args))
             return await repl.run()
         except Exception as exc:
             from mini_claude.session.wiring import SessionError  # loaded by then: it raised it
@@ -117,7 +130,7 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
     session = new_session(settings, cwd, args)
     try:
         if args.continue_session or args.resume:
-            session.resume(args.resume)
+            session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
         else:
             session.start_new()
     except SessionError as exc:
@@ -161,7 +174,7 @@ class Repl:
         self._session = session
         self.starter = starter  # builds the session after the first frame when given none
         self._building: asyncio.Task[None] | None = None
-        self.console = console
+        self.console = guard_console(console)  # no control character reaches the terminal
         self.banner = banner
         self.activity = TurnActivity()
         self.started = time.monotonic()  # for /cost's wall time
@@ -178,7 +191,9 @@ class Repl:
         self.view = LiveView(self.activity, self._status_line, self.interrupt,
                              lambda: self.agent.context.meter.chars_per_token,
                              on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
-                             on_expand=self._expand_during_turn, queued=lambda: self.queued,
+                             on_expand=self._expand_during_turn,
+                             on_end_of_input=self._end_of_input_during_turn,
+                             queued=lambda: self.queued,
                              extra_keys=paste_keys(self.pastes))
         self.at_prompt = asyncio.Event()  # set while waiting for input
         self.prompts_shown = 0
@@ -187,6 +202,7 @@ class Repl:
         self._prompt: PromptSession[str] | None = None
         self._warmed_up = False
         self._sdk_imported = False
+        self._notifications: set[asyncio.Future[None]] = set()
         if session is not None:
             self._attach_approver(session)
 
@@ -197,6 +213,11 @@ class Repl:
             assert self.starter is not None
             self._session = self.starter.build()
             self._attach_approver(self._session)
+        return self._session
+
+    @property
+    def built_session(self) -> Session | None:
+        """The session if it is built already (never builds it)."""
         return self._session
 
     @property
@@ -223,6 +244,21 @@ class Repl:
         if isinstance(session.approver, TerminalApprover):
             session.approver.attach(self.console, self.question, self.interrupt,
                                     self._status_line)
+            session.approver.on_question = self._question_waiting
+
+    def _question_waiting(self, request: PermissionRequest) -> None:
+        """A permission question waits: tell the terminal (and the Notification hooks)."""
+        message = f"mini-claude needs your permission to use {request.tool_name}"
+        task = asyncio.ensure_future(self._notify(message, "permission_prompt"))
+        self._notifications.add(task)
+        task.add_done_callback(self._notifications.discard)
+
+    async def _notify(self, message: str, kind: str) -> None:
+        from mini_claude.ui.notify import Notifier
+
+        notifier = Notifier(self.console.file, self.settings.notify)
+        for warning in await notifier.notify(message, kind, self.agent.hooks):
+            self.console.print(note(warning, "warning"))
 
     async def _build_session(self) -> None:
         """Right after the first frame: import the agent chain off the loop, then build.
@@ -272,6 +308,7 @@ class Repl:
             await ask_project_trust(self)
             watch_servers(self)
             await ask_project_hooks(self)
+            await ask_held_imports(self)
         try:
             with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
                 while not self.exit_requested and (text := await self._next_message()) is not None:
@@ -282,15 +319,26 @@ class Repl:
                         if await dispatch(self, text) is Outcome.EXIT:
                             break
                         continue
+                    if await remember(self, text):
+                        continue
                     if is_shell_command(text):
                         await self.run_events(run_user_shell(self.agent, text[1:].strip(),
                                                              self.shell_context),
                                               label="running your command…")
                         continue
                     await self.run_events(self._turn(text))
+                    show_checkpoint_notices(self)
         finally:
             await self._close()
         return EXIT_INTERRUPTED if self.terminated else EXIT_OK
+
+    def user_turn(self, text: str) -> AsyncIterator[ev.Event]:
+        """A turn for text as the user typed it (``/init``'s prompt too)."""
+        return self._turn(text)
+
+    def send(self, text: str, images: Sequence[ImageBlock] = ()) -> AsyncIterator[ev.Event]:
+        """A turn for text whose files are attached already (a custom command's prompt)."""
+        return self.agent.turn(self.shell_context.with_message(text), images=images)
 
     async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
         """A message: its `@path` files attached, earlier `!command` output put before it."""
@@ -301,7 +349,7 @@ class Repl:
         images, image_notes = await attach_images(self.agent, text)
         for event in [*attached, *image_notes]:
             yield event
-        async for event in self.agent.turn(self.shell_context.with_message(text), images=images):
+        async for event in self.send(text, images):
             yield event
 
     async def _next_message(self) -> str | None:
@@ -326,6 +374,12 @@ class Repl:
             return
         self.queued.append(text)  # placeholders stay until it is sent
         self.view.refresh()
+
+    def _end_of_input_during_turn(self) -> None:
+        """Ctrl-D typed ahead leaves once the turn ends (a stop is Esc); Esc takes it back."""
+        if EXIT_AFTER_TURN not in self.queued:
+            self.queued.append(EXIT_AFTER_TURN)
+            self.view.refresh()
 
     def _escape_during_turn(self) -> None:
         """Esc takes queued messages back into the box first; otherwise it interrupts."""
@@ -406,6 +460,7 @@ class Repl:
         completer = merge_completers([
             SlashCommandCompleter(
                 [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)]),
+            CustomCommandCompleter(lambda: completion_rows(self)),
             PathCompleter(self.cwd),
             ModelCompleter(settings.provider, settings.model),
         ])
@@ -420,6 +475,15 @@ class Repl:
         def _expand(event: KeyPressEvent) -> None:
             run_in_terminal(lambda: self.console.print(self.recall.full_result()))
 
+        @keys.add("escape", "escape")
+        def _rewind(event: KeyPressEvent) -> None:
+            """Esc Esc: /rewind on an empty prompt; otherwise it clears the box (Up recalls it)."""
+            buffer = event.current_buffer
+            if buffer.text:
+                buffer.reset(append_to_history=True)
+            else:
+                event.app.exit(result=REWIND_COMMAND)
+
         return keys
 
     async def run_events(self, events: AsyncIterator[ev.Event], label: str = "thinking…") -> bool:
@@ -428,6 +492,7 @@ class Repl:
         from mini_claude.ui.presenter import INTERRUPTED_TURN, TurnPresenter
 
         self.activity.restart(label)
+        began = time.monotonic()
         approver = self.session.approver
         shown = approver.shown_before if isinstance(approver, TerminalApprover) else None
         presenter = TurnPresenter(
@@ -456,6 +521,9 @@ class Repl:
             await self._stop_pump()
             await self.view.stop()
         await presenter.finish(interrupted=interrupted)
+        took = time.monotonic() - began
+        if not interrupted and 0 < self.settings.notify_after_seconds <= took:
+            await self._notify(f"done after {took:.0f}s; waiting for your input", "idle_prompt")
         return not interrupted
 
     async def _stop_pump(self) -> None:
@@ -571,11 +639,19 @@ class Repl:
             self.console.print(line)
 
     async def _close(self) -> None:
+        from mini_claude.agent.hooks import end_session
+
         if self._session is None and self._building is None:
             return  # nothing was built: the build failed, and said so
         await self.session_ready()
         agent = self.agent
-        kept = len(agent.conversation) > 0  # a session that never got a message is not kept
+        for warning in await end_session(agent.hooks, "other" if self.terminated
+                                         else "prompt_input_exit"):
+            self.console.print(note(warning, "warning"))
+        # A session that never got a message is not kept; one rewound to before its first
+        # message is (its transcript holds the messages, and the rewind to undo).
+        kept = (len(agent.conversation) > 0 or bool(agent.transcript.last_message_id)
+                or self.session.resumed is not None)
         if self.resumable and kept:
             self.console.print(note(f"transcript: {agent.transcript.path}"))
             self.console.print(note(f"resume with: mini-claude --resume "

@@ -54,11 +54,12 @@ def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Sess
     """A session as the REPL builds it: approver from --yes, rules from the tool flags."""
     from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session, startup_housekeeping
-    from mini_claude.tools.base import Approver, allow_all
+    from mini_claude.tools.base import Approver, yes_approver
     from mini_claude.ui.permissions import TerminalApprover
 
     startup_housekeeping(settings)
-    approver: Approver = allow_all if args.yes else TerminalApprover()
+    # --yes allows the calls that would ask, except reads under the home: those still ask.
+    approver: Approver = yes_approver(TerminalApprover()) if args.yes else TerminalApprover()
     session = Session(settings, cwd, create_provider(settings), approver,
                       allowed_tools=tuple(getattr(args, "allowed_tools", None) or ()),
                       disallowed_tools=tuple(getattr(args, "disallowed_tools", None) or ()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -78,7 +79,7 @@ class Run:
         self.loop.close()
 
     def model_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.sim.requests if not r.is_summary_request]
+        return [r for r in self.sim.requests if not r.is_side_request]
 
     def summary_requests(self) -> list[RecordedRequest]:
         return [r for r in self.sim.requests if r.is_summary_request]
@@ -102,13 +103,22 @@ class Runs:
             run.close()
 
 
+@contextmanager
+def run_factory(sim: Simulator, home: Path, project: Path) -> Iterator[Runs]:
+    """Makes :class:`Run` objects for a test and closes them all at its end."""
+    made = Runs(sim, home, project)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
 @pytest.fixture
 def runs(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Runs]:
     """``runs(provider, **settings)`` makes a Run in the test's ``project``; all are closed
     (and their background shells stopped) when the test ends."""
-    made = Runs(simulator, isolated_home, project)
-    yield made
-    made.close()
+    with run_factory(simulator, isolated_home, project) as made:
+        yield made
 
 
 def request_text(request: RecordedRequest) -> str:
