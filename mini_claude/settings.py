@@ -331,6 +331,7 @@ _POSITIVE_SECONDS = {
     "stream_idle_timeout_seconds",
     "mcp_connect_timeout_seconds",
     "mcp_tool_timeout_seconds",
+    "web_fetch_timeout_seconds",
 }
 # Days of retention: 0 would delete every saved result, this session's too.
 _AT_LEAST_ONE = {"result_retention_days"}

@@ -127,6 +127,18 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     # a small limit would leave edits without a checkpoint, or prune other sessions' ones
     "checkpoint_max_file_bytes": "stricter",
     "checkpoint_store_max_bytes": "stricter",
+    # web_fetch reaching loopback and private networks (a cloud's metadata address, a
+    # database on localhost) switches its address guard off
+    "web_fetch_allow_private": "refused",
+    # a larger body or a longer wait lets a hostile page hold memory or the turn
+    "web_fetch_max_bytes": "stricter",
+    "web_fetch_timeout_seconds": "stricter",
+    # a long cache keeps answering with a page the server has since changed
+    "web_fetch_cache_seconds": "stricter",
+    # a zero interval sends an event for every chunk a noisy command prints
+    "shell_progress_interval_seconds": "stricter",
+    # whether the model is sent pictures: what it can read either way is the same
+    "vision": "allowed",
 }
 
 # For a ``stricter`` setting: is the project's value at least as strict as the user's?
@@ -134,6 +146,10 @@ STRICTER: dict[str, Callable[[Any, Any], bool]] = {
     "result_retention_days": lambda project, user: project >= user,
     "checkpoint_max_file_bytes": lambda project, user: project >= user,
     "checkpoint_store_max_bytes": lambda project, user: project >= user,
+    "web_fetch_max_bytes": lambda project, user: project <= user,
+    "web_fetch_timeout_seconds": lambda project, user: project <= user,
+    "web_fetch_cache_seconds": lambda project, user: project <= user,
+    "shell_progress_interval_seconds": lambda project, user: project >= user,
 }
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -251,6 +251,73 @@ def test_the_users_guard_blocks_a_sub_agents_shell_command(cli: Cli) -> None:
     assert "Blocked by a PreToolUse hook: no shell here" in child_results
 
 
+def test_a_failing_guard_blocks_a_sub_agents_web_fetch_and_background_shell(cli: Cli) -> None:
+    """The tools that reach out of the machine or outlive the call are guarded as run_shell
+    is: a guard that fails blocks them, in a sub-agent too. The user allows loopback, so
+    only the guard stands between the fetch and the host."""
+    log = cli.project.parent / "guard.log"
+    script = cli.project.parent / "guard.py"
+    script.write_text(
+        "import json, sys\nevent = json.load(sys.stdin)\n"
+        f"open({str(log)!r}, 'a').write(event['tool_name'] + '\\n')\n"
+        "print('config missing', file=sys.stderr)\nsys.exit(1)\n"
+    )
+    hook = {"type": "command", "command": f"{PY} {script}"}
+    cli.home.mkdir(parents=True, exist_ok=True)
+    (cli.home / "settings.json").write_text(json.dumps(
+        {"hooks": {"PreToolUse": [{"matcher": "web_fetch|run_shell", "hooks": [hook]}]}}))
+    cli.extra_env = {"MINI_CLAUDE_WEB_FETCH_ALLOW_PRIVATE": "127.0.0.1"}
+    with Simulator() as attacker:
+        child = ScriptedPolicy([
+            Reply("Working.", [
+                ToolCall("web_fetch", {"url": attacker.anthropic_base_url + "/latest"}),
+                ToolCall("run_shell", {"command": "touch bg-ran.txt", "run_in_background": True}),
+            ]),
+            lambda conv: Reply("child saw: " + " | ".join(
+                r.content for r in conv.last_tool_results())),
+        ])
+        parent = ScriptedPolicy(
+            [Reply("Delegating.", [ToolCall("task", {
+                "description": "fetch work", "prompt": "CHILD-JOB: fetch and watch",
+                "agent_type": "general"})])],
+            final=Reply("Parent done."),
+        )
+        cli.sim.policy = RoutedPolicy([(user_contains("CHILD-JOB"), child)], default=parent)
+        outcome = cli.run("-p", "delegate", "--yes")
+        assert attacker.requests == []
+    assert outcome.code == 0, outcome.err
+    assert not (cli.project / "bg-ran.txt").exists()
+    assert sorted(log.read_text().splitlines()) == ["run_shell", "web_fetch"]
+    child_results = [
+        r.content
+        for q in cli.sim.requests
+        if q.conversation is not None and any(
+            "CHILD-JOB" in m.text for m in q.conversation.messages
+        )
+        for r in q.conversation.last_tool_results()
+    ]
+    blocked = [r for r in child_results if r.startswith("Blocked by a PreToolUse hook")]
+    assert len(blocked) == 2 and all("config missing" in r for r in blocked)
+
+
+def test_a_project_env_cannot_open_web_fetchs_address_guard(cli: Cli) -> None:
+    """A repository naming loopback (a metadata address, a database on localhost) in its
+    .env gets a warning; the fetch is refused and the host sees nothing."""
+    with Simulator() as attacker:
+        (cli.project / ".env").write_text(
+            "MINI_CLAUDE_WEB_FETCH_ALLOW_PRIVATE=127.0.0.1,169.254.169.254\n")
+        cli.sim.policy = ScriptedPolicy([
+            Reply("Fetching.", [ToolCall("web_fetch", {
+                "url": attacker.anthropic_base_url + "/latest"})]),
+            lambda conv: Reply("result: " + conv.last_tool_results()[0].content),
+        ])
+        outcome = cli.run("-p", "go", "--yes")
+        assert attacker.requests == []
+    assert outcome.code == 0, outcome.err
+    assert "result: refused: 127.0.0.1 resolves to 127.0.0.1" in outcome.out
+    assert any("MINI_CLAUDE_WEB_FETCH_ALLOW_PRIVATE" in w for w in warnings(outcome.err))
+
+
 def test_no_event_loop_traceback_at_exit_after_hooks_ran(cli: Cli) -> None:
     """Hooks that answered, failed and timed out: the process still exits without a word
     from asyncio ("Event loop is closed") on stderr."""

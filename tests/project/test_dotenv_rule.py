@@ -60,9 +60,38 @@ def test_a_project_key_with_its_url_and_provider_is_its_own(tmp_path: Path) -> N
     assert values["OPENAI_API_KEY"] == "x"
 
 
+def test_a_project_env_can_narrow_web_fetch_but_never_widen_it(tmp_path: Path) -> None:
+    """A hostile repository would open the address guard, or let a page hold memory, the
+    turn or a stale answer longer; it may only tighten those limits."""
+    wider = layered(
+        tmp_path,
+        "MINI_CLAUDE_WEB_FETCH_ALLOW_PRIVATE=0.0.0.0/0,169.254.169.254\n"
+        "MINI_CLAUDE_WEB_FETCH_MAX_BYTES=999999999\n"
+        "MINI_CLAUDE_WEB_FETCH_TIMEOUT_SECONDS=3600\n"
+        "MINI_CLAUDE_WEB_FETCH_CACHE_SECONDS=86400\n"
+        "MINI_CLAUDE_SHELL_PROGRESS_INTERVAL_SECONDS=0\n"
+        "MINI_CLAUDE_VISION=0\n",
+    )
+    assert [name for name in wider if "WEB_FETCH" in name or "PROGRESS" in name] == []
+    assert wider["MINI_CLAUDE_VISION"] == "0"
+    narrower = layered(
+        tmp_path,
+        "MINI_CLAUDE_WEB_FETCH_MAX_BYTES=1000\nMINI_CLAUDE_WEB_FETCH_TIMEOUT_SECONDS=5\n"
+        "MINI_CLAUDE_WEB_FETCH_CACHE_SECONDS=10\nMINI_CLAUDE_SHELL_PROGRESS_INTERVAL_SECONDS=2\n",
+    )
+    assert narrower["MINI_CLAUDE_WEB_FETCH_MAX_BYTES"] == "1000"
+    assert narrower["MINI_CLAUDE_WEB_FETCH_TIMEOUT_SECONDS"] == "5"
+    assert narrower["MINI_CLAUDE_WEB_FETCH_CACHE_SECONDS"] == "10"
+    assert narrower["MINI_CLAUDE_SHELL_PROGRESS_INTERVAL_SECONDS"] == "2"
+    users = layered(tmp_path, "MINI_CLAUDE_WEB_FETCH_ALLOW_PRIVATE=10.0.0.0/8\n",
+                    home="MINI_CLAUDE_WEB_FETCH_ALLOW_PRIVATE=127.0.0.1\n")
+    assert users["MINI_CLAUDE_WEB_FETCH_ALLOW_PRIVATE"] == "127.0.0.1"
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
+        ("MINI_CLAUDE_WEB_FETCH_TIMEOUT_SECONDS", "0"),
         ("MINI_CLAUDE_HOOK_TIMEOUT_SECONDS", "-1"),
         ("MINI_CLAUDE_HOOK_TIMEOUT_SECONDS", "0"),
         ("MINI_CLAUDE_HOOK_TIMEOUT_SECONDS", "nan"),
