@@ -127,11 +127,16 @@ def _timeout(raw: Any, settings: Settings) -> float:
     return min(timeout, MAX_TIMEOUT_SECONDS)
 
 
-async def _spawn(command: str, cwd: os.PathLike[str], env: Mapping[str, str]) -> Process:
-    """Start bash in its own process group; a cancel during start-up still kills it.
+async def _spawn(
+    command: str, cwd: os.PathLike[str], env: Mapping[str, str]
+) -> tuple[Process, bool]:
+    """Start bash in its own process group; True with it when the call was cancelled
+    meanwhile.
 
     The spawn is shielded because a cancel that lands while asyncio is still
-    starting the child can otherwise be lost, leaving the turn hanging.
+    starting the child can otherwise be lost, leaving the turn hanging. The child
+    may already have run (and printed) by then, so the caller stops it the way it
+    stops any cancelled command, keeping what it printed for the model.
     """
     spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
         "bash", "-c", command,
@@ -143,14 +148,12 @@ async def _spawn(command: str, cwd: os.PathLike[str], env: Mapping[str, str]) ->
         start_new_session=True,
     ))
     try:
-        return await asyncio.shield(spawn)
+        return await asyncio.shield(spawn), False
     except asyncio.CancelledError:
         try:
-            process = await spawn
+            return await spawn, True
         except OSError:
             raise asyncio.CancelledError from None
-        await terminate_group(process)
-        raise
 
 
 
@@ -175,7 +178,7 @@ async def execute(
     stderr = HeadTailBuffer(cap - cap // 2,
                             spill_dir / f"{stamp}-stderr.txt" if spill_dir else None, secrets)
     try:
-        process = await _spawn(command, cwd, env)
+        process, cancelled_at_start = await _spawn(command, cwd, env)
     except OSError as exc:
         raise ToolError(f"could not start bash: {exc.strerror or exc}") from None
     assert process.stdout is not None and process.stderr is not None
@@ -188,6 +191,8 @@ async def execute(
     detached = False
     cancelled = True  # until the command ends or times out
     try:
+        if cancelled_at_start:
+            raise asyncio.CancelledError  # the cancel that came while bash was starting
         async with asyncio.timeout(timeout):
             await wait_for_exit(process, None)
         _, still_open = await asyncio.wait(readers, timeout=PIPE_DRAIN_SECONDS)

@@ -24,7 +24,7 @@ from mini_claude.cli import main
 from mini_claude.conversation import INTERRUPTED_RESULT
 from mini_claude.simulator import FunctionPolicy, Reply, SimConversation, Simulator, ToolCall
 
-SLOW_COMMAND = "echo $$ > shell.pid; echo started > started.txt; sleep 30"
+SLOW_COMMAND = "echo $$ > shell.pid; echo compiling step 1; echo started > started.txt; sleep 30"
 PROMPT = "run the slow job"
 WAIT_SECONDS = 30.0
 STOP_SECONDS = 10.0  # the shell sleeps 30 s: stopped well before means it was killed
@@ -250,4 +250,8 @@ def test_ctrl_c_mid_tool_call_stops_the_command_and_keeps_the_session_resumable(
     resumed = cli.run("--continue", "-p", "go on")
     assert resumed.returncode == 0, resumed.stderr
     assert cli.sim.requests[-1].status == 200
-    assert INTERRUPTED_OUTPUT_NOTE in json.dumps(sent_messages(cli.sim))
+    _user, assistant, answer = sent_messages(cli.sim)
+    result = answer["content"][0]
+    assert result["tool_use_id"] == assistant["content"][-1]["id"]
+    # What the command printed before Ctrl-C reaches the model, marked as cut short.
+    assert result["content"] == f"compiling step 1\n{INTERRUPTED_OUTPUT_NOTE}"

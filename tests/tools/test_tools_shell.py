@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
 import uuid
@@ -15,7 +16,8 @@ from mini_claude.protocol import ToolOutput
 from mini_claude.secrets import MASK
 from mini_claude.settings import Settings
 from mini_claude.tools.base import NOTHING_TO_ASK
-from mini_claude.tools.run_shell import RunShellTool, child_environment
+from mini_claude.tools.progress import CallProgress
+from mini_claude.tools.run_shell import RunShellTool, child_environment, execute
 from tests.support.tools import group_members, process_alive, run, tool_context, wait_until
 
 
@@ -93,6 +95,42 @@ def test_cancellation_kills_the_group_and_propagates(tmp_path: Path) -> None:
 
     with pytest.raises(asyncio.CancelledError):
         run(cancel_midway())
+    leader = int(pid_file.read_text())
+    assert wait_until(lambda: not group_members(leader))
+
+
+def test_a_cancel_while_bash_starts_still_stops_it_and_keeps_what_it_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C can land while asyncio is still starting bash, after bash has run and
+    printed: the command is stopped and its output still goes to the model."""
+    pid_file, printed = tmp_path / "leader.pid", tmp_path / "printed"
+    command = f"echo $$ > {pid_file}; echo compiling step 1; touch {printed}; sleep 100"
+    real_spawn = asyncio.create_subprocess_exec
+
+    async def scenario() -> CallProgress:
+        release = asyncio.Event()
+
+        async def slow_spawn(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
+            process = await real_spawn(*args, **kwargs)
+            await release.wait()  # asyncio is still connecting the pipes
+            return process
+
+        monkeypatch.setattr(asyncio, "create_subprocess_exec", slow_spawn)
+        progress = CallProgress("call-1", "run_shell", lambda _update: None)
+        task = asyncio.create_task(
+            execute(command, tmp_path, dict(os.environ), 60, 10_000, progress=progress))
+        while not printed.exists():
+            await asyncio.sleep(0.02)
+        task.cancel()
+        await asyncio.sleep(0)  # the cancel lands in the wait for the spawn
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return progress
+
+    progress = run(scenario())
+    assert progress.partial is not None and "compiling step 1" in progress.partial
     leader = int(pid_file.read_text())
     assert wait_until(lambda: not group_members(leader))
 
