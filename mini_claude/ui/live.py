@@ -264,8 +264,9 @@ class LiveView:
         return out
 
     def _output_lines(self) -> StyleAndTextTuples:
-        """A running command's last lines, dim and indented under the spinner."""
-        lines = [f"  │ {line}" for line in self.activity.output]
+        """A running command's last lines, dim and indented under the spinner; what the
+        command printed is shown, never obeyed (a bidi override, a C1 control)."""
+        lines = [f"  │ {visible(line, one_line=True)}" for line in self.activity.output]
         lines.append("  └ ctrl+o shows all of it")
         return [("class:spinner.hint", "\n".join(lines))]
 

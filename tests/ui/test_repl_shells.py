@@ -44,6 +44,34 @@ def test_live_output_under_the_spinner_and_ctrl_o_shows_all_of_it(
     asyncio.run(main())
 
 
+def test_live_output_lines_show_control_characters_without_obeying_them(
+    simulator: Simulator, isolated_home: Path, tmp_path: Path
+) -> None:
+    """A command's output under the spinner goes to the screen: a bidi override or a C1
+    control in it shows as a stand-in (the live view is drawn outside rich's guard)."""
+    hostile = r"printf 'unit \342\200\256exe.txt \302\2332J\n'"
+    command = f"for i in $(seq 1 40); do {hostile}; sleep 0.15; done"
+    simulator.policy = ScriptedPolicy([
+        Reply("Building.", [ToolCall("run_shell", {"command": command})]),
+        Reply("Built."),
+    ])
+
+    async def main() -> None:
+        settings = sim_settings(simulator, isolated_home)
+        async with running_repl(settings, tmp_path, approver=allow_all) as repl:
+            mark = await repl.submit("build")
+            activity = repl.repl.activity
+            await until(lambda: bool(activity.output), "live lines")
+            assert "\u202e" in activity.output[0]  # kept as printed; only the screen guards
+            shown = "".join(text for _style, text, *_ in repl.repl.view._output_lines())
+            assert "<U+202E>exe.txt <U+009B>2J" in shown
+            assert "\u202e" not in shown and "\x9b" not in shown
+            await repl.wait_for("Built.", after=mark)
+            assert await repl.exit() == 0
+
+    asyncio.run(main())
+
+
 def test_background_shells_on_the_status_line_and_in_shells(
     simulator: Simulator, isolated_home: Path, tmp_path: Path
 ) -> None:
