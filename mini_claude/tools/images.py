@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mini_claude.conversation import ImageBlock
+from mini_claude.safe_read import read_limited
 from mini_claude.settings import Settings
 from mini_claude.tools.common import ToolError
 
@@ -80,7 +81,7 @@ def load_image(path: Path, shown: str, settings: Settings) -> ImageBlock:
         size = path.stat().st_size
         if size > MAX_SOURCE_BYTES:
             raise ToolError(f"{shown} is {size:,} bytes; images over 50 MB are not read")
-        raw = path.read_bytes()
+        raw = read_limited(path, MAX_SOURCE_BYTES)  # never blocks on a file swapped for a pipe
     except OSError as exc:
         raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from None
     return image_from_bytes(raw, shown, settings)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import io
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -69,6 +71,25 @@ def test_a_small_png_is_sent_as_it_is(tmp_path: Path) -> None:
     block = load_image(tmp_path / "icon.png", "icon.png", Settings())
     assert base64.b64decode(block.data) == raw
     assert (block.width, block.height, block.tokens) == (64, 32, 3)
+
+
+def test_an_image_path_that_is_a_pipe_is_refused_without_waiting(tmp_path: Path) -> None:
+    """A FIFO named shot.png (or one swapped in after the checks) would block a plain
+    read forever; the image is read non-blocking, as a regular file or not at all."""
+    os.mkfifo(tmp_path / "shot.png")
+    failures: list[str] = []
+
+    def load() -> None:
+        try:
+            load_image(tmp_path / "shot.png", "shot.png", Settings())
+        except ToolError as exc:
+            failures.append(exc.message)
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive(), "reading the pipe blocked"
+    assert failures and "a named pipe (FIFO), not a regular file" in failures[0]
 
 
 def test_a_model_without_vision_gets_a_clear_error(tmp_path: Path) -> None:
