@@ -26,27 +26,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from mini_claude.project.claude_tools import our_tool_name
 from mini_claude.safe_read import leaves_folder, read_text_limited
 
 TEMPLATE_PACKAGE = "mini_claude.templates"
 READ_ONLY_TOOLS = ("read_file", "grep_search", "list_files")
 DEFAULT_TYPE = "explore"
 MAX_AGENT_FILE_CHARS = 40_000
-# Claude Code's tool names, so its agent files keep their meaning here.
-CLAUDE_CODE_TOOLS = {
-    "read": "read_file",
-    "grep": "grep_search",
-    "glob": "list_files",
-    "ls": "list_files",
-    "bash": "run_shell",
-    "write": "write_file",
-    "edit": "edit_file",
-    "multiedit": "edit_file",
-    "bashoutput": "shell_output",
-    "killshell": "kill_shell",
-    "killbash": "kill_shell",
-    "webfetch": "web_fetch",
-}
 # Claude Code's model aliases name no model of ours: the sub-agent keeps the session's.
 INHERITED_MODELS = {"", "inherit", "sonnet", "opus", "haiku", "default"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -172,7 +158,7 @@ def _tool_names(value: str | list[str] | None) -> tuple[str, ...] | None:
     names = [item.strip() for item in items if item.strip()]
     if not names or names == ["*"]:
         return None
-    return tuple(dict.fromkeys(CLAUDE_CODE_TOOLS.get(n.lower(), n) for n in names))
+    return tuple(dict.fromkeys(our_tool_name(n) for n in names))
 
 
 def split_front_matter(text: str) -> tuple[dict[str, str | list[str]], str]:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_claude.project.claude_tools import our_tool_name
 from mini_claude.project.front_matter import read, string_list
 from mini_claude.text import shorten
 
@@ -173,29 +174,18 @@ async def run_shell_lines(text: str, run: Callable[[str], Awaitable[str]]) -> st
     return "".join(parts)
 
 
-# Claude Code's tool names in ``allowed-tools``, and ours.
-CLAUDE_TOOL_NAMES = {
-    "bash": "run_shell",
-    "read": "read_file",
-    "edit": "edit_file",
-    "multiedit": "edit_file",
-    "write": "write_file",
-    "grep": "grep_search",
-    "glob": "list_files",
-    "ls": "list_files",
-    "task": "task",
-    "todowrite": "todo_write",
-}
-
-
 def our_rule(rule: str) -> str | None:
-    """``Bash(git status:*)`` as ``run_shell(git status:*)``; a name of ours stays; a path
-    pattern on a file tool (``Edit(src/**)``) is not ours to read (None)."""
+    """``Bash(git status:*)`` as ``run_shell(git status:*)``, ``WebFetch(domain:x.org)`` as
+    ``web_fetch(x.org)``; a name of ours stays; a path pattern on a file tool
+    (``Edit(src/**)``) is not ours to read (None)."""
     match = re.fullmatch(r"\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*", rule)
     if match is None:
         return None
     tool, pattern = match.group(1), match.group(2)
-    ours = CLAUDE_TOOL_NAMES.get(tool.lower(), tool)
+    ours = our_tool_name(tool)
     if pattern is None or pattern.strip() in ("", "*"):
         return ours
+    if ours == "web_fetch" and pattern.strip().startswith("domain:"):
+        host = pattern.strip().removeprefix("domain:").strip()
+        return f"web_fetch({host})" if host else None
     return f"{ours}({pattern})" if ours == "run_shell" else None

@@ -111,6 +111,9 @@ def test_claude_tool_names_map_onto_ours() -> None:
     assert our_rule("Bash(git diff:*)") == "run_shell(git diff:*)"
     assert our_rule("Read") == "read_file" and our_rule("Edit(*)") == "edit_file"
     assert our_rule("Edit(src/**)") is None and our_rule("mcp__x__y") == "mcp__x__y"
+    assert our_rule("WebFetch(domain:docs.python.org)") == "web_fetch(docs.python.org)"
+    assert our_rule("WebFetch(https://x.org/*)") is None
+    assert our_rule("BashOutput") == "shell_output"
 
 
 def test_commands_are_namespaced_and_the_projects_win(tmp_path: Path) -> None:
