@@ -10,7 +10,7 @@ import pytest
 from mini_claude.checkpoints.timeline import Point
 from mini_claude.conversation import SummaryBlock, message_to_dict
 from mini_claude.session.wiring import Session
-from mini_claude.simulator import Reply, ScriptedPolicy, Simulator
+from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.simulator.policies import user_contains
 from mini_claude.tools.base import allow_all
 from mini_claude.transcript import load_session
@@ -214,5 +214,31 @@ def test_a_users_version_too_large_to_keep_is_not_overwritten(
         outcome = rewinder(run).rewind(point, code=True, conversation=False, plan=plan)
         assert outcome.unsaved == [project / "a.txt"] and outcome.restored == []
         assert (project / "a.txt").read_text() == users
+    finally:
+        run.close()
+
+
+def test_several_edits_in_one_call_rewind_with_the_file(
+    simulator: Simulator, isolated_home: Path, project: Path, provider: str
+) -> None:
+    """edit_file's list of edits and replace_all write once each: the checkpoint taken
+    before that write is what /rewind puts back."""
+    several = ToolCall("edit_file", {"path": "a.txt", "edits": [
+        {"old": "alpha", "new": "ALPHA"}, {"old": "one", "new": "uno"}]})
+    every = ToolCall("edit_file", {"path": "b.txt", "old": "e", "new": "E", "replace_all": True})
+    turns = [("turn 1: several edits", [several, every])]
+    simulator.policy = scripted_policy(turns)
+    run = make_run(simulator, provider, isolated_home, project)
+    try:
+        run.start()
+        before = file_state(project)
+        run.turn(turns[0][0])
+        assert (project / "a.txt").read_text() == "ALPHA uno\n"
+        assert (project / "b.txt").read_text() == "bEta onE\n"
+        point = point_for(run, "turn 1")
+        assert rewinder(run).changed_since(point) == sorted(
+            str(project / n) for n in ("a.txt", "b.txt"))
+        rewinder(run).rewind(point, code=True, conversation=False)
+        assert file_state(project) == before
     finally:
         run.close()
