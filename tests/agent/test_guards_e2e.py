@@ -223,24 +223,22 @@ def test_a_project_env_may_keep_results_longer_but_never_move_the_home(cli: Cli)
 # ---- every child is held to its parent's guards ----------------------------------------
 
 
-def test_the_users_guard_blocks_a_sub_agents_shell_command(cli: Cli) -> None:
-    log = guard_hook(cli)
-    child = ScriptedPolicy([
-        Reply("Running.", [ToolCall("run_shell", {"command": "touch child-ran.txt"})]),
-        lambda conv: Reply("child saw: " + conv.last_tool_results()[0].content),
-    ])
+CHILD_JOB = "CHILD-JOB: do the work"
+
+
+def delegate(cli: Cli, child: ScriptedPolicy) -> None:
+    """The parent hands the job to a general sub-agent, which ``child`` plays."""
     parent = ScriptedPolicy(
         [Reply("Delegating.", [ToolCall("task", {
-            "description": "shell work", "prompt": "CHILD-JOB: touch a file",
-            "agent_type": "general"})])],
+            "description": "the work", "prompt": CHILD_JOB, "agent_type": "general"})])],
         final=Reply("Parent done."),
     )
     cli.sim.policy = RoutedPolicy([(user_contains("CHILD-JOB"), child)], default=parent)
-    outcome = cli.run("-p", "delegate", "--yes")
-    assert outcome.code == 0, outcome.err
-    assert not (cli.project / "child-ran.txt").exists()
-    assert log.read_text().splitlines() == ["touch child-ran.txt"]
-    child_results = [
+
+
+def child_results(cli: Cli) -> list[str]:
+    """The tool results the sub-agent sent to the model."""
+    return [
         r.content
         for q in cli.sim.requests
         if q.conversation is not None and any(
@@ -248,7 +246,20 @@ def test_the_users_guard_blocks_a_sub_agents_shell_command(cli: Cli) -> None:
         )
         for r in q.conversation.last_tool_results()
     ]
-    assert "Blocked by a PreToolUse hook: no shell here" in child_results
+
+
+def test_the_users_guard_blocks_a_sub_agents_shell_command(cli: Cli) -> None:
+    log = guard_hook(cli)
+    child = ScriptedPolicy([
+        Reply("Running.", [ToolCall("run_shell", {"command": "touch child-ran.txt"})]),
+        lambda conv: Reply("child saw: " + conv.last_tool_results()[0].content),
+    ])
+    delegate(cli, child)
+    outcome = cli.run("-p", "delegate", "--yes")
+    assert outcome.code == 0, outcome.err
+    assert not (cli.project / "child-ran.txt").exists()
+    assert log.read_text().splitlines() == ["touch child-ran.txt"]
+    assert "Blocked by a PreToolUse hook: no shell here" in child_results(cli)
 
 
 def test_a_failing_guard_blocks_a_sub_agents_web_fetch_and_background_shell(cli: Cli) -> None:
@@ -276,27 +287,13 @@ def test_a_failing_guard_blocks_a_sub_agents_web_fetch_and_background_shell(cli:
             lambda conv: Reply("child saw: " + " | ".join(
                 r.content for r in conv.last_tool_results())),
         ])
-        parent = ScriptedPolicy(
-            [Reply("Delegating.", [ToolCall("task", {
-                "description": "fetch work", "prompt": "CHILD-JOB: fetch and watch",
-                "agent_type": "general"})])],
-            final=Reply("Parent done."),
-        )
-        cli.sim.policy = RoutedPolicy([(user_contains("CHILD-JOB"), child)], default=parent)
+        delegate(cli, child)
         outcome = cli.run("-p", "delegate", "--yes")
         assert attacker.requests == []
     assert outcome.code == 0, outcome.err
     assert not (cli.project / "bg-ran.txt").exists()
     assert sorted(log.read_text().splitlines()) == ["run_shell", "web_fetch"]
-    child_results = [
-        r.content
-        for q in cli.sim.requests
-        if q.conversation is not None and any(
-            "CHILD-JOB" in m.text for m in q.conversation.messages
-        )
-        for r in q.conversation.last_tool_results()
-    ]
-    blocked = [r for r in child_results if r.startswith("Blocked by a PreToolUse hook")]
+    blocked = [r for r in child_results(cli) if r.startswith("Blocked by a PreToolUse hook")]
     assert len(blocked) == 2 and all("config missing" in r for r in blocked)
 
 

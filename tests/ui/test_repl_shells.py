@@ -8,16 +8,20 @@ from pathlib import Path
 
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.tools.base import allow_all
+from mini_claude.visible import visible
 from tests.support.repl import ReplDriver, running_repl, sim_settings, until
 
-SLOW = "for i in $(seq 1 40); do echo compiling unit $i; sleep 0.15; done"
+# Each line carries a bidi override and a C1 control: shown as stand-ins, never obeyed.
+SLOW = (r"for i in $(seq 1 40); do printf 'compiling unit %s \342\200\256exe.txt \302\2332J\n' $i; "
+        "sleep 0.15; done")
+SHOWN = "<U+202E>exe.txt <U+009B>2J"
 
 
 def status_text(repl: ReplDriver) -> str:
     return "".join(text for _style, text, *_ in repl.repl._status_line())
 
 
-def test_live_output_under_the_spinner_and_ctrl_o_shows_all_of_it(
+def test_live_output_under_the_spinner_shown_not_obeyed_and_ctrl_o_shows_all_of_it(
     simulator: Simulator, isolated_home: Path, tmp_path: Path
 ) -> None:
     simulator.policy = ScriptedPolicy([
@@ -32,41 +36,17 @@ def test_live_output_under_the_spinner_and_ctrl_o_shows_all_of_it(
             activity = repl.repl.activity
             await until(lambda: len(activity.output) == 5, "five live lines")
             assert all(line.startswith("compiling unit ") for line in activity.output)
-            shown = activity.output[-1]
+            drawn = "".join(text for _style, text, *_ in repl.repl.view._output_lines())
+            units = [line for line in drawn.split("\n") if "compiling unit" in line]
+            assert len(units) == 5 and all(line.endswith(SHOWN) for line in units)
+            assert "\u202e" not in drawn and "\x9b" not in drawn  # drawn outside rich's guard
+            shown = visible(activity.output[-1])
             await repl.keys("\x0f")  # ctrl-o
             await repl.wait_for("full result of run_shell (so far)", after=mark)
-            assert "compiling unit 1\ncompiling unit 2\n" in repl.text[mark:]
+            assert f"compiling unit 1 {SHOWN}\ncompiling unit 2 {SHOWN}\n" in repl.text[mark:]
             assert shown in repl.text[mark:]
             await repl.wait_for("Built.", after=mark)
             assert activity.output == []  # gone once the command finished
-            assert await repl.exit() == 0
-
-    asyncio.run(main())
-
-
-def test_live_output_lines_show_control_characters_without_obeying_them(
-    simulator: Simulator, isolated_home: Path, tmp_path: Path
-) -> None:
-    """A command's output under the spinner goes to the screen: a bidi override or a C1
-    control in it shows as a stand-in (the live view is drawn outside rich's guard)."""
-    hostile = r"printf 'unit \342\200\256exe.txt \302\2332J\n'"
-    command = f"for i in $(seq 1 40); do {hostile}; sleep 0.15; done"
-    simulator.policy = ScriptedPolicy([
-        Reply("Building.", [ToolCall("run_shell", {"command": command})]),
-        Reply("Built."),
-    ])
-
-    async def main() -> None:
-        settings = sim_settings(simulator, isolated_home)
-        async with running_repl(settings, tmp_path, approver=allow_all) as repl:
-            mark = await repl.submit("build")
-            activity = repl.repl.activity
-            await until(lambda: bool(activity.output), "live lines")
-            assert "\u202e" in activity.output[0]  # kept as printed; only the screen guards
-            shown = "".join(text for _style, text, *_ in repl.repl.view._output_lines())
-            assert "<U+202E>exe.txt <U+009B>2J" in shown
-            assert "\u202e" not in shown and "\x9b" not in shown
-            await repl.wait_for("Built.", after=mark)
             assert await repl.exit() == 0
 
     asyncio.run(main())
