@@ -72,7 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
         "-y",
         "--yes",
         action="store_true",
-        help="allow run_shell, write_file and edit_file without asking",
+        help="allow run_shell, write_file and edit_file without asking "
+        "(the same as --permission-mode bypassPermissions)",
+    )
+    parser.add_argument(
+        "--permission-mode",
+        type=_permission_mode,
+        metavar="MODE",
+        help="start in this permission mode: default, acceptEdits, plan or bypassPermissions "
+        "(Shift+Tab changes it in the REPL)",
     )
     add_headless_arguments(parser)
     parser.add_argument(
@@ -159,6 +167,24 @@ def _refuse_print_only_flags(args: argparse.Namespace) -> None:
         raise UsageError(f"{', '.join(given)} only apply to print mode (-p)")
 
 
+def _permission_mode(text: str) -> str:
+    from mini_claude.tools.permission_modes import parse_mode
+
+    try:
+        return parse_mode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _check_permission_flags(args: argparse.Namespace) -> None:
+    from mini_claude.tools.permission_modes import mode_from_flags
+
+    try:
+        mode_from_flags(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -225,6 +251,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     prompt = _print_prompt(args)
     if prompt is None:
         _refuse_print_only_flags(args)
+    _check_permission_flags(args)  # a contradiction is a usage error before anything starts
     settings = load_settings(args, cwd)
     if prompt is not None:
         from mini_claude.headless.printmode import run_print_mode

@@ -84,6 +84,12 @@ def load_hook_settings(cwd: Path, home: Path, default_timeout: float) -> HookSet
     return settings
 
 
+def read_hook_file(path: Path, default_timeout: float, warnings: list[str]) -> list[HookCommand]:
+    """The hook commands of any settings file (ours or Claude Code's)."""
+    found = _read_file(path, default_timeout, warnings)
+    return found.commands if found is not None else []
+
+
 def _read_file(path: Path, default_timeout: float, warnings: list[str]) -> HookFile | None:
     try:
         content = path.read_bytes()

@@ -19,7 +19,8 @@ from mini_claude import events as ev
 from mini_claude.agent.history import AdmittedResult, History
 from mini_claude.agent.hooks import HookOutcome, HookRunner
 from mini_claude.agent.metered import MeteredProvider
-from mini_claude.context.attachments import PlanSource, SkillSource
+from mini_claude.agent.mode_reminder import approved_plan, with_mode_reminder
+from mini_claude.context.attachments import ApprovedPlanSource, PlanSource, SkillSource
 from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
@@ -158,6 +159,7 @@ class Agent:
         """The plan and the loaded skills are written back verbatim after every summary."""
         context = self.tool_context
         self.compactor.add_reattach_source(PlanSource(context.plan))
+        self.compactor.add_reattach_source(ApprovedPlanSource(lambda: approved_plan(context)))
         skill_chars = int(self.settings.reattach_skills_tokens * self.settings.chars_per_token)
         self.compactor.add_reattach_source(
             SkillSource(context.skills, context.loaded_skills, skill_chars)
@@ -192,7 +194,9 @@ class Agent:
         if updated is not None:
             self.reconfigure(updated)
         self.compactor.note_turn_start()
-        self.history.append(self._with_plan_reminder(user_text(text)))
+        self.history.append(
+            with_mode_reminder(self._with_plan_reminder(user_text(text)), self.tool_context.rules)
+        )
         if self.compactor.should_auto_compact(self.conversation):
             async for event in self._compact("auto"):
                 yield event

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from mini_claude.tools.permission_rules import LoadedRules, load_rules
+from mini_claude.tools.permission_rules import Rule, parse_rule_list
 
 MAX_SYSTEM_PROMPT_CHARS = 100_000
 
@@ -46,11 +46,9 @@ class HeadlessOptions:
             parts["append"] = self.append_system_prompt.strip()
         return parts
 
-    def load_rules(self, cwd: Path, home: Path, tools: list[str]) -> LoadedRules:
-        return load_rules(
-            allowed=self.allowed_tools,
-            disallowed=self.disallowed_tools,
-            cwd=cwd,
-            home=home,
-            known_tools=tools,
+    def flag_rules(self, cwd: Path) -> tuple[list[Rule], list[Rule]]:
+        """The allow and deny rules of the flags; RuleError (a usage error) for a bad one."""
+        return (
+            parse_rule_list(self.allowed_tools, "--allowed-tools", cwd),
+            parse_rule_list(self.disallowed_tools, "--disallowed-tools", cwd),
         )

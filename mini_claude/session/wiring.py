@@ -11,12 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mini_claude.agent.hooks import (
-    HookRunner,
-    HookSettings,
-    load_hook_settings,
-    project_hooks_status,
-)
+from mini_claude.agent.hooks import HookRunner
 from mini_claude.agent.subagent import add_task_tool, task_transcripts_dir
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.conversation import Conversation
@@ -28,16 +23,17 @@ from mini_claude.project.instructions import (
     find_instructions,
 )
 from mini_claude.project.skills import SkillCatalog, find_skills
-from mini_claude.project.trust import ProjectTrust
 from mini_claude.protocol import Provider
 from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
 from mini_claude.session.lock import SessionBusy, SessionLock, lock_path
+from mini_claude.session.permission_setup import PermissionSetup
 from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
 from mini_claude.tools.base import Approver, ToolContext
-from mini_claude.tools.permission_rules import PermissionRules, load_rules
+from mini_claude.tools.permission_modes import PermissionMode
+from mini_claude.tools.permission_rules import Rule
 from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment
 from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
@@ -74,12 +70,15 @@ class Session:
     model_lookup: ModelLookup | None = field(init=False, default=None)
     _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
-    rules: PermissionRules | None = None  # None: the rules of the settings files
+    # --allowed-tools / --disallowed-tools, and --permission-mode (or --yes)
+    flag_allow: list[Rule] = field(default_factory=list)
+    flag_deny: list[Rule] = field(default_factory=list)
+    mode_flag: PermissionMode | None = None
     mcp: McpManager = field(init=False)
     # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
     wall_clock: Callable[[], float] = time.time
     skills: SkillCatalog = field(init=False)
-    hook_settings: HookSettings = field(init=False)
+    permission_setup: PermissionSetup = field(init=False)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -92,22 +91,13 @@ class Session:
         self.system_prompt = build_system_prompt(
             self.cwd, self.instructions, skills=self.skills.prompt_section()
         )
-        self.hook_settings = load_hook_settings(
-            self.cwd, self.settings.home, self.settings.hook_timeout_seconds
-        )
-        self.warnings.extend(self.hook_settings.warnings)
         if self.settings.task_tool and self.registry.get(TASK_TOOL) is None:
             self.warnings.extend(add_task_tool(self))
-        if self.rules is None:
-            loaded = load_rules(
-                allowed=(),
-                disallowed=(),
-                cwd=self.cwd,
-                home=self.settings.home,
-                known_tools=self.registry.names(),
-            )
-            self.rules = loaded.rules
-            self.warnings.extend(loaded.warnings)
+        self.permission_setup = PermissionSetup.load(
+            self.settings, self.cwd, self.flag_allow, self.flag_deny, self.mode_flag,
+            known_tools=self.registry.names(),
+        )
+        self.warnings.extend(self.permission_setup.warnings)
         # Reads the server lists only; servers start when the UI calls ``mcp.start()``.
         self.mcp = McpManager(self.settings, self.cwd, self.registry)
         self.mcp.on_tools_changed.append(self._tools_changed)
@@ -138,10 +128,12 @@ class Session:
             settings=self.settings,
             approve=self.approver,
             session_id=self.session_id,
-            env=child_environment(os.environ, self.settings),
+            env=self.permission_setup.command_environment(
+                child_environment(os.environ, self.settings)
+            ),
             transcript_path=transcript.path,
             results_folder=store.folder,
-            rules=self.rules,
+            rules=self.permission_setup.permissions,
             skills=self.skills,
         )
         agent = Agent(
@@ -159,33 +151,28 @@ class Session:
         agent.settings_update = self._reported_settings
         return agent
 
-    # ---- hooks ------------------------------------------------------------------------
+    # ---- project settings and hooks --------------------------------------------------------
 
     def project_hooks_status(self) -> str:
         """"none", or the trust record's word ("approved", "denied", "unknown") for the
-        project settings file whose hooks want to run."""
-        return project_hooks_status(self.hook_settings, self.cwd, self.settings.home)
+        project settings files that want to grant something (hooks, rules, env, a mode)."""
+        return self.permission_setup.trust_status()
 
     def decide_project_hooks(self, approved: bool) -> None:
-        """Remember the user's answer for this file's content; approved hooks run from now on."""
-        project = self.hook_settings.project
-        if project is None:
-            return
-        trust = ProjectTrust(self.settings.home)
-        record = trust.approve if approved else trust.deny
-        record(self.cwd, project.path, project.content)
+        """Remember the user's answer for these files' content; approved grants count now."""
+        self.permission_setup.decide(approved)
         agent: Agent | None = getattr(self, "agent", None)
         if agent is not None:
-            agent.hooks = self._hook_runner(agent.tool_context.env, agent.transcript)
+            env = self.permission_setup.command_environment(
+                child_environment(os.environ, self.settings)
+            )
+            agent.tool_context.env = env
+            agent.hooks = self._hook_runner(env, agent.transcript)
 
     def _hook_runner(self, env: dict[str, str] | None, transcript: Transcript) -> HookRunner:
-        """The user's hooks always; the project's only once its file was approved."""
-        settings = self.hook_settings
-        commands = list(settings.user.commands) if settings.user else []
-        if settings.project is not None and self.project_hooks_status() == "approved":
-            commands += settings.project.commands
+        """The user's hooks always; the project's only once its files were approved."""
         return HookRunner(
-            commands,
+            self.permission_setup.hooks(),
             cwd=self.cwd,
             env=env,
             session_id=self.session_id,

@@ -11,7 +11,8 @@ from mini_claude.plan import Plan
 from mini_claude.project.skills import LoadedSkills, SkillCatalog
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
-from mini_claude.tools.permission_rules import PermissionDenied, PermissionRules
+from mini_claude.tools.permission_modes import Permissions
+from mini_claude.tools.permission_rules import PermissionDenied
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +21,7 @@ class PermissionRequest:
     summary: str  # one line: the command, or the path being written
     subject: str  # what "allow for the session" remembers: the command, or the tool name
     detail: str | None = None  # e.g. the diff of an edit
+    rule: str | None = None  # what "don't ask again" would allow instead: ``run_shell(cat:*)``
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,7 @@ class PermissionDecision:
     remember: bool = False  # allow this subject for the rest of the session
     reason: str | None = None  # given to the model on a denial
     asked: bool = True  # False: a rule said no, nobody was asked
+    mode: str | None = None  # exit_plan_mode: the permission mode the user chose
 
 
 Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
@@ -61,7 +64,7 @@ class ToolContext:
     # File -> (inode, size, mtime_ns) when the model last read or wrote it: a whole-file
     # write over a file changed since then is refused.
     read_stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
-    rules: PermissionRules | None = None  # --allowed-tools / settings.json rules
+    rules: Permissions | None = None  # rules and mode, shared with sub-agents
     denials: list[PermissionDenied] = field(default_factory=list)  # refused calls, in order
     # This session's own records, for search_history (None: not known, e.g. a bare test).
     transcript_path: Path | None = None

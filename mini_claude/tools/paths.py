@@ -6,7 +6,8 @@ the project need the user's approval, except for this session's own files under
 the mini-claude home (its saved results, spilled output and transcript), which
 placeholders name for the model to page through. The rest of the home (other
 sessions, other projects, the home ``.env``) asks like any other outside read.
-Writes outside the project are refused.
+Writes outside the project are refused, except in the additional directories the
+settings name (``permissions.additionalDirectories``), which count as the project's.
 """
 
 from __future__ import annotations
@@ -77,13 +78,19 @@ def shown_path(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
+def in_additional_directory(path: Path, ctx: ToolContext) -> bool:
+    """Inside a folder the settings' ``additionalDirectories`` add to the project."""
+    folders = ctx.rules.additional_directories if ctx.rules is not None else ()
+    return any(path.is_relative_to(folder) for folder in folders)
+
+
 def read_permission(tool_name: str, raw: str, ctx: ToolContext) -> PermissionRequest | None:
     """Ask before reading outside the project; remembering it covers that one folder."""
     try:
         target = resolve(raw, ctx)
     except ToolError:
         return None  # the run reports the problem
-    if target.freely_readable:
+    if target.freely_readable or in_additional_directory(target.path, ctx):
         return None
     folder = target.path if target.path.is_dir() else target.path.parent
     where = (
@@ -101,7 +108,7 @@ def read_permission(tool_name: str, raw: str, ctx: ToolContext) -> PermissionReq
 def writable(raw: str, ctx: ToolContext) -> ResolvedPath:
     """Resolve a write target, refusing anything outside the project."""
     target = resolve(raw, ctx)
-    if not target.inside_project:
+    if not target.inside_project and not in_additional_directory(target.path, ctx):
         raise ToolError(
             f"refusing to write {target.path}: it is outside the project folder "
             f"{project_root(ctx)} (symlinks are followed)"

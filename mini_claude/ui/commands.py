@@ -299,6 +299,13 @@ async def hooks_list_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
+async def permissions_list_command(repl: Repl, argument: str) -> Outcome:
+    from mini_claude.ui.permissions_view import permissions_command
+
+    await permissions_command(repl, argument)
+    return Outcome.CONTINUE
+
+
 async def verbose_command(repl: Repl, argument: str) -> Outcome:
     repl.verbose = not repl.verbose
     repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
@@ -326,5 +333,7 @@ COMMANDS = (
     Command("skills", "list the skills the model can load", skills_command),
     Command("hooks", "the hooks that run, or approve the project's", hooks_list_command,
             argument="[approve]"),
+    Command("permissions", "the permission rules in force, and their sources; remove one",
+            permissions_list_command, argument="[remove N]"),
     COMMANDS[-1],
 )

@@ -82,6 +82,7 @@ class LiveView:
         on_escape: Callable[[], None] | None = None,
         on_expand: Callable[[], None] | None = None,
         queued: Callable[[], list[str]] = list,
+        on_cycle_mode: Callable[[], None] | None = None,
     ) -> None:
         self.activity = activity
         self.status_line = status_line
@@ -91,6 +92,7 @@ class LiveView:
         self.on_escape = on_escape or on_interrupt
         self.on_expand = on_expand
         self.queued = queued
+        self.on_cycle_mode = on_cycle_mode  # Shift+Tab: the next permission mode
         self.input = Buffer(multiline=True)  # type-ahead; lives as long as the view
         self._app: Application[None] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -230,6 +232,11 @@ class LiveView:
         def _expand(event: KeyPressEvent) -> None:
             if self.on_expand is not None:
                 self.on_expand()
+
+        @keys.add("s-tab")
+        def _cycle_mode(event: KeyPressEvent) -> None:
+            if self.on_cycle_mode is not None:
+                self.on_cycle_mode()
 
         return keys
 

@@ -40,8 +40,9 @@ from mini_claude.ui.conveniences import (
     is_shell_command,
     run_user_shell,
 )
-from mini_claude.ui.hooks_view import ask_project_hooks
+from mini_claude.ui.hooks_view import ask_project_settings
 from mini_claude.ui.live import LiveView, TurnActivity
+from mini_claude.ui.mode_view import mode_marker
 from mini_claude.ui.prompt_input import (
     EmptyInterrupt,
     SlashCommandCompleter,
@@ -58,7 +59,6 @@ if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     from mini_claude.agent.loop import Agent
     from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
-    from mini_claude.tools.base import Approver
 
 NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
                   "for non-interactive use")
@@ -102,12 +102,12 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
     """Resuming, or a project with MCP servers: the session is built before the prompt."""
     from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
-    from mini_claude.tools.base import allow_all
+    from mini_claude.tools.permission_modes import mode_from_flags
     from mini_claude.ui.permissions import TerminalApprover
 
     startup_housekeeping(settings)
-    approver: Approver = allow_all if args.yes else TerminalApprover()
-    session = Session(settings, cwd, create_provider(settings), approver)
+    session = Session(settings, cwd, create_provider(settings), TerminalApprover(),
+                      mode_flag=mode_from_flags(args))
     if getattr(args, "trust_project_mcp", False):
         session.mcp.approve_project(remember=False)
     try:
@@ -165,7 +165,8 @@ class Repl:
         self.view = LiveView(self.activity, self._status_line, self.interrupt,
                              lambda: self.agent.meter.chars_per_token,
                              on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
-                             on_expand=self._expand_during_turn, queued=lambda: self.queued)
+                             on_expand=self._expand_during_turn, queued=lambda: self.queued,
+                             on_cycle_mode=self.cycle_mode)
         self.at_prompt = asyncio.Event()  # set while waiting for input
         self.prompts_shown = 0
         self._pump: asyncio.Task[None] | None = None
@@ -257,7 +258,7 @@ class Repl:
 
             await ask_project_trust(self)
             watch_servers(self)
-            await ask_project_hooks(self)
+            await ask_project_settings(self)
         try:
             with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
                 while not self.exit_requested and (text := await self._next_message()) is not None:
@@ -391,7 +392,22 @@ class Repl:
         def _expand(event: KeyPressEvent) -> None:
             run_in_terminal(lambda: self.console.print(self.recall.full_result()))
 
+        @keys.add("s-tab")
+        def _cycle_mode(event: KeyPressEvent) -> None:
+            self.cycle_mode()
+
         return keys
+
+    def cycle_mode(self) -> None:
+        """Shift+Tab: the next permission mode, at once, also in the middle of a turn."""
+        permissions = self.session.permission_setup.permissions
+        permissions.set_mode(permissions.next_mode())
+        self.refresh_status()
+
+    def refresh_status(self) -> None:
+        app = get_app_or_none()
+        if app is not None:
+            app.invalidate()
 
     async def run_events(self, events: AsyncIterator[ev.Event], label: str = "thinking…") -> bool:
         """Show a turn (or a compaction) live; False when the user interrupted it."""
@@ -490,7 +506,8 @@ class Repl:
             return status_fragments(self.starter.idle_status(), self.starter.no_costs(),
                                     self.settings.model, activity, width)
         return status_fragments(self.agent.status(), self.agent.costs,
-                                self.session.settings.model, activity, width)
+                                self.session.settings.model, activity, width,
+                                mode_marker(self.session.permission_setup.permissions))
 
     def _print_header(self) -> None:
         settings = self.settings

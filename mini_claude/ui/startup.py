@@ -93,12 +93,12 @@ class SessionStarter:
         """The session, as the CLI built it before the prompt (housekeeping included)."""
         from mini_claude.providers import create_provider
         from mini_claude.session.wiring import Session, startup_housekeeping
-        from mini_claude.tools.base import Approver, allow_all
+        from mini_claude.tools.permission_modes import mode_from_flags
         from mini_claude.ui.permissions import TerminalApprover
 
         startup_housekeeping(self.settings)
-        approver: Approver = allow_all if self.args.yes else TerminalApprover()
-        session = Session(self.settings, self.cwd, create_provider(self.settings), approver)
+        session = Session(self.settings, self.cwd, create_provider(self.settings),
+                          TerminalApprover(), mode_flag=mode_from_flags(self.args))
         if getattr(self.args, "trust_project_mcp", False):
             session.mcp.approve_project(remember=False)
         session.start_new(self.session_id)
