@@ -73,7 +73,7 @@ CLAUDE_TOOLS_WE_LACK = frozenset(
     {"WebSearch", "NotebookRead", "BashOutput", "KillShell", "KillBash", "SlashCommand",
      "Skill", "ListMcpResources", "ReadMcpResource"}
 )
-_RULE = re.compile(r"^([A-Za-z0-9_.\-]+)(?:\((.*)\))?$", re.DOTALL)
+_RULE = re.compile(r"^([A-Za-z0-9_.\-]+\*?)(?:\((.*)\))?$", re.DOTALL)
 
 
 class RuleError(ValueError):
@@ -111,7 +111,7 @@ class Rule:
             return self._matches_path(_argument(args, PATH_ARGUMENTS.get(tool, "path")) or ".")
         if self.kind == "domain":
             url = _argument(args, URL_ARGUMENTS.get(tool, "url"))
-            return _host_matches(url, self.pattern, unparsable=deny)
+            return _host_matches(url, self.pattern, wide=deny)
         return _argument(args, NAME_ARGUMENTS.get(tool, "")).lower() == self.pattern.lower()
 
     # ---- commands ----------------------------------------------------------------------
@@ -366,16 +366,18 @@ def wildcard(pattern: str) -> re.Pattern[str]:
     return re.compile(body + ("(?: .*)?" if optional_tail else ""), re.DOTALL)
 
 
-def _host_matches(url: str, domain: str, *, unparsable: bool) -> bool:
+def _host_matches(url: str, domain: str, *, wide: bool) -> bool:
+    """The URL's host is the domain (``*.d``: or a subdomain). A deny or ask rule (``wide``)
+    also covers subdomains and URLs without a readable host: refusing too much is safe."""
     try:
         host = (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
     except ValueError:
-        return unparsable
+        return wide
     if not host:
-        return unparsable
+        return wide
     if domain.startswith("*."):
         return host.endswith(domain[1:]) or host == domain[2:]
-    return host == domain
+    return host == domain or (wide and host.endswith("." + domain))
 
 
 def _argument(args: Mapping[str, Any], name: str) -> str:
@@ -414,4 +416,4 @@ def parse_rule_list(values: Iterable[str], source: str, project_root: Path) -> l
 
 @lru_cache(maxsize=256)
 def _spec(pattern: str) -> pathspec.PathSpec[Any]:
-    return pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+    return pathspec.PathSpec.from_lines("gitignore", [pattern])

@@ -45,6 +45,7 @@ WRAPPERS: dict[str, frozenset[str]] = {
     "caffeinate": frozenset(),
     "watch": frozenset({"-n", "-d", "--interval"}),
     "strace": frozenset({"-e", "-o", "-p", "-s", "-u"}),
+    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
     "ltrace": frozenset({"-e", "-o", "-p", "-s", "-u"}),
 }
 # Wrappers whose first plain word is their own argument (a duration, a priority, a CPU list).
@@ -53,7 +54,10 @@ XARGS_OPTIONS_WITH_ARGUMENT = frozenset(
     {"-I", "-i", "-n", "-P", "-L", "-l", "-d", "-E", "-e", "-s", "-a", "--max-args",
      "--max-procs", "--delimiter", "--arg-file", "--replace", "--max-lines", "--eof"}
 )
-TIMEOUT_OPTIONS_WITH_ARGUMENT = frozenset({"-s", "-k", "--signal", "--kill-after"})
+# Bash keywords: as a command word they mean the parser read the line differently from bash.
+RESERVED_WORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "case", "esac",
+                            "while", "until", "for", "in", "function", "select", "{", "}", "!",
+                            "[[", "]]", "coproc"})
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _STRING_ESCAPES = {'\\"': '"', "\\\\": "\\", "\\$": "$", "\\`": "`", "\\\n": ""}
 
@@ -130,6 +134,8 @@ def _invocation(
         return
     if not first:
         return
+    if first in RESERVED_WORDS:
+        result.note(f"{first!r} where a command should be (bash would not run this line as read)")
     static = tuple(w if w is not None else "$?" for w in words)
     result.invocations.append(static)
     program = command_name(first)
@@ -141,9 +147,6 @@ def _invocation(
     elif program == "xargs":
         inner = _after_options(rest, XARGS_OPTIONS_WITH_ARGUMENT)
         _invocation(inner or ["echo"], result, depth)
-    elif program == "timeout":
-        inner = _after_options(rest, TIMEOUT_OPTIONS_WITH_ARGUMENT)
-        _invocation(inner[1:], result, depth)
     elif program == "find":
         _find_exec(rest, result, depth)
     elif program in WRAPPERS or program in WRAPPERS_WITH_ONE_ARGUMENT:
@@ -154,13 +157,12 @@ def _wrapper(program: str, rest: list[str | None], result: ShellAnalysis, depth:
     if program == "command" and rest and rest[0] in ("-v", "-V"):
         return  # asks where a command is; runs nothing
     inner = _after_options(rest, WRAPPERS.get(program, frozenset()))
-    if program == "env":
-        while inner and inner[0] is not None and _is_assignment(inner[0]):
-            inner = inner[1:]
     if program in WRAPPERS_WITH_ONE_ARGUMENT and inner:
-        inner = inner[1:]
+        inner = inner[1:]  # timeout 5 cmd, taskset 0x3 cmd
     if program == "nice" and inner and inner[0] is not None and inner[0].lstrip("-").isdigit():
         inner = inner[1:]
+    while inner and inner[0] is not None and _is_assignment(inner[0]):
+        inner = inner[1:]  # env X=1 cmd, sudo X=1 cmd
     _invocation(inner, result, depth)
 
 
