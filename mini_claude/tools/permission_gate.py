@@ -29,10 +29,12 @@ from mini_claude.tools.common import error_output
 from mini_claude.tools.permission_modes import SESSION_SOURCE, Permissions
 from mini_claude.tools.permission_rules import (
     EDIT_TOOLS,
+    URL_ARGUMENTS,
     PermissionDenied,
     RuleError,
     Verdict,
     parse_rule,
+    url_host,
 )
 from mini_claude.tools.shell_parse import analyse
 
@@ -88,9 +90,9 @@ async def _ask(
     ctx: ToolContext, request: PermissionRequest, args: dict[str, Any], verdict: Verdict | None
 ) -> ToolOutput | None:
     name = request.tool_name
-    if verdict is None and name == "run_shell":
-        request = replace(request, rule=suggest_rule(str(args.get("command", ""))))
-    elif verdict is not None:
+    if verdict is None:
+        request = replace(request, rule=request.rule or proposed_rule(name, args))
+    else:
         request = replace(request, summary=f"{request.summary}  (asked by {verdict.reason})")
     decision = await ctx.approve(request)
     if not decision.allowed:
@@ -100,6 +102,16 @@ async def _ask(
         return error_output(f"Permission denied{who}{reason}")
     if decision.remember and verdict is None:
         _remember(ctx, request)
+    return None
+
+
+def proposed_rule(name: str, args: dict[str, Any]) -> str | None:
+    """What "don't ask again" offers: a command's family, or a fetched URL's domain."""
+    if name == "run_shell":
+        return suggest_rule(str(args.get("command", "")))
+    if name in URL_ARGUMENTS:
+        host = url_host(str(args.get(URL_ARGUMENTS[name], "")))
+        return f"{name}(domain:{host})" if host else None
     return None
 
 

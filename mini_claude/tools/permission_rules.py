@@ -48,7 +48,7 @@ EDIT_TOOLS = ("edit_file", "write_file")
 # The argument each kind of rule is matched against, per tool.
 COMMAND_ARGUMENTS = {"run_shell": "command"}
 PATH_ARGUMENTS = {name: "path" for name in (*READ_TOOLS, *EDIT_TOOLS)}
-# A tool that fetches URLs only names its URL argument here (or as ``url_argument``).
+# A tool that fetches URLs names its URL argument here; domain rules match that URL's host.
 URL_ARGUMENTS = {"web_fetch": "url"}
 NAME_ARGUMENTS = {"task": "agent_type"}
 # Claude Code's tool names -> ours.
@@ -366,13 +366,18 @@ def wildcard(pattern: str) -> re.Pattern[str]:
     return re.compile(body + ("(?: .*)?" if optional_tail else ""), re.DOTALL)
 
 
+def url_host(url: str) -> str:
+    """The host of a URL, lower case ("" when there is none)."""
+    try:
+        return (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return ""
+
+
 def _host_matches(url: str, domain: str, *, wide: bool) -> bool:
     """The URL's host is the domain (``*.d``: or a subdomain). A deny or ask rule (``wide``)
     also covers subdomains and URLs without a readable host: refusing too much is safe."""
-    try:
-        host = (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return wide
+    host = url_host(url)
     if not host:
         return wide
     if domain.startswith("*."):

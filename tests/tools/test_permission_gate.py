@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mini_claude.protocol import ToolOutput
+from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import PermissionDecision, PermissionRequest, ToolContext, deny_all
 from mini_claude.tools.permission_modes import PermissionMode, Permissions
 from mini_claude.tools.permission_rules import PermissionRules, parse_rule
-from mini_claude.tools.registry import default_registry
+from mini_claude.tools.registry import ToolRegistry, default_registry
 from tests.support.tools import ScriptedApprover, run, tool_context
 
 REGISTRY = default_registry()
@@ -174,3 +174,35 @@ def test_shift_tab_cycles_and_reaches_bypass_only_when_started_with_it() -> None
     assert bypass.next_mode() == "default"
     bypass.set_mode("plan")
     assert bypass.next_mode() == "bypassPermissions"
+
+
+class FetchTool:
+    """A stand-in for a URL-fetching tool: it only names its ``url`` argument."""
+
+    spec = ToolSpec("web_fetch", "Fetch a URL.", {
+        "type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]})
+    read_only = True
+
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
+        return PermissionRequest("web_fetch", f"fetch {args['url']}", f"web_fetch:{args['url']}")
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return ToolOutput(f"fetched {args['url']}")
+
+
+def test_a_fetch_tool_is_asked_per_domain_and_domain_rules_apply(tmp_path: Path) -> None:
+    registry = ToolRegistry([FetchTool()])
+    ctx, approver = context(tmp_path, deny=("WebFetch(domain:evil.test)",),
+                            answer=PermissionDecision(True, remember=True))
+
+    def fetch(url: str) -> ToolOutput:
+        return run(registry.execute("web_fetch", {"url": url}, ctx))
+
+    assert not fetch("https://docs.example.com/a").is_error
+    assert approver.requests[0].rule == "web_fetch(domain:docs.example.com)"
+    assert not fetch("https://docs.example.com/b?q=1").is_error
+    assert not fetch("https://other.org/").is_error
+    assert [r.summary for r in approver.requests] == ["fetch https://docs.example.com/a",
+                                                      "fetch https://other.org/"]
+    refused = fetch("https://cdn.evil.test/x")
+    assert refused.is_error and "WebFetch(domain:evil.test)" in refused.content
