@@ -78,6 +78,16 @@ async def check_permission(
     return await _ask(ctx, request, args, None)
 
 
+def users_own(ctx: ToolContext) -> ToolContext:
+    """The context for a command the user typed (``!cmd``): plan mode holds the model back,
+    not the user, so it runs as in the default mode (rules and questions as usual)."""
+    permissions = permissions_of(ctx)
+    if permissions.mode != "plan":
+        return ctx
+    lifted = replace(permissions, mode="default", on_change=[])
+    return replace(ctx, rules=lifted)
+
+
 def runs_in_plan_mode(tool: Tool, args: dict[str, Any]) -> bool:
     """Read-only tools, read-only commands and the tool that ends planning."""
     name = tool.spec.name

@@ -7,6 +7,7 @@ from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import PermissionDecision, PermissionRequest, ToolContext, deny_all
+from mini_claude.tools.permission_gate import users_own
 from mini_claude.tools.permission_modes import PermissionMode, Permissions
 from mini_claude.tools.permission_rules import PermissionRules, parse_rule
 from mini_claude.tools.registry import ToolRegistry, default_registry
@@ -206,3 +207,14 @@ def test_a_fetch_tool_is_asked_per_domain_and_domain_rules_apply(tmp_path: Path)
                                                       "fetch https://other.org/"]
     refused = fetch("https://cdn.evil.test/x")
     assert refused.is_error and "WebFetch(domain:evil.test)" in refused.content
+
+
+def test_plan_mode_holds_back_the_model_not_the_users_own_commands(tmp_path: Path) -> None:
+    ctx, approver = context(tmp_path, "plan", deny=("Bash(rm:*)",))
+    assert execute("run_shell", {"command": "touch model.txt"}, ctx).is_error
+    mine = users_own(ctx)
+    assert not execute("run_shell", {"command": "touch mine.txt"}, mine).is_error
+    assert execute("run_shell", {"command": "rm mine.txt"}, mine).is_error  # deny rules hold
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.txt"]
+    assert [r.summary for r in approver.requests] == ["touch mine.txt"]  # asked as usual
+    assert ctx.rules is not None and ctx.rules.mode == "plan"
