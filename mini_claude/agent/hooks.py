@@ -84,12 +84,6 @@ def load_hook_settings(cwd: Path, home: Path, default_timeout: float) -> HookSet
     return settings
 
 
-def read_hook_file(path: Path, default_timeout: float, warnings: list[str]) -> list[HookCommand]:
-    """The hook commands of any settings file (ours or Claude Code's)."""
-    found = _read_file(path, default_timeout, warnings)
-    return found.commands if found is not None else []
-
-
 def _read_file(path: Path, default_timeout: float, warnings: list[str]) -> HookFile | None:
     try:
         content = path.read_bytes()
@@ -105,10 +99,17 @@ def _read_file(path: Path, default_timeout: float, warnings: list[str]) -> HookF
     hooks = data.get("hooks") if isinstance(data, dict) else None
     if hooks is None:
         return None
-    found = HookFile(path, content=content)
+    return HookFile(path, hook_commands(path, hooks, default_timeout, warnings), content)
+
+
+def hook_commands(
+    path: Path, hooks: object, default_timeout: float, warnings: list[str]
+) -> list[HookCommand]:
+    """The commands of one settings file's ``"hooks"`` value (ours or Claude Code's)."""
     if not isinstance(hooks, dict):
         warnings.append(f'{path}: "hooks" must be an object; its hooks are not used')
-        return found
+        return []
+    commands: list[HookCommand] = []
     for event, groups in hooks.items():
         if event not in HOOK_EVENTS:
             known = ", ".join(HOOK_EVENTS)
@@ -118,8 +119,8 @@ def _read_file(path: Path, default_timeout: float, warnings: list[str]) -> HookF
             warnings.append(f'{path}: "hooks.{event}" must be a list; it is not used')
             continue
         for group in groups:
-            found.commands.extend(_commands(event, group, path, default_timeout, warnings))
-    return found
+            commands.extend(_commands(event, group, path, default_timeout, warnings))
+    return commands
 
 
 def _commands(

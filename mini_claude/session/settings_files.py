@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from mini_claude.agent.hooks import HookCommand, read_hook_file
+from mini_claude.agent.hooks import HookCommand, hook_commands
 from mini_claude.project.trust import ProjectTrust, TrustStatus
 from mini_claude.tools.permission_modes import MODES, PermissionMode
 from mini_claude.tools.permission_rules import (
@@ -200,7 +200,10 @@ def _read(
     found = SettingsFile(path, scope, content)
     _read_permissions(data.get("permissions"), found, cwd, warnings)
     found.env = _env(data.get("env"), path, warnings)
-    found.hooks = [_with_our_tool_names(h) for h in read_hook_file(path, hook_timeout, warnings)]
+    hooks = data.get("hooks")
+    if hooks is not None:
+        commands = hook_commands(path, hooks, hook_timeout, warnings)
+        found.hooks = [_with_our_tool_names(h) for h in commands]
     return found
 
 

@@ -105,6 +105,9 @@ async def _ask(
     else:
         request = replace(request, summary=f"{request.summary}  (asked by {verdict.reason})")
     decision = await ctx.approve(request)
+    if not decision.allowed and not decision.asked and verdict is not None:
+        decision = replace(decision, reason=f"{verdict.reason} asks first, and nobody can be "
+                                            "asked here")
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
         who = " by the user" if decision.asked else ""

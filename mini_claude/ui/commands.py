@@ -98,7 +98,7 @@ async def help_command(repl: Repl, argument: str) -> Outcome:
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
         "interrupts a turn · Ctrl-C twice or Ctrl-D exits · Ctrl-R searches history · "
-        "Tab completes commands", style="dim"))
+        "Tab completes commands · Shift+Tab cycles the permission mode", style="dim"))
     return Outcome.CONTINUE
 
 
