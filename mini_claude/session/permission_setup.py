@@ -55,6 +55,11 @@ class PermissionSetup:
         )
         setup = cls(settings, cwd, layers, flag_allow, flag_deny, mode_flag)
         setup.warnings.extend(layers.warnings)
+        if layers.bypass_disabled():
+            setup.permissions.bypass_disabled = True
+            if mode_flag == "bypassPermissions":
+                setup.warnings.append("bypassPermissions is disabled by a settings file "
+                                      "(disableBypassPermissionsMode); starting in default")
         approved = setup.trust_status() == "approved"
         setup._apply(approved, first=True)
         if known_tools is not None:

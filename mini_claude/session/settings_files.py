@@ -77,6 +77,7 @@ class SettingsFile:
     additional_directories: list[Path] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     hooks: list[HookCommand] = field(default_factory=list)
+    disables_bypass: bool = False  # permissions.disableBypassPermissionsMode: "disable"
 
     @property
     def grants(self) -> list[str]:
@@ -144,6 +145,10 @@ class SettingsLayers:
             if settings_file.default_mode is not None:
                 return settings_file.default_mode, settings_file.path
         return None, None
+
+    def bypass_disabled(self) -> bool:
+        """Any file, approved or not, may take bypassPermissions away: it only restricts."""
+        return any(f.disables_bypass for f in self.files)
 
     def additional_directories(self, project_approved: bool) -> tuple[Path, ...]:
         seen: dict[Path, None] = {}
@@ -228,6 +233,7 @@ def _read_permissions(
                             "(use --permission-mode bypassPermissions or your own settings)")
         else:
             found.default_mode = mode
+    found.disables_bypass = permissions.get("disableBypassPermissionsMode") == "disable"
     found.additional_directories = _directories(
         permissions.get("additionalDirectories"), path, cwd, warnings
     )

@@ -58,6 +58,7 @@ class Permissions:
     mode: PermissionMode = "default"
     additional_directories: tuple[Path, ...] = ()
     bypass_available: bool = False  # Shift+Tab reaches bypassPermissions only if started so
+    bypass_disabled: bool = False  # a settings file set disableBypassPermissionsMode
     session_allow: list[Rule] = field(default_factory=list)
     removed: set[int] = field(default_factory=set)  # ids of rules /permissions took away
     approved_plan: str | None = None  # the plan the user approved, kept across compactions
@@ -66,7 +67,7 @@ class Permissions:
     mode_told: str | None = None  # the mode the model was last told about
 
     def __post_init__(self) -> None:
-        if self.mode == "bypassPermissions":
+        if self.mode == "bypassPermissions" and not self.bypass_disabled:
             self.bypass_available = True
 
     # ---- rules ---------------------------------------------------------------------------
@@ -103,7 +104,10 @@ class Permissions:
 
     def set_mode(self, mode: PermissionMode) -> None:
         if mode == "bypassPermissions":
-            self.bypass_available = True
+            if self.bypass_disabled:
+                mode = "default"
+            else:
+                self.bypass_available = True
         self.mode = mode
         for listener in list(self.on_change):
             listener()

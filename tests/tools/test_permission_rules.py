@@ -221,3 +221,16 @@ def test_project_grants_count_only_for_the_content_that_was_approved(tmp_path: P
     changed = load(project, home)
     assert changed.trust_status() == "unknown"
     assert changed.permissions.check("run_shell", shell("curl x")) is None
+
+
+def test_a_settings_file_can_take_bypass_away_even_unapproved(tmp_path: Path) -> None:
+    project, home = tmp_path / "repo", tmp_path / "home"
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"permissions": {"disableBypassPermissionsMode": "disable"}}))
+    setup = PermissionSetup.load(Settings(home=home), project, [], [], "bypassPermissions")
+    assert setup.permissions.mode == "default"
+    assert any("disableBypassPermissionsMode" in w for w in setup.warnings)
+    setup.permissions.set_mode("bypassPermissions")
+    assert setup.permissions.mode == "default"
+    assert setup.permissions.next_mode() == "acceptEdits"
