@@ -79,6 +79,7 @@ class Session:
     wall_clock: Callable[[], float] = time.time
     skills: SkillCatalog = field(init=False)
     permission_setup: PermissionSetup = field(init=False)
+    _recorded_plan: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -98,6 +99,7 @@ class Session:
             known_tools=self.registry.names(),
         )
         self.warnings.extend(self.permission_setup.warnings)
+        self.permission_setup.permissions.on_change.append(self._record_plan_approval)
         # Reads the server lists only; servers start when the UI calls ``mcp.start()``.
         self.mcp = McpManager(self.settings, self.cwd, self.registry)
         self.mcp.on_tools_changed.append(self._tools_changed)
@@ -169,6 +171,16 @@ class Session:
             agent.tool_context.env = env
             agent.hooks = self._hook_runner(env, agent.transcript)
 
+    def _record_plan_approval(self) -> None:
+        """An approved plan goes into the transcript, so a resumed session keeps it."""
+        permissions = self.permission_setup.permissions
+        agent: Agent | None = getattr(self, "agent", None)
+        plan = permissions.approved_plan
+        if agent is None or plan is None or plan == self._recorded_plan:
+            return
+        self._recorded_plan = plan
+        agent.transcript.event("plan_approved", plan=plan, mode=permissions.mode)
+
     def _hook_runner(self, env: dict[str, str] | None, transcript: Transcript) -> HookRunner:
         """The user's hooks always; the project's only once its files were approved."""
         return HookRunner(
@@ -182,6 +194,7 @@ class Session:
     def start_new(self, session_id: str | None = None) -> Agent:
         """A fresh conversation with its own transcript (also what /clear does)."""
         self.session_id = session_id or new_session_id()
+        self.permission_setup.permissions.approved_plan = None  # a plan belongs to its talk
         transcript = Transcript.create(
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )
@@ -213,6 +226,9 @@ class Session:
         for name in saved.skills:
             if self.skills.get(name) is not None:
                 context.loaded_skills.add(name)
+        if saved.approved_plan is not None:  # the mode itself comes from this start's settings
+            self.permission_setup.permissions.approved_plan = saved.approved_plan
+            self._recorded_plan = saved.approved_plan
         self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
         return self.agent
 

@@ -222,6 +222,14 @@ def test_plan_mode_never_writes_before_or_after_a_compaction_and_the_plan_surviv
     run.turn("and now?")
     after = request_text(run.model_requests()[-1])
     assert "the plan the user approved" in after and plan in after
+    session_id = run.session.session_id
+    run.close()
+    resumed = Run(simulator, provider, isolated_home, project, approver=answers)
+    runs.append(resumed)
+    resumed.session.resume(session_id)
+    again = resumed.session.permission_setup.permissions
+    assert again.approved_plan == plan  # kept for the next compaction
+    assert again.mode == "plan"  # the mode comes from the settings of this start
 
 
 def test_a_sub_agent_cannot_write_in_plan_mode(
