@@ -1,4 +1,5 @@
-"""Two judgements about a shell command: is it read-only, and what prefix rule fits it.
+"""Judgements about a shell command: is it read-only, is it a plain file operation inside
+the project, and what prefix rule fits it.
 
 Plan mode runs only commands that change nothing: every command the line would
 run is a known reader (``ls``, ``cat``, ``grep``, ``git status``…), nothing is
@@ -13,6 +14,8 @@ anything.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from mini_claude.tools.shell_parse import (
     SHELLS,
@@ -40,6 +43,8 @@ WRITING_OPTIONS = {
              "-fls"),
     "sort": ("-o", "--output"),
 }
+FILE_COMMANDS = frozenset({"mkdir", "touch", "mv", "cp"})
+EXPANDING = frozenset("$*?[{~`")
 # First words whose second word is a subcommand worth keeping in a proposed rule.
 SUBCOMMAND_PROGRAMS = frozenset({
     "git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "kubectl", "pip", "pip3",
@@ -53,6 +58,26 @@ NO_PREFIX = frozenset({
     "php", "deno", "bun", "npx", "bunx", "pnpx", "source", ".", "ssh", "rm", "dd", "chmod",
     "chown", "curl", "wget", "mv", "cp", "awk", "sed",
 })
+
+
+def is_workspace_file_command(command: str, inside: Callable[[str], bool]) -> bool:
+    """``mkdir``, ``touch``, ``mv`` or ``cp`` whose every path is inside the workspace.
+
+    What acceptEdits lets run without asking, as Claude Code does: plain file
+    operations within the project, nothing dynamic, nothing redirected.
+    """
+    analysis = analyse(command)
+    if analysis.uncertain or not analysis.invocations or _writes_a_file(command):
+        return False
+    for words in analysis.invocations:
+        if command_name(words[0]) not in FILE_COMMANDS or "/" in words[0]:
+            return False
+        paths = [w for w in words[1:] if not w.startswith("-")]
+        if any(set(p) & EXPANDING for p in paths):
+            return False  # $X, globs, ~ and braces expand at run time
+        if not paths or not all(inside(p) for p in paths):
+            return False
+    return True
 
 
 def is_read_only_command(command: str) -> bool:

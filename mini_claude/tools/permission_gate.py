@@ -9,7 +9,7 @@ In order, as Claude Code decides:
 5. an **allow** rule (from a file, a flag, or "don't ask again") runs it;
 6. a tool that needs no approval (a read inside the project) runs;
 7. **acceptEdits** runs edits and new files inside the project and its additional
-   directories;
+   directories, and ``mkdir``/``touch``/``mv``/``cp`` there;
 8. otherwise the user is asked. "Don't ask again" stores the proposed rule (a
    command prefix such as ``cat:*``) for the session, or the exact subject.
 """
@@ -24,7 +24,11 @@ from typing import Any
 from mini_claude.protocol import ToolOutput
 from mini_claude.text import shorten
 from mini_claude.tools.base import PermissionRequest, Tool, ToolContext
-from mini_claude.tools.command_kinds import is_read_only_command, suggest_rule
+from mini_claude.tools.command_kinds import (
+    is_read_only_command,
+    is_workspace_file_command,
+    suggest_rule,
+)
 from mini_claude.tools.common import error_output
 from mini_claude.tools.permission_modes import SESSION_SOURCE, Permissions
 from mini_claude.tools.permission_rules import (
@@ -144,13 +148,17 @@ def _remember(ctx: ToolContext, request: PermissionRequest) -> None:
 def _edit_in_workspace(
     name: str, args: dict[str, Any], ctx: ToolContext, permissions: Permissions
 ) -> bool:
-    if name not in EDIT_TOOLS:
-        return False
-    raw = str(args.get("path", ""))
-    if not raw or "\x00" in raw:
-        return False
-    target = (ctx.root.expanduser().resolve() / Path(raw).expanduser()).resolve()
-    return permissions.inside_workspace(target, ctx.root)
+    """An edit, a new file, or ``mkdir``/``touch``/``mv``/``cp`` inside the workspace."""
+
+    def inside(raw: str) -> bool:
+        if not raw or "\x00" in raw:
+            return False
+        target = (ctx.root.expanduser().resolve() / Path(raw).expanduser()).resolve()
+        return permissions.inside_workspace(target, ctx.root)
+
+    if name == "run_shell":
+        return is_workspace_file_command(str(args.get("command", "")), inside)
+    return name in EDIT_TOOLS and inside(str(args.get("path", "")))
 
 
 def _refuse(ctx: ToolContext, name: str, args: dict[str, Any], message: str) -> ToolOutput:

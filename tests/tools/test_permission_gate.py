@@ -65,9 +65,14 @@ def test_accept_edits_writes_in_the_project_and_its_additional_folders_without_a
     assert (extra / "n.txt").read_text() == "2"
     refused = execute("write_file", {"path": str(elsewhere / "x.txt"), "content": "3"}, ctx)
     assert refused.is_error and "outside the project" in refused.content
-    asked = execute("run_shell", {"command": "touch t"}, ctx)  # commands still ask
-    assert asked.is_error and [r.tool_name for r in approver.requests] == ["run_shell"]
-    assert not (project / "t").exists()
+    assert not execute("run_shell", {"command": "mkdir -p d && touch d/t"}, ctx).is_error
+    assert not execute("run_shell", {"command": f"cp d/t {extra}/t2"}, ctx).is_error
+    assert (project / "d" / "t").exists() and (extra / "t2").exists()
+    for command in ("touch ../other/x", "echo x > e", "touch $X", "rm d/t", "mv d/t /tmp/"):
+        assert execute("run_shell", {"command": command}, ctx).is_error, command
+    assert [r.summary for r in approver.requests] == [
+        "touch ../other/x", "echo x > e", "touch $X", "rm d/t", "mv d/t /tmp/"]
+    assert not (elsewhere / "x").exists() and (project / "d" / "t").exists()
 
 
 def test_bypass_runs_everything_but_deny_rules_and_ask_rules_still_hold(tmp_path: Path) -> None:
