@@ -104,6 +104,7 @@ def test_an_approved_claude_code_project_behaves_as_documented(
         call("edit_file", path="src/app.py", old="app", new="App"),
         shell("git push origin main"),
         shell("touch made.txt"),
+        shell("chmod +x src/app.py"),
         shell("if true; then rm src/app.py; fi"),
         call("read_file", path=".env"),
         Reply("done"),
@@ -120,13 +121,13 @@ def test_an_approved_claude_code_project_behaves_as_documented(
     assert results[0].startswith("hi\n") and results[1].startswith("team-value\n")
     assert (project / "docs" / "notes.md").read_text() == "notes\n"  # acceptEdits: no question
     assert (project / "src" / "app.py").read_text() == "print('App')\n"
-    assert answers.asked() == ["git push origin main", "touch made.txt"]
+    assert answers.asked() == ["git push origin main", "chmod +x src/app.py"]
     assert "asked by the rule 'Bash(git push:*)'" in answers.requests[0].summary
-    assert results[6].startswith("Permission denied by the rule 'Bash(rm:*)'")
-    assert results[7].startswith("Permission denied by the rule 'Read(./.env)'")
+    assert results[7].startswith("Permission denied by the rule 'Bash(rm:*)'")
+    assert results[8].startswith("Permission denied by the rule 'Read(./.env)'")
     assert "abc123" not in request_text(run.model_requests()[-1])
-    assert not (project / "made.txt").exists()
-    assert (project / HOOK_LOG).read_text().split() == ["pre"] * 5  # "Bash" matched run_shell
+    assert (project / "made.txt").exists()  # acceptEdits: file commands in the project too
+    assert (project / HOOK_LOG).read_text().split() == ["pre"] * 6  # "Bash" matched run_shell
 
 
 def test_a_hostile_repositorys_settings_do_nothing_before_approval(
