@@ -11,8 +11,9 @@ Each command gets a JSON description of the event on stdin. Exit code 2 (or a
 JSON ``decision: "block"`` / ``permissionDecision: "deny"`` on stdout) blocks
 a tool call, and the reason goes to the model; a ``PreCompact`` hook's stdout
 is added to the summary instructions. A hook that fails, times out or cannot
-start is one warning line: it never stops the session. A project file's hooks
-run only after the user approved that file (the project-trust record).
+start is one warning line: it never stops the session. Which files count, and when a
+project's hooks may run, is decided with the permission settings
+(``session/settings_files.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from mini_claude.project.trust import ProjectTrust
 from mini_claude.text import shorten
 from mini_claude.tools.process import terminate_group
 
@@ -156,14 +156,6 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
     except OSError:
         return False
-
-
-def project_hooks_status(settings: HookSettings, cwd: Path, home: Path) -> str:
-    """"none" when the project has no hooks, else the trust record's word for its file."""
-    project = settings.project
-    if project is None or not project.commands:
-        return "none"
-    return ProjectTrust(home).status(cwd, project.path, project.content)
 
 
 # ---- running ----------------------------------------------------------------------------
