@@ -91,6 +91,7 @@ class CompactionFailed:
     reason: CompactReason
     error: str
     breaker_open: bool
+    failures: int = 1  # consecutive failed summaries, this one included
 
 
 @dataclass(frozen=True, slots=True)

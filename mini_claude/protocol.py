@@ -278,10 +278,29 @@ class ContextStatus:
     window: int
     autocompact_at: int  # tokens at which auto-compact fires (0 when off)
     anchored: bool  # True when the estimate is anchored on reported usage
+    # Why auto-compact will not fire when due (breaker open, paused, just compacted by
+    # hand); None when it will. Said on the status line instead of a promise.
+    autocompact_hold: str | None = None
+
+    @property
+    def compaction_point(self) -> int:
+        """What 100% means: where auto-compact fires, or the effective window when it is off."""
+        return self.autocompact_at or self.effective_window
 
     @property
     def utilization(self) -> float:
+        """Share of the way to the compaction point: 100% means the next summary is due."""
+        return self.tokens / self.compaction_point if self.compaction_point else 0.0
+
+    @property
+    def window_utilization(self) -> float:
+        """Share of the effective window (window minus output reserve) in use."""
         return self.tokens / self.effective_window if self.effective_window else 0.0
+
+    @property
+    def compaction_due(self) -> bool:
+        """Above the auto-compact threshold (never when auto-compact is off)."""
+        return bool(self.autocompact_at) and self.tokens > self.autocompact_at
 
     @property
     def until_autocompact(self) -> int | None:

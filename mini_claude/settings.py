@@ -244,13 +244,22 @@ class Settings:
     # .claude/settings.json, .claude/settings.local.json) beside our own.
     read_claude_settings: bool = True
 
+    # The window a server proved by refusing a prompt ("prompt is too long: 63289 tokens >
+    # 60000 maximum"): it outranks every other source, a setting included, because the
+    # server is what accepts or refuses (filled in at run time, never from the environment).
+    rejected_window: int | None = None
+    window_rejected_by: str | None = None
+
     @property
     def window(self) -> int:
-        return self.context_window or self.reported_window or window_for_model(self.model)
+        return (self.rejected_window or self.context_window or self.reported_window
+                or window_for_model(self.model))
 
     @property
     def window_source(self) -> str:
         """Where :attr:`window` came from, for ``/context``."""
+        if self.rejected_window:
+            return self.window_rejected_by or "a server rejection"
         if self.context_window:
             return "MINI_CLAUDE_CONTEXT_WINDOW"
         if self.reported_window:
@@ -317,7 +326,10 @@ ENV_NAMES: dict[str, str] = {
     "stream_idle_timeout_seconds": "MINI_CLAUDE_STREAM_IDLE_TIMEOUT",
 }
 # Learnt at run time, not configured.
-NOT_FROM_ENVIRONMENT = {"reported_window", "window_reported_by", "reported_thinking"}
+NOT_FROM_ENVIRONMENT = {
+    "reported_window", "window_reported_by", "reported_thinking", "rejected_window",
+    "window_rejected_by",
+}
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
 REASONING_EFFORTS = ("none", "minimal", *EFFORTS)
 for _f in fields(Settings):

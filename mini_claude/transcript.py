@@ -165,6 +165,30 @@ def _json_line(record: dict[str, Any]) -> str:
     return line
 
 
+@dataclass(frozen=True, slots=True)
+class Landmark:
+    """Something that happened between messages (an interruption, a compaction), placed
+    after the ``at`` first messages as written, so a resumed session can show it there."""
+
+    at: int
+    kind: str  # "interrupted" or "compaction"
+    reason: str = ""
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary: str = ""
+
+
+def _landmark(record: dict[str, Any], at: int) -> Landmark | None:
+    kind = record.get("type")
+    if kind == "event" and record.get("kind") == "interrupted":
+        return Landmark(at, "interrupted", str(record.get("during", "")))
+    if kind == "compaction":
+        return Landmark(at, "compaction", str(record.get("reason", "")),
+                        int(record.get("tokens_before", 0)), int(record.get("tokens_after", 0)),
+                        str(record.get("summary", "")))
+    return None
+
+
 @dataclass
 class LoadedSession:
     session_id: str
@@ -174,6 +198,7 @@ class LoadedSession:
     warnings: list[str] = field(default_factory=list)
     repair: Message | None = None  # results added for tool calls that never finished
     usage: list[dict[str, Any]] = field(default_factory=list)  # every recorded model call's
+    landmarks: list[Landmark] = field(default_factory=list)  # placed in original_messages
 
 
 def load_session(path: Path) -> LoadedSession:
@@ -187,6 +212,7 @@ def load_session(path: Path) -> LoadedSession:
     meta: dict[str, Any] = {}
     warnings: list[str] = []
     usage: list[dict[str, Any]] = []
+    landmarks: list[Landmark] = []
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -196,6 +222,9 @@ def load_session(path: Path) -> LoadedSession:
             _apply(record, messages, originals, meta)
             if record.get("type") == "event" and record.get("kind") == "usage":
                 usage.append(record)
+            landmark = _landmark(record, len(originals))
+            if landmark is not None:
+                landmarks.append(landmark)
         except (ValueError, KeyError, TypeError) as exc:
             where = "last line" if number == len(lines) else f"line {number}"
             warnings.append(f"transcript {path.name}: {where} is damaged and was skipped ({exc})")
@@ -211,6 +240,7 @@ def load_session(path: Path) -> LoadedSession:
         warnings=warnings,
         repair=repair,
         usage=usage,
+        landmarks=landmarks,
     )
 
 

@@ -172,7 +172,7 @@ class Agent:
         self.attach(self.transcript, self.conversation)
 
     def status(self) -> ContextStatus:
-        return self.meter.status(self.conversation)
+        return self.compactor.status(self.conversation)
 
     # ---- turns ------------------------------------------------------------------------
 
@@ -637,14 +637,8 @@ class Agent:
             )
         except CompactionError as exc:
             self.transcript.event("compaction_failed", reason=reason, error=str(exc))
-            yield ev.CompactionFailed(reason, str(exc), self.compactor.breaker_open)
-            if self.compactor.breaker_open:
-                yield ev.Notice(
-                    "auto-compact stopped after repeated failures; older tool results will "
-                    "still be "
-                    "cleared, and /compact can be tried by hand",
-                    "warning",
-                )
+            yield ev.CompactionFailed(reason, str(exc), self.compactor.breaker_open,
+                                      self.compactor.consecutive_failures)
             return
         self.compactions += 1
         closed = close_thinking_loop(self.conversation.messages)

@@ -11,7 +11,7 @@ compactions come back to back without new work in between.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import get_args
 
@@ -41,6 +41,7 @@ from mini_claude.context.thinking import max_tokens_for, without_thinking
 from mini_claude.conversation import Conversation, Message, TextBlock, ToolUseBlock
 from mini_claude.protocol import (
     CompactReason,
+    ContextStatus,
     ModelRequest,
     PromptTooLong,
     Provider,
@@ -164,7 +165,7 @@ class Compactor:
             return False  # the user just compacted by hand; do not second-guess that
         if not self._may_run_automatically(conversation):
             return False
-        if self.meter.estimate(conversation) <= self.settings.autocompact_tokens:
+        if not self.meter.status(conversation).compaction_due:
             self.thrash_warning = None  # nothing to compact, nothing to warn about
             return False
         return not self._thrashing(conversation)
@@ -190,11 +191,30 @@ class Compactor:
         """Inside a turn, after tiers 1-3: still above the threshold, or the next call won't fit."""
         if not self._may_run_automatically(conversation):
             return False
-        tokens = self.meter.estimate(conversation)
+        status = self.meter.status(conversation)
         next_output = min(self.settings.max_output_tokens, self.settings.reserve)
-        too_full = tokens > self.settings.autocompact_tokens
-        wont_fit = tokens + next_output > self.settings.window
-        return (too_full or wont_fit) and not self._thrashing(conversation)
+        wont_fit = status.tokens + next_output > self.settings.window
+        return (status.compaction_due or wont_fit) and not self._thrashing(conversation)
+
+    def status(self, conversation: Conversation) -> ContextStatus:
+        """The meter's reading, and why auto-compact will not fire if it will not."""
+        status = self.meter.status(conversation)
+        return replace(status, autocompact_hold=self._hold(status))
+
+    def _hold(self, status: ContextStatus) -> str | None:
+        """What keeps auto-compact from firing when due; None when nothing does.
+
+        The status line says this rather than promise a summary that will not come.
+        """
+        if not status.autocompact_at:
+            return None
+        if self.breaker_open:
+            return f"auto-compact stopped after {self._failures} failed summaries"
+        if self.thrash_warning is not None:
+            return "auto-compact paused: no new work since the last summary"
+        if status.compaction_due and self._turns_since_manual == 0:
+            return "auto-compact waits a turn after /compact"
+        return None
 
     def work_since_last_compaction(self, conversation: Conversation) -> int | None:
         """New tool calls and user messages since the last summary (None: none this epoch)."""
@@ -294,7 +314,7 @@ class Compactor:
         if _state_of(conversation) != state:
             raise CompactionError("the conversation changed while it was being summarized")
         reattached = collect(self._sources, messages)
-        rebuilt = self._rebuild(messages, summary.text, ctx, reattached)
+        rebuilt = self._rebuild(messages, summary.text, ctx, reattached, tokens_before)
         conversation.replace_all(rebuilt.messages)
         self._last = _LastCompaction(
             conversation.epoch,
@@ -410,13 +430,17 @@ class Compactor:
         summary: str,
         ctx: SummaryContext,
         reattached: Sequence[Reattachment],
+        tokens_before: int,
     ) -> Rebuilt:
+        # Short of the target, a history that is smaller than before and no longer due
+        # for a summary is still taken: throwing away a summary 3% over helps nobody.
+        accept_below = min(tokens_before, self.settings.autocompact_tokens)
         planner = Planner(
             messages=messages,
             summary=summary,
             transcript_path=ctx.transcript_path,
             root=ctx.root,
-            limits=self.limits(),
+            limits=replace(self.limits(), accept_below=accept_below),
             store=self.store,
             estimate=self.meter.estimate_messages,  # the new history has no anchor yet
             size_of=self._size_of,

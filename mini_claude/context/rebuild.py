@@ -425,6 +425,10 @@ class Limits:
     files_chars: int  # all files together
     max_files: int
     keep_recent_results: int
+    # A history above the target is still taken when it is below this (0: never): a
+    # summary that shrinks the context, short of the target, beats none (the tiers
+    # relieve the rest).
+    accept_below: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,12 +481,19 @@ class Planner:
             if tokens <= self.limits.target_tokens:
                 break
             choice, tokens = step(choice)
-        if tokens > self.limits.target_tokens:
+        target = self.limits.target_tokens
+        if tokens > target and tokens >= self.limits.accept_below:
             raise RebuildError(
                 f"the summary does not leave enough room: {tokens:,} tokens after compaction, "
-                f"above the {self.limits.target_tokens:,}-token target"
+                f"above the {target:,}-token target"
             )
-        return self._result(start, choice, tokens)
+        result = self._result(start, choice, tokens)
+        if tokens > target:
+            result.escalations.append(
+                f"{tokens:,} tokens after compaction, above the {target:,}-token target; "
+                "older tool results are cleared as needed"
+            )
+        return result
 
     # -- escalation steps: each returns the cheapest choice that fits, or its last try --
 

@@ -207,6 +207,7 @@ def own_line(event: ev.Event, session_id: str) -> Line | None:
             "context_window": status.window,
             "effective_window": status.effective_window,
             "autocompact_at": status.autocompact_at,
+            "context_pct": round(status.utilization * 100),
             "total_cost_usd": round(event.cost_usd, 6),
         }
     elif isinstance(event, ev.Retrying):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from mini_claude import __version__
 from mini_claude import events as ev
+from mini_claude.context.compact_notices import failure_notice
 from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from mini_claude.headless import HeadlessReporter, RunInfo, stop_signals
 from mini_claude.headless.options import HeadlessOptions
@@ -243,7 +244,8 @@ def narration(event: ev.Event) -> str | None:
             f"{format_tokens(event.tokens_after)} tokens"
         )
     if isinstance(event, ev.CompactionFailed):
-        return f"  · compaction failed: {event.error}"
+        notice = failure_notice(event)
+        return f"  · {notice}" if notice is not None else None
     if isinstance(event, ev.Retrying):
         return (
             f"  · {event.error}; retrying in {event.delay_seconds:.1f}s (attempt {event.attempt})"

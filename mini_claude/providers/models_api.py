@@ -1,8 +1,9 @@
 """What the provider says about a model: its window, its output limit, its thinking options.
 
-A model missing from the table in ``settings`` is asked of the provider's Models
-API in a background thread (the prompt never waits for it), and the answer is
-cached under the home folder so the next session knows it at once:
+Every model is asked of the provider's Models API in a background thread (the
+prompt never waits for it; the table in ``settings`` answers until then, and
+whenever the provider cannot say), and the answer is cached under the home
+folder so the next session knows it at once:
 
 - Anthropic ``GET /v1/models/{id}``: ``max_input_tokens``, ``max_tokens`` and
   ``capabilities`` (thinking types, effort);
@@ -10,7 +11,9 @@ cached under the home folder so the next session knows it at once:
   adds ``max_model_len`` and llama.cpp's server ``meta.n_ctx_train``.
 
 Any failure (no such endpoint, an old server, no network) leaves the table's
-answer in place; it is never an error the user has to read.
+answer in place; it is never an error the user has to read. A window a server
+proved by refusing a prompt is cached here too, and a later Models API answer
+does not replace it with a larger one.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_claude.private_dirs import make_private_dirs
-from mini_claude.settings import Settings, known_window
+from mini_claude.settings import Settings
 
 CACHE_FILE = "models.json"
 CACHE_MAX_AGE_SECONDS = 7 * 24 * 3600.0
@@ -45,6 +48,7 @@ class ModelFacts:
     effort: bool | None = None
     source: str = "Models API"  # which field the window came from, for /context
     fetched_at: float = 0.0
+    rejected: bool = False  # the window is the maximum a server gave when it refused a prompt
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -173,12 +177,30 @@ class FactsCache:
         """Write atomically; a read-only home only costs the next session a lookup."""
         with self._lock, contextlib.suppress(OSError):
             data = self._read()
+            if _outranked(data.get(cache_key(settings)), facts):
+                return
             data[cache_key(settings)] = facts.to_json()
             make_private_dirs(self.path.parent)
             temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
             temporary.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
             os.chmod(temporary, 0o600)
             temporary.replace(self.path)
+
+
+def _outranked(cached: Any, facts: ModelFacts) -> bool:
+    """A window a server enforced stands against a larger one it merely advertises."""
+    old = ModelFacts.from_json(cached) if isinstance(cached, Mapping) else None
+    if old is None or not old.rejected or facts.rejected or old.window is None:
+        return False
+    return facts.window is None or facts.window > old.window
+
+
+def remember_rejection(settings: Settings, window: int, source: str) -> None:
+    """Cache the window a server enforced, so the next session starts with it."""
+    FactsCache(settings.home).store(
+        settings, ModelFacts(settings.model, window, source=source, fetched_at=time.time(),
+                             rejected=True),
+    )
 
 
 # ---- the lookup a session starts ---------------------------------------------------
@@ -197,11 +219,14 @@ class ModelLookup:
 
     @staticmethod
     def wanted(settings: Settings) -> bool:
-        """Only a model the table does not know, and only when no window is set by hand."""
-        return settings.context_window is None and known_window(settings.model) is None
+        """Every model (the provider knows its models better than a table can), unless the
+        window is set by hand."""
+        return settings.context_window is None
 
     def start(self) -> ModelLookup:
-        if self._facts is None and self._thread is None:
+        """Ask in the background, unless the cache answered or the window is set by hand
+        (then only a cached window some server enforced can matter)."""
+        if self._facts is None and self._thread is None and self.wanted(self._settings):
             self._thread = threading.Thread(
                 target=self._run, name="mini-claude-model-lookup", daemon=True
             )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from mini_claude.agent.hooks import HookRunner
 from mini_claude.agent.subagent import add_task_tool, task_transcripts_dir
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
+from mini_claude.context.window import WindowWatch, adopt_rejected_window, keep_learnt_window
 from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
 from mini_claude.private_dirs import ensure_private_dir
@@ -23,7 +24,7 @@ from mini_claude.project.instructions import (
     find_instructions,
 )
 from mini_claude.project.skills import SkillCatalog, find_skills
-from mini_claude.protocol import Provider
+from mini_claude.protocol import PromptTooLong, Provider
 from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
@@ -38,6 +39,7 @@ from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment
 from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
 from mini_claude.transcript import (
+    LoadedSession,
     Transcript,
     list_sessions,
     load_session,
@@ -68,6 +70,8 @@ class Session:
     agent: Agent = field(init=False)
     warnings: list[str] = field(default_factory=list)
     model_lookup: ModelLookup | None = field(init=False, default=None)
+    # The transcript as written, when this conversation was resumed (for its recap).
+    resumed: LoadedSession | None = field(init=False, default=None)
     _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
     # --allowed-tools / --disallowed-tools, and --permission-mode (or --yes)
@@ -140,7 +144,7 @@ class Session:
         )
         agent = Agent(
             settings=self.settings,
-            provider=self.provider,
+            provider=WindowWatch(self.provider, self._window_refused),
             registry=self.registry,
             tool_context=context,
             system_prompt=self.system_prompt,
@@ -199,6 +203,7 @@ class Session:
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )
         self._adopt(self._lock_for(transcript.path), transcript)
+        self.resumed = None
         self.agent = self._build_agent(transcript, Conversation())
         return self.agent
 
@@ -213,6 +218,7 @@ class Session:
                 lock.release()  # the session in use (if any) stays as it was
             raise
         self.warnings.extend(loaded.warnings)
+        self.resumed = loaded
         self.session_id = loaded.session_id
         transcript = Transcript(path, secrets=self.secrets)
         self._adopt(lock, transcript)
@@ -288,7 +294,8 @@ class Session:
     def switch_model(self, model: str) -> None:
         """`/model NAME`: later requests use the new model; the window follows it."""
         self.settings = self.settings.with_overrides(
-            model=model, reported_window=None, window_reported_by=None, reported_thinking=None
+            model=model, reported_window=None, window_reported_by=None, reported_thinking=None,
+            rejected_window=None, window_rejected_by=None,
         )
         self._look_up_model()
         self.agent.reconfigure(self.settings)
@@ -301,26 +308,52 @@ class Session:
             tokens = 0 if current else (self._last_thinking or DEFAULT_THINKING_TOKENS)
         if current:
             self._last_thinking = current
-        self.settings = self.settings.with_overrides(thinking_tokens=tokens)
+        self.settings = keep_learnt_window(
+            self.settings.with_overrides(thinking_tokens=tokens), self.agent.settings
+        )
         self.agent.settings = self.settings
         return tokens
 
     def _look_up_model(self) -> None:
-        """Ask the provider about a model the table does not know; never waits for it."""
+        """Ask the provider about the model (the table answers meanwhile); never waits for it."""
         settings = self.settings
         key = settings.api_key or (PLACEHOLDER_KEY if settings.base_url else None)
-        if key is None or not ModelLookup.wanted(settings):
+        if key is None:
             self.model_lookup = None
             return
         if self.model_lookup is None or self.model_lookup.model != settings.model:
             self.model_lookup = ModelLookup(settings, key).start()
         self.settings = self._reported_settings() or self.settings
 
+    def _window_refused(self, model: str, error: PromptTooLong) -> None:
+        """A server refused one of the agent's prompts with its maximum: that is the window
+        of this model from now on (a summary model's refusal says nothing about it)."""
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is None or model != agent.settings.model:
+            return
+        if adopt_rejected_window(agent, error):
+            self.settings = keep_learnt_window(self.settings, agent.settings)
+
     def _reported_settings(self) -> Settings | None:
-        """New settings once the lookup has a window the session does not use yet."""
+        """New settings once the lookup has a window the session does not use yet, or the
+        agent learnt one from a server's refusal."""
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None and agent.settings is not self.settings:
+            learnt = keep_learnt_window(self.settings, agent.settings)
+            if learnt is not self.settings:
+                self.settings = learnt
+                if learnt != agent.settings:
+                    return learnt
         facts = self.model_lookup.facts if self.model_lookup is not None else None
         if facts is None or facts.window is None or facts.model != self.settings.model:
             return None
+        if facts.rejected:
+            if self.settings.rejected_window == facts.window:
+                return None
+            self.settings = self.settings.with_overrides(
+                rejected_window=facts.window, window_rejected_by=facts.source
+            )
+            return self.settings
         if self.settings.reported_window == facts.window:
             return None
         thinking = (

@@ -457,10 +457,10 @@ class Simulator:
         if kind == "summary_error":
             return self._error(record, 500, "api_error", "Internal server error")
         if kind == "prompt_too_long":
-            tokens = parsed.prompt_tokens
-            return self._prompt_too_long(
-                record, tokens, min(self.context_window, max(0, tokens - 1))
-            )
+            # Refused as if the prompt were over the real window: the maximum is the
+            # window, so a client that learns the window from it learns the truth.
+            tokens = max(parsed.prompt_tokens, self.context_window + 1)
+            return self._prompt_too_long(record, tokens, self.context_window)
         if kind == "drop_before":
             record.status = 0
             return Answer(drop_before=True)

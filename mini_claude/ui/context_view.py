@@ -145,8 +145,15 @@ def render_breakdown(view: ContextBreakdown, model: str) -> RenderableType:
 
     headline = Text()
     headline.append("Context ", style="bold")
-    headline.append(f"{percent(status.utilization)} used", style=PRESSURE_STYLES[band])
-    headline.append(f" · {status.tokens:,} of {status.effective_window:,} tokens · {model}")
+    if status.autocompact_at:
+        headline.append(f"{percent(status.utilization)} of the way to auto-compact",
+                        style=PRESSURE_STYLES[band])
+        headline.append(f" · {status.tokens:,} of {status.autocompact_at:,} tokens · "
+                        f"{percent(status.window_utilization)} of the "
+                        f"{status.effective_window:,}-token effective window · {model}")
+    else:
+        headline.append(f"{percent(status.utilization)} used", style=PRESSURE_STYLES[band])
+        headline.append(f" · {status.tokens:,} of {status.effective_window:,} tokens · {model}")
 
     table = Table(box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0))
     table.add_column("")
@@ -173,15 +180,20 @@ def _explanation(view: ContextBreakdown) -> Text:
     status = view.status
     anchor = ("anchored on the server's last token count" if status.anchored
               else "estimated from characters (no server count yet)")
-    if status.autocompact_at:
-        trigger = (f"Auto-compact fires at {status.autocompact_at:,} tokens "
-                   f"({format_tokens(status.until_autocompact or 0)} from now).")
+    window = (f"effective window {status.effective_window:,} = {status.window:,} window − "
+              f"{view.reserve:,} output reserve")
+    if not status.autocompact_at:
+        measure = f"The percentage is prompt tokens / {window}; auto-compact is off."
     else:
-        trigger = "Auto-compact is off."
+        hold = f" Now: {status.autocompact_hold}." if status.autocompact_hold else ""
+        measure = (
+            f"The percentage is prompt tokens / the auto-compact threshold "
+            f"({status.autocompact_at:,} tokens, "
+            f"{format_tokens(status.until_autocompact or 0)} from now): 100% means the next "
+            f"summary is due ({window}).{hold}"
+        )
     return Text(
-        f"The percentage is prompt tokens / effective window ({status.effective_window:,} = "
-        f"{status.window:,} window − {view.reserve:,} output reserve), the same reading as the "
-        f"status bar and the auto-compact trigger; {anchor}. Parts are shared out by characters. "
-        f"{trigger}",
+        f"{measure} The status bar and the auto-compact trigger read the same number; {anchor}. "
+        "Parts are shared out by characters.",
         style="dim",
     )

@@ -9,6 +9,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from mini_claude import events as ev
+from mini_claude.context.compact_notices import failure_notice
 from mini_claude.plan import TodoItem
 from mini_claude.protocol import CompactReason, TierReport
 from mini_claude.text import format_tokens
@@ -95,7 +96,9 @@ class TurnPresenter:
                 await self._print(Text(), compaction_line(event))
             case ev.CompactionFailed():
                 self.activity.set("thinking…")
-                await self._print(note(f"compaction failed: {event.error}", "warning"))
+                notice = failure_notice(event)
+                if notice is not None:
+                    await self._print(note(notice, "warning"))
             case ev.Retrying():
                 self.stream.reset()  # the reply starts over; its unfinished tail is void
                 await self._print(note(f"{event.error}; retrying in {event.delay_seconds:.1f}s "

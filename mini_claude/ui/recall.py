@@ -1,15 +1,23 @@
 """What the screen can bring back: the recent conversation on resume, the latest collapsed
-tool result (Ctrl-O, /expand) and the latest compaction summary (/summary)."""
+tool result (Ctrl-O, /expand) and the latest compaction summary (/summary).
+
+A resumed session is redrawn from its transcript as it was written, not from the
+compacted history the model sees: a summary replaced the user's messages there,
+while the user remembers the exchanges, the compactions and the interruptions.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import get_args
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from mini_claude.conversation import Message, SummaryBlock, ToolResultBlock
+from mini_claude.protocol import CompactReason
+from mini_claude.transcript import Landmark
 from mini_claude.ui.render import hanging, tool_call_line
 
 RECAP_EXCHANGES = 3  # user messages shown, with what followed each
@@ -49,18 +57,60 @@ def latest_summary(messages: Sequence[Message]) -> str | None:
     return None
 
 
+def _recap_start(messages: Sequence[Message]) -> int:
+    """Where the last few exchanges begin: at the third-last message the user typed."""
+    starts = [i for i, m in enumerate(messages) if m.is_plain_user_message]
+    if len(starts) >= RECAP_EXCHANGES:
+        return starts[-RECAP_EXCHANGES]
+    return starts[0] if starts else len(messages)
+
+
+def recap_as_written(
+    messages: Sequence[Message], landmarks: Sequence[Landmark]
+) -> list[RenderableType]:
+    """The last few exchanges as they happened (``messages`` as the transcript wrote them),
+    with the compactions and interruptions between them where they came."""
+    first = _recap_start(messages)
+    out: list[RenderableType] = []
+    if first:
+        out.append(Text(f"… {first} earlier messages", style="dim"))
+    earlier = [m for m in landmarks if m.kind == "compaction" and m.at <= first]
+    if earlier:
+        out.append(_summary_line(earlier[-1].summary))
+    shown = [m for m in landmarks if m.at > first or (m.at == first and m.kind != "compaction")]
+    for index in range(first, len(messages) + 1):
+        out.extend(_landmark_line(m) for m in shown if m.at == index)
+        if index < len(messages):
+            out.extend(_message_lines(messages[index]))
+    return out
+
+
+def _landmark_line(landmark: Landmark) -> RenderableType:
+    if landmark.kind == "interrupted":
+        return Text("  ⎿  Interrupted", style="red")
+    from mini_claude.events import CompactionFinished
+    from mini_claude.ui.presenter import compaction_line
+
+    reasons: tuple[CompactReason, ...] = get_args(CompactReason)
+    reason: CompactReason = next((r for r in reasons if r == landmark.reason), "auto")
+    return compaction_line(CompactionFinished(
+        reason, landmark.tokens_before, landmark.tokens_after, landmark.summary))
+
+
+def _summary_line(summary: str) -> RenderableType:
+    return hanging(Text("  ⎿  ", style="dim"),
+                   Text("summary: " + _clip(summary, RECAP_SUMMARY_LINES), style="dim"))
+
+
 def recap(messages: Sequence[Message]) -> list[RenderableType]:
     """The last few exchanges, compactly, as they would have looked in the scrollback."""
-    starts = [i for i, m in enumerate(messages) if m.is_plain_user_message]
-    first = starts[-RECAP_EXCHANGES] if len(starts) >= RECAP_EXCHANGES else (
-        starts[0] if starts else len(messages))
+    first = _recap_start(messages)
     out: list[RenderableType] = []
     summary = latest_summary(messages[:first + 1]) or latest_summary(messages)
     if first:
         out.append(Text(f"… {first} earlier messages", style="dim"))
     if summary is not None:
-        out.append(hanging(Text("  ⎿  ", style="dim"),
-                           Text("summary: " + _clip(summary, RECAP_SUMMARY_LINES), style="dim")))
+        out.append(_summary_line(summary))
     for message in messages[first:]:
         out.extend(_message_lines(message))
     return out

@@ -49,7 +49,7 @@ from mini_claude.ui.prompt_input import (
     build_prompt,
     history_for,
 )
-from mini_claude.ui.recall import Recall, latest_summary, recap
+from mini_claude.ui.recall import Recall, latest_summary, recap, recap_as_written
 from mini_claude.ui.render import error_line, note
 from mini_claude.ui.startup import SessionStarter, can_start_before_session, import_session_modules
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
@@ -537,7 +537,7 @@ class Repl:
         if messages:
             self.show_resumed()
             self.console.print(note(f"resumed: {messages} messages, "
-                                    f"{percent(self.agent.status().utilization)} of the context"))
+                                    f"context {percent(self.agent.status().utilization)}"))
         for warning in session.warnings:
             self.console.print(note(warning, "warning"))
         session.warnings.clear()
@@ -546,7 +546,10 @@ class Repl:
         """Redraw the recent conversation of a resumed session (and forget the old one's)."""
         messages = self.agent.conversation.messages
         self.recall = Recall(summary=latest_summary(messages))
-        for line in recap(messages):
+        written = self.session.resumed
+        lines = (recap_as_written(written.original_messages, written.landmarks)
+                 if written is not None and written.original_messages else recap(messages))
+        for line in lines:
             self.console.print(line)
 
     async def _close(self) -> None:

@@ -2,7 +2,9 @@
 
 The same text is drawn under the input prompt and under the live turn view,
 so the numbers never change meaning between the two. Every number comes from
-``agent.status()``, the reading the auto-compact trigger uses too.
+``agent.status()``, the reading the auto-compact trigger uses too. The percentage
+and the bar measure the way to the compaction point: 100% means the next summary
+is due (the window itself is shown beside it while there is room).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from mini_claude.text import format_tokens
 
 Pressure = Literal["calm", "steady", "warning", "alert"]
 
+# Shares of the way to the compaction point.
 CALM_BELOW = 0.50
-WARNING_FROM = 0.70
-ALERT_FROM = 0.85
+WARNING_FROM = 0.75
+ALERT_FROM = 0.90
 METER_WIDTH = 10
 
 # Shared by the prompt, the live turn view and the choice menus.
@@ -51,7 +54,7 @@ UI_STYLE = Style.from_dict(
 
 
 def pressure(utilization: float) -> Pressure:
-    """Colour band for a utilization; the alert band starts where auto-compact fires by default."""
+    """Colour band for a utilization; the alert band starts just before the summary is due."""
     if utilization >= ALERT_FROM:
         return "alert"
     if utilization >= WARNING_FROM:
@@ -93,6 +96,8 @@ def cost_label(costs: CostTracker) -> str:
 
 
 def autocompact_label(status: ContextStatus) -> str:
+    if status.autocompact_hold:
+        return status.autocompact_hold
     remaining = status.until_autocompact
     if remaining is None:
         return "auto-compact off"
@@ -106,16 +111,27 @@ def percent(utilization: float) -> str:
 
 
 def over_window_reason(status: ContextStatus, activity: str | None) -> str:
-    """Why the reading may stand above 100% for a moment; said next to the number."""
+    """What happens to a reading above 100%; said next to the number, never a false promise."""
     if activity and activity.startswith("compacting"):
         return "compacting"
+    if not status.autocompact_at:
+        return "over the window"
+    if status.autocompact_hold:
+        return "/compact to summarize"
     if activity:
         return "trimmed before the next call"
-    return "compacts on the next message" if status.autocompact_at else "over the window"
+    return "compacts on the next message"
+
+
+def window_label(status: ContextStatus) -> str | None:
+    """The model's window, when the percentage measures something smaller."""
+    if not status.autocompact_at:
+        return None
+    return f"window {short_tokens(status.window)}"
 
 
 # Fields of the status line, most important first: the narrowest terminal keeps the top.
-_FIELD_ORDER = ("percent", "activity", "cost", "model", "autocompact", "tokens", "bar")
+_FIELD_ORDER = ("percent", "activity", "cost", "model", "autocompact", "tokens", "bar", "window")
 
 
 def status_fragments(
@@ -140,11 +156,14 @@ def status_fragments(
         "percent": [(f"class:status.{band}", reading)],
         "bar": [(f"class:status.{band}", meter_bar(status.utilization))],
         "tokens": [("class:status",
-                    f"{short_tokens(status.tokens)}/{short_tokens(status.effective_window)}")],
+                    f"{short_tokens(status.tokens)}/{short_tokens(status.compaction_point)}")],
         "autocompact": [("class:status", autocompact_label(status))],
         "cost": [("class:status", cost_label(costs))],
         "model": [("class:status", model)],
     }
+    window = window_label(status)
+    if window is not None:
+        fields["window"] = [("class:status", window)]
     if activity:
         fields["activity"] = [("class:status.activity", activity)]
     shown = [name for name in _FIELD_ORDER if name in fields]
@@ -164,14 +183,14 @@ def _mode_marker(mode: str) -> StyleAndTextTuples:
 
 
 def _layout(fields: dict[str, StyleAndTextTuples], shown: list[str]) -> StyleAndTextTuples:
-    """``context 34% ███░ 61k/180k · auto-compact in … · $0.12 · model · activity``."""
+    """``context 34% ███░ 24k/72k · window 1M · auto-compact in … · $0.12 · model · activity``."""
     sep = ("class:status.sep", " · ")
     out: StyleAndTextTuples = [("class:status", " context ")]
     out += fields["percent"]
     for name in ("bar", "tokens"):
         if name in shown:
             out += [("class:status", " "), *fields[name]]
-    for name in ("autocompact", "cost", "model", "activity"):
+    for name in ("window", "autocompact", "cost", "model", "activity"):
         if name in shown:
             out += [sep, *fields[name]]
     return out

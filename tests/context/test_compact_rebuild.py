@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -373,6 +374,19 @@ def test_a_summary_that_leaves_no_headroom_is_refused(tmp_path: Path) -> None:
     history = [user("go"), *read("a.py"), reply("ok"), user("next")]
     with pytest.raises(RebuildError, match="does not leave enough room"):
         planner(compactor, history, tmp_path, summary=words(15_000)).plan()
+
+
+def test_a_summary_over_the_target_is_kept_when_the_history_ends_smaller(tmp_path: Path) -> None:
+    compactor = make_compactor(settings_for(tmp_path / "home", window=40_000))
+    history = [user("go"), *read("a.py"), reply("ok"), user("next")]
+    over = planner(compactor, history, tmp_path, summary=words(15_000))
+    over.limits = replace(over.limits, accept_below=over.limits.target_tokens + 20_000)
+    plan = over.plan()
+    assert over.limits.target_tokens < plan.tokens < over.limits.accept_below
+    assert any("above the" in note and "target" in note for note in plan.escalations)
+    over.limits = replace(over.limits, accept_below=plan.tokens)  # not smaller: refused
+    with pytest.raises(RebuildError, match="does not leave enough room"):
+        over.plan()
 
 
 def test_nothing_to_compact_is_an_error(tmp_path: Path) -> None:

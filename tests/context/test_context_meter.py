@@ -242,7 +242,9 @@ def test_status_is_the_shared_formula(settings: Settings) -> None:
     assert status.window == 100_000
     assert status.autocompact_at == int(80_000 * 0.85)
     assert status.until_autocompact == 68_000 - 40_000
-    assert meter.utilization(conversation) == pytest.approx(0.5) == status.utilization
+    assert meter.utilization(conversation) == pytest.approx(0.5) == status.window_utilization
+    assert status.utilization == pytest.approx(40_000 / 68_000)  # of the way to auto-compact
+    assert status.compaction_point == 68_000 and not status.compaction_due
 
     quiet = TokenMeter(settings.with_overrides(auto_compact=False), FIXED_CHARS)
     assert quiet.status(conversation).autocompact_at == 0

@@ -443,7 +443,8 @@ def test_context_total_matches_the_meter_and_cost_matches_the_tracker(
         status = repl.repl.agent.status()
         shown = " ".join(repl.text[mark:].split())
         assert f"in the prompt {status.tokens:,}" in shown
-        assert f"{status.tokens:,} of {status.effective_window:,} tokens" in shown
+        assert f"{status.tokens:,} of {status.autocompact_at:,} tokens" in shown
+        assert f"{status.effective_window:,}-token effective window" in shown
         assert "tool results: read_file" in shown
 
         mark = await repl.submit("/cost")

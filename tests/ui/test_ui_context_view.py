@@ -85,8 +85,24 @@ def test_breakdown_total_is_the_status_reading_and_free_space_the_rest() -> None
     out = io.StringIO()
     Console(file=out, width=120, color_system=None).print(render_breakdown(view, "sim-model"))
     text = out.getvalue()
-    assert "41% used · 12,345 of 30,000 tokens" in text
+    flat = " ".join(text.split())
+    assert "48% of the way to auto-compact · 12,345 of 25,500 tokens" in flat
+    assert "41% of the 30,000-token effective window" in flat
     assert "in the prompt" in text and "12,345" in text
     assert "free space" in text and f"{30_000 - 12_345:,}" in text
     assert "output reserve" in text and "10,000" in text
-    assert "Auto-compact fires at 25,500 tokens" in " ".join(text.split())
+    assert "the auto-compact threshold (25,500 tokens, 13.2k from now)" in flat
+
+
+def test_context_says_when_auto_compact_is_held_or_off() -> None:
+    held = ContextStatus(tokens=27_000, effective_window=30_000, window=40_000,
+                         autocompact_at=25_500, anchored=True,
+                         autocompact_hold="auto-compact stopped after 3 failed summaries")
+    off = ContextStatus(tokens=12_345, effective_window=30_000, window=40_000,
+                        autocompact_at=0, anchored=True)
+    for status, expected in ((held, "Now: auto-compact stopped after 3 failed summaries."),
+                             (off, "41% used · 12,345 of 30,000 tokens")):
+        out = io.StringIO()
+        view = breakdown(status, "SYSTEM PROMPT", TOOLS, MESSAGES)
+        Console(file=out, width=120, color_system=None).print(render_breakdown(view, "m"))
+        assert expected in " ".join(out.getvalue().split())

@@ -1,0 +1,153 @@
+"""The server decides the window, and the meter measures the way to the next summary:
+end to end over the real SDKs against the simulator, both providers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mini_claude.cli import main
+from mini_claude.settings import known_window
+from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
+from mini_claude.simulator.models_api import CatalogEntry
+from tests.support.printing import PROVIDERS, parse_lines, point_at
+from tests.support.reliability import (
+    closing_sessions,
+    finished_text,
+    make_project,
+    session_settings,
+    start_session,
+    turn,
+)
+
+# A model the table says has a 1M window (1,047,576 for gpt-4.1), on a server that takes 60,000.
+TABLE_MODEL = {"anthropic": "claude-sonnet-5-5", "openai": "gpt-4.1"}
+OTHER_MODEL = {"anthropic": "claude-opus-4-5", "openai": "gpt-4o"}
+SERVER_WINDOW = 60_000
+DOC_LINES = 700  # about 8k tokens per document
+
+
+def write_documents(project: Path, count: int) -> None:
+    for n in range(count):
+        (project / f"doc{n}.txt").write_text("".join(
+            f"doc {n} line {i}: the parser reads tokens and builds a tree of nodes\n"
+            for i in range(DOC_LINES)
+        ))
+
+
+def reading_turns(count: int) -> ScriptedPolicy:
+    steps: list[Reply] = []
+    for n in range(count):
+        steps.append(Reply(text=f"Reading doc{n}.",
+                           tool_calls=[ToolCall("read_file", {"path": f"doc{n}.txt"})]))
+        steps.append(Reply(text=f"doc{n} is about the parser."))
+    return ScriptedPolicy(steps)
+
+
+def refusals(sim: Simulator) -> int:
+    return sum(1 for r in sim.requests if r.status == 400)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_server_with_a_smaller_window_refuses_at_most_once(
+    tmp_path: Path, provider: str
+) -> None:
+    model = TABLE_MODEL[provider]
+    assert (known_window(model) or 0) > 900_000
+    project = make_project(tmp_path / "project")
+    write_documents(project, 14)
+    home = tmp_path / "home"
+    with Simulator(reading_turns(14), context_window=SERVER_WINDOW) as sim, \
+            closing_sessions() as sessions:
+        settings = session_settings(sim, provider, home, model=model)  # type: ignore[arg-type]
+        session = start_session(settings, project)
+        sessions.append(session)
+        for n in range(14):
+            assert finished_text(turn(session.agent, f"read doc{n}")) == (
+                f"doc{n} is about the parser.")
+        assert refusals(sim) == 1  # the first refusal taught the window; none came after
+        agent = session.agent
+        assert agent.settings.window == SERVER_WINDOW
+        assert agent.status().window == SERVER_WINDOW
+        assert "the server's rejection" in agent.settings.window_source
+        assert str(SERVER_WINDOW) in agent.settings.window_source
+        assert agent.compactions >= 2  # the session went on, compacting under the real window
+        other = OTHER_MODEL[provider]
+        session.switch_model(other)  # another model: its own window, not this one's refusal
+        assert session.agent.settings.window == known_window(other)
+        session.switch_model(model)  # back: the refusal is remembered (cached)
+        assert session.agent.settings.window == SERVER_WINDOW
+
+        # The next session starts with the window the server enforced: no refusal at all.
+        served = len(sim.requests)
+        sim.policy = reading_turns(4)
+        again = start_session(settings, project)
+        sessions.append(again)
+        assert again.agent.settings.window == SERVER_WINDOW
+        for n in range(4):
+            finished_text(turn(again.agent, f"read doc{n} again"))
+        assert all(r.status == 200 for r in sim.requests[served:])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_model_in_the_table_takes_the_window_its_models_api_reports(
+    tmp_path: Path, provider: str
+) -> None:
+    model = TABLE_MODEL[provider]
+    with Simulator() as sim, closing_sessions() as sessions:
+        sim.catalog[model] = CatalogEntry(model, 48_000)
+        settings = session_settings(sim, provider, tmp_path / "home",  # type: ignore[arg-type]
+                                    model=model)
+        session = start_session(settings, make_project(tmp_path / "project"))
+        sessions.append(session)
+        assert session.model_lookup is not None
+        facts = session.model_lookup.wait(timeout=20)
+        assert facts is not None and facts.window == 48_000
+        assert finished_text(turn(session.agent, "hello"))
+        assert session.agent.settings.window == 48_000
+        assert "Models API" in session.agent.settings.window_source \
+            or "model list" in session.agent.settings.window_source
+        assert len(sim.model_requests) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_stream_json_usage_lines_measure_against_the_auto_compact_threshold(
+    provider: str,
+    project: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_documents(project, 3)
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("read_file", {"path": f"doc{n}.txt"}) for n in range(3)]),
+        Reply(text="Read them."),
+    ])
+    point_at(simulator, provider, monkeypatch)
+    monkeypatch.setenv("MINI_CLAUDE_MODEL", TABLE_MODEL[provider])
+    code = main(["-p", "read the docs", "--output-format", "stream-json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    usage = [line for line in parse_lines(out)
+             if line.get("type") == "mini_claude" and line.get("subtype") == "usage"]
+    assert usage
+    last = usage[-1]
+    assert last["autocompact_at"] == 72_000
+    assert last["context_pct"] == round(last["context_tokens"] / 72_000 * 100)
+    assert last["context_pct"] >= 25  # about 24k of 72k: plainly on the way to a summary
+    assert last["context_tokens"] / last["effective_window"] < 0.05  # though 3% of the window
+
+
+def test_a_learnt_window_survives_a_later_models_api_answer(tmp_path: Path) -> None:
+    from mini_claude.providers.models_api import FactsCache, ModelFacts, remember_rejection
+    from mini_claude.settings import Settings
+
+    settings = Settings(model="claude-sonnet-5-5", home=tmp_path)
+    remember_rejection(settings, SERVER_WINDOW, "the server's rejection (…)")
+    FactsCache(tmp_path).store(settings, ModelFacts("claude-sonnet-5-5", 1_000_000))
+    cached = FactsCache(tmp_path).load(settings)
+    assert cached is not None and cached.window == SERVER_WINDOW and cached.rejected
+    stored = json.loads((tmp_path / "models.json").read_text())
+    assert len(stored) == 1
