@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 from mini_claude.conversation import Message
 from mini_claude.text import format_tokens
+from mini_claude.tiers import tier_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,24 +223,46 @@ RAW_ARGUMENTS_KEY = "_raw_arguments"
 
 
 @dataclass(frozen=True, slots=True)
+class PlanChanged:
+    """The todo list was replaced: shown, and recorded for resume."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkillLoaded:
+    """A skill's instructions entered the context: recorded, re-attached after a summary."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRequested:
+    """The model asked for a summary; it comes before the next request."""
+
+    focus: str | None = None
+
+
+# What a tool changed besides its result; the agent handles each kind in one place.
+ToolEffect = PlanChanged | SkillLoaded | CompactionRequested
+
+
+@dataclass(frozen=True, slots=True)
 class ToolOutput:
     """What a tool returns before tier 0 and the conversation see it.
 
     ``display`` is an optional richer view for the UI (a diff for edits);
-    the model only ever sees ``content``.
+    the model only ever sees ``content``. ``effects`` say what else the call changed.
     """
 
     content: str
     is_error: bool = False
     display: str | None = None
     display_kind: Literal["text", "diff", "code", "ansi"] = "text"
+    effects: tuple[ToolEffect, ...] = ()
 
 
 # ---- context ---------------------------------------------------------------------
 
-TierName = Literal[
-    "persist", "truncate", "budget", "snip", "microcompact", "clear_thinking", "fold"
-]
+TierName = str  # a name in tiers.TIERS
 # Why a summary was made: at the turn boundary ("auto", "idle" when the cache went cold),
 # by hand ("manual"), by the model's tool ("tool"), inside a turn ("mid-turn"), or after
 # the server refused the prompt ("prompt-too-long").
@@ -257,14 +280,10 @@ class TierReport:
 
     def describe(self) -> str:
         """One line for the UI, e.g. ``snip: 4 stale results cleared, 12.3k tokens freed``."""
-        verb = {"budget": "trimmed", "snip": "cleared", "microcompact": "cleared",
-                "clear_thinking": "dropped"}.get(self.tier, "edited")
-        noun = "result" if self.results_touched == 1 else "results"
-        if self.tier == "clear_thinking":
-            noun = "thinking block" if self.results_touched == 1 else "thinking blocks"
+        row = tier_row(self.tier)
         extra = f" ({self.detail})" if self.detail else ""
         return (
-            f"{self.tier}: {self.results_touched} {noun} {verb}, "
+            f"{self.tier}: {row.counted(self.results_touched)} {row.verb}, "
             f"{format_tokens(self.tokens_freed)} tokens freed{extra}"
         )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from mini_claude.models import PROVIDERS
 from mini_claude.settings import Settings
 
 MASK = "[redacted]"
@@ -24,8 +25,8 @@ def secret_values(candidates: Iterable[str | None]) -> tuple[str, ...]:
 
 
 def api_keys(settings: Settings) -> tuple[str, ...]:
-    """The API keys this process holds."""
-    return secret_values((settings.anthropic_api_key, settings.openai_api_key))
+    """The API keys this process holds, of every provider."""
+    return secret_values(getattr(settings, row.key_field) for row in PROVIDERS.values())
 
 
 def mask(text: str, secrets: Iterable[str | None]) -> str:

@@ -8,108 +8,34 @@ without touching code.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any
 
-ProviderName = Literal["anthropic", "openai"]
-_T = TypeVar("_T")
+from mini_claude.models import (
+    DEFAULT_MODELS,
+    DEFAULT_PROVIDER,
+    PROVIDERS,
+    known_window,
+    provider_row,
+    window_for_model,
+)
 
-# Known models and the prompt size they accept (tokens): the SDKs' current model lists
-# (anthropic ``types/model_param.py``, openai ``types/shared/chat_model.py``) with the
-# windows their providers publish. A model missing here is asked of the provider's Models
-# API (``model_info``). Names match exactly, after a date suffix, a ``[1m]`` tag or an
-# Ollama ``:tag`` is dropped; a key ending in "-" matches every name it starts.
-# OpenAI's 1.05M-context models accept at most 922K prompt tokens, GPT-5 272K.
-MODEL_WINDOWS: dict[str, int] = {
-    "claude-fable-5-1": 1_000_000,
-    "claude-opus-5-5": 1_000_000,
-    "claude-sonnet-5-5": 1_000_000,
-    "claude-haiku-5-5": 1_000_000,
-    "claude-opus-5": 1_000_000,
-    "claude-sonnet-5": 1_000_000,
-    "claude-opus-4-8": 1_000_000,
-    "claude-opus-4-6": 1_000_000,
-    "claude-sonnet-4-6": 1_000_000,
-    "claude-opus-4-5": 200_000,
-    "claude-sonnet-4-5": 200_000,
-    "claude-haiku-4-5": 200_000,
-    "claude-opus-4-1": 200_000,
-    "claude-opus-4": 200_000,
-    "claude-sonnet-4": 200_000,
-    "claude-3-7-sonnet": 200_000,
-    "claude-3-5-sonnet": 200_000,
-    "claude-3-5-haiku": 200_000,
-    "gpt-6.1-terra": 922_000,
-    "gpt-5.6-terra": 922_000,
-    "gpt-5.6-luna": 922_000,
-    "gpt-5": 272_000,
-    "gpt-5-mini": 272_000,
-    "gpt-5-nano": 272_000,
-    "gpt-4.1": 1_047_576,
-    "gpt-4.1-mini": 1_047_576,
-    "gpt-4.1-nano": 1_047_576,
-    "gpt-4o": 128_000,
-    "gpt-4o-mini": 128_000,
-    "o3": 200_000,
-    "o3-mini": 200_000,
-    "o4-mini": 200_000,
-    "deepseek-chat": 128_000,
-    "qwen2.5-coder": 32_768,
-    "llama3.1": 128_000,
-    "sim-": 200_000,
-}
-DEFAULT_WINDOW = 128_000
+ProviderName = str  # a key of models.PROVIDERS
 
-# A current mid-tier model of each provider. GPT-6.1 Terra calls tools only through the
-# Responses API, so the Chat Completions default is GPT-5.6 Terra.
-DEFAULT_MODELS: dict[str, str] = {
-    "anthropic": "claude-sonnet-5-5",
-    "openai": "gpt-5.6-terra",
-}
-
-_DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
-
-
-def model_key(model: str) -> str:
-    """The name a table knows a model by: no date suffix, no ``[1m]`` or ``:tag``."""
-    name = model.strip().split(":", 1)[0]
-    if name.endswith("]") and "[" in name:
-        name = name[: name.rindex("[")]
-    return _DATE_SUFFIX.sub("", name)
-
-
-def table_lookup(table: Mapping[str, _T], model: str) -> _T | None:
-    """A model's row: an exact name, else the longest prefix key (one that ends in "-")."""
-    key = model_key(model)
-    if key in table:
-        return table[key]
-    prefixes = [k for k in table if k.endswith("-") and key.startswith(k)]
-    return table[max(prefixes, key=len)] if prefixes else None
-
-
-def known_window(model: str) -> int | None:
-    """The table's window for a model, None when the table does not know it."""
-    return table_lookup(MODEL_WINDOWS, model)
 
 
 class SettingsError(ValueError):
     """A setting has a value we cannot use; the message names the variable."""
 
 
-def window_for_model(model: str) -> int:
-    """Known window for a model name, or a safe default."""
-    return known_window(model) or DEFAULT_WINDOW
-
-
 @dataclass(frozen=True)
 class Settings:
     """Resolved configuration for one session."""
 
-    provider: ProviderName = "anthropic"
-    model: str = DEFAULT_MODELS["anthropic"]
+    provider: ProviderName = DEFAULT_PROVIDER
+    model: str = DEFAULT_MODELS[DEFAULT_PROVIDER]
     compact_model: str | None = None
     context_window: int | None = None  # None: from the model table
     # What the provider's Models API said about a model the table does not know
@@ -300,11 +226,13 @@ class Settings:
 
     @property
     def api_key(self) -> str | None:
-        return self.anthropic_api_key if self.provider == "anthropic" else self.openai_api_key
+        key: str | None = getattr(self, provider_row(self.provider).key_field)
+        return key
 
     @property
     def base_url(self) -> str | None:
-        return self.anthropic_base_url if self.provider == "anthropic" else self.openai_base_url
+        url: str | None = getattr(self, provider_row(self.provider).base_url_field)
+        return url
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -317,10 +245,8 @@ ENV_NAMES: dict[str, str] = {
     "compact_model": "MINI_CLAUDE_COMPACT_MODEL",
     "context_window": "MINI_CLAUDE_CONTEXT_WINDOW",
     "home": "MINI_CLAUDE_HOME",
-    "anthropic_api_key": "ANTHROPIC_API_KEY",
-    "anthropic_base_url": "ANTHROPIC_BASE_URL",
-    "openai_api_key": "OPENAI_API_KEY",
-    "openai_base_url": "OPENAI_BASE_URL",
+    **{row.key_field: row.key_variable for row in PROVIDERS.values()},
+    **{row.base_url_field: row.base_url_variable for row in PROVIDERS.values()},
     "auto_compact": "MINI_CLAUDE_AUTO_COMPACT",
     "autocompact_pct": "MINI_CLAUDE_AUTOCOMPACT_PCT",
     "stream_idle_timeout_seconds": "MINI_CLAUDE_STREAM_IDLE_TIMEOUT",
@@ -359,7 +285,7 @@ def _parse(name: str, raw: str, default: Any) -> Any:
         if name == "home":
             return Path(raw).expanduser()
         if name == "provider":
-            if raw not in ("anthropic", "openai"):
+            if raw not in PROVIDERS:
                 raise ValueError
             return raw
         if name in ("effort", "reasoning_effort"):
@@ -439,7 +365,7 @@ def from_environment(
     if model:
         values["model"] = model
     elif "model" not in values:
-        values["model"] = DEFAULT_MODELS[values["provider"]]
+        values["model"] = provider_row(values["provider"]).default_model
     settings = replace(base, **values)
     check_base_url(settings)
     return settings
@@ -453,7 +379,7 @@ def check_base_url(settings: Settings) -> None:
     url = settings.base_url
     if url is None:
         return
-    name = ENV_NAMES[f"{settings.provider}_base_url"]
+    name = provider_row(settings.provider).base_url_variable
     try:
         parts = urlsplit(url.strip())
         valid = parts.scheme in ("http", "https") and bool(parts.hostname)
@@ -467,11 +393,11 @@ def check_base_url(settings: Settings) -> None:
 
 
 def _choose_provider(environ: Mapping[str, str]) -> ProviderName:
-    if environ.get("ANTHROPIC_API_KEY"):
-        return "anthropic"
-    if environ.get("OPENAI_API_KEY") or environ.get("OPENAI_BASE_URL"):
-        return "openai"
+    """The first provider (in table order) whose variables are set."""
+    for row in PROVIDERS.values():
+        if any(environ.get(variable) for variable in row.chosen_by):
+            return row.name
+    hints = ", or ".join(row.setup_hint for row in PROVIDERS.values())
     raise SettingsError(
-        "no model provider configured: set ANTHROPIC_API_KEY, or OPENAI_API_KEY "
-        "(and OPENAI_BASE_URL for an OpenAI-compatible server), in the environment or a .env file"
+        f"no model provider configured: set {hints}, in the environment or a .env file"
     )

@@ -65,7 +65,7 @@ from mini_claude.providers import openai as openai_adapter
 from mini_claude.settings import Settings
 from mini_claude.simulator import anthropic_wire, openai_wire
 from mini_claude.simulator.tokens import TokenCounter, shared_counter
-from mini_claude.simulator.wire import WireError
+from mini_claude.simulator.types import WireError
 from mini_claude.tools.registry import default_registry
 from mini_claude.transcript import Transcript, load_session
 from tests.support.strategies import (

@@ -57,8 +57,9 @@ from mini_claude.providers.arguments import parse_tool_input
 from mini_claude.sanitize import clean_message, clean_text, decode_bytes
 from mini_claude.settings import Settings
 from mini_claude.simulator import anthropic_wire, openai_wire
-from mini_claude.simulator.wire import WireError, parse_strict_json
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.simulator.types import WireError
+from mini_claude.simulator.wire import parse_strict_json
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript, load_session
 from tests.test_properties import FUZZ, TIME_LIMIT, VERDICT_ONLY, MemoryStore
@@ -202,10 +203,10 @@ class EchoTool:
     read_only: bool = True
     outputs: list[str] = field(default_factory=list)
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return None
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return NOTHING_TO_ASK
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
         return ToolOutput(self.outputs.pop(0) if self.outputs else "")
 
 

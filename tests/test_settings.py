@@ -2,13 +2,12 @@ from pathlib import Path
 
 import pytest
 
+from mini_claude.models import DEFAULT_WINDOW, window_for_model
 from mini_claude.settings import (
-    DEFAULT_WINDOW,
     Settings,
     SettingsError,
     from_environment,
     load_dotenv_files,
-    window_for_model,
 )
 
 

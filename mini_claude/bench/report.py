@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mini_claude.bench.runner import NeedCheck, RequestRecord, RunResult
-from mini_claude.pricing import SONNET
+from mini_claude.models import SONNET
+from mini_claude.tiers import at_admission, cost_rows
 
 # Tiers whose edit changes old history and so breaks the prompt cache from that point on.
-HISTORY_EDITING_TIERS = ("budget", "snip", "microcompact", "compact")
+HISTORY_EDITING_TIERS = tuple(cost_rows())  # budget, snip, microcompact, compact
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +180,7 @@ def tier_costs(run: RunResult) -> list[TierCost]:
     return out
 
 
-LOSS_CAUSES = ("compact", "microcompact", "snip", "budget")
+LOSS_CAUSES = tuple(reversed(HISTORY_EDITING_TIERS))  # the latest edit first
 
 
 def loss_cause(check: NeedCheck) -> str:
@@ -352,7 +353,7 @@ def tier_table(run: RunResult) -> str:
                      f"{cost.tokens_freed:,} |")
     lines.append(f"| (summary calls themselves) | {run.compaction_attempts} | - | - | "
                  f"${summary_cost:.2f} in all | - |")
-    for tier in ("persist", "truncate"):
+    for tier in at_admission():
         if run.tokens_freed.get(tier):
             lines.append(f"| {tier} (at admission, no cache break) | "
                          f"{run.tier_events.get(tier, 0)} | - | - | - | "

@@ -18,7 +18,7 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
 from mini_claude.bench.strategies import Strategy
-from mini_claude.pricing import SONNET
+from mini_claude.models import SONNET
 from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
 from mini_claude.scenario.policy import HISTORY_TOOL, ScriptPolicy
@@ -231,7 +231,7 @@ async def run_strategy(
     checks = _check_recoveries(checks, policy, script, records, turn_starts)
     result.needs = explain_losses(checks, records, result.requests, script)
     result.recovery = recovery_cost(policy, records, result.requests)
-    result.pipeline_seconds = list(agent.pipeline_seconds)
+    result.pipeline_seconds = list(agent.context.pipeline_seconds)
     result.tokens_freed = dict(agent.stats()["tokens_freed"])
     result.pages_read = policy.pages_read
     result.wall_seconds = time.perf_counter() - started

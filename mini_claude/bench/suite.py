@@ -36,7 +36,7 @@ from mini_claude.bench.scaling import HISTORY_SIZES, ScalingPoint, measure_all, 
 from mini_claude.bench.startup import StartupTimes, startup_table
 from mini_claude.bench.startup import measure as measure_startup
 from mini_claude.bench.strategies import ABLATIONS, STRATEGIES, Strategy
-from mini_claude.pricing import SONNET
+from mini_claude.models import SONNET
 from mini_claude.scenario.script import FULL_TURNS, QUICK_TURNS, Script, build_script
 from mini_claude.scenario.workload import plan_project, write_project
 from mini_claude.simulator.summary import SummaryMode, SummaryStyle

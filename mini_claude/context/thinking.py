@@ -33,8 +33,9 @@ from mini_claude.conversation import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from mini_claude.models import model_key
 from mini_claude.protocol import ThinkingConfig, TierReport
-from mini_claude.settings import Settings, model_key
+from mini_claude.settings import Settings
 
 # Models that think adaptively (and refuse or deprecate a fixed budget); the others
 # take ``budget_tokens``. The Models API's capabilities win over this list.

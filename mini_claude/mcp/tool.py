@@ -9,7 +9,7 @@ from typing import Any
 from mini_claude.mcp.connection import McpCallError, RemoteTool, ServerConnection
 from mini_claude.mcp.results import BinarySaver, result_output
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
 
 TOOL_PREFIX = "mcp__"
 MAX_TOOL_NAME = 64  # what both providers accept
@@ -44,18 +44,18 @@ class McpTool:
         self.remote = remote
         self.spec = _spec(name, server.name, remote)
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest:
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         shown = json.dumps(args, ensure_ascii=False)
         if len(shown) > SUMMARY_ARGS_CHARS:
             shown = shown[: SUMMARY_ARGS_CHARS - 1] + "…"
-        return PermissionRequest(
+        return Prepared(PermissionRequest(
             tool_name=self.spec.name,
             summary=f"{self.server.name} · {self.remote.name} {shown}",
             subject=self.spec.name,
             detail=json.dumps(args, ensure_ascii=False, indent=2) if args else None,
-        )
+        ))
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
         try:
             result = await self.server.call(self.remote.name, args)
         except McpCallError as exc:

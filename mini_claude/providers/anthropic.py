@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from anthropic.types import Diagnostics, RawMessageStreamEvent
     from anthropic.types.raw_content_block_start_event import ContentBlock
 
+    from mini_claude.settings import Settings
+
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 MAX_BREAKPOINTS = 4
 
@@ -394,4 +396,14 @@ def _failure_of(exc: APIStatusError) -> Failure:
         kinds=tuple(k for k in (kind, exc.error_code) if k),
         message=message,
         headers=exc.response.headers,
+    )
+
+
+def from_settings(settings: Settings, api_key: str, timeout_seconds: float) -> AnthropicProvider:
+    """The factory its row in ``models.PROVIDERS`` names."""
+    return AnthropicProvider(
+        api_key=api_key,
+        base_url=settings.base_url,
+        timeout_seconds=timeout_seconds,
+        cache_diagnostics=settings.cache_diagnostics,
     )

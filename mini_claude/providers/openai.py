@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from openai.types import CompletionUsage
     from openai.types.chat import ChatCompletionChunk
 
+    from mini_claude.settings import Settings
+
 STOP_REASONS: dict[str, str] = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -346,3 +348,9 @@ def _failure_of(exc: APIError) -> Failure:
 
 def _rejects_max_completion_tokens(error: ProviderError) -> bool:
     return isinstance(error, BadRequest) and "max_completion_tokens" in error.message
+
+
+def from_settings(settings: Settings, api_key: str, timeout_seconds: float) -> OpenAIProvider:
+    """The factory its row in ``models.PROVIDERS`` names."""
+    return OpenAIProvider(api_key=api_key, base_url=settings.base_url,
+                          timeout_seconds=timeout_seconds)

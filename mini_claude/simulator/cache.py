@@ -12,7 +12,7 @@ from itertools import accumulate
 
 from mini_claude.simulator.clock import SimClock
 from mini_claude.simulator.tokens import chain
-from mini_claude.simulator.wire import PromptUnit
+from mini_claude.simulator.types import PromptUnit
 
 MIN_CACHEABLE_TOKENS = 1_024
 LOOKBACK_BLOCKS = 20

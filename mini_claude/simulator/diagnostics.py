@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_claude.simulator.tokens import canonical_json, digest
-from mini_claude.simulator.wire import PromptUnit, WireError
+from mini_claude.simulator.types import PromptUnit, WireError
 
 KEPT_FINGERPRINTS = 4_096
 

@@ -14,13 +14,13 @@ from mini_claude.simulator.types import (
     TextPart,
     ToolResultPart,
     ToolUsePart,
+    WireError,
 )
 from mini_claude.simulator.wire import (
     Completion,
     FramePlan,
     ParsedRequest,
     UnitBuilder,
-    WireError,
     merge_same_role,
     split_arguments,
     split_text,

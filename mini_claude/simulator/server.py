@@ -48,6 +48,7 @@ from mini_claude.simulator.types import (
     RecordedRequest,
     Reply,
     SimConversation,
+    WireError,
 )
 from mini_claude.simulator.wire import (
     Completion,
@@ -55,7 +56,6 @@ from mini_claude.simulator.wire import (
     OutgoingCall,
     ParsedRequest,
     Usage,
-    WireError,
     parse_strict_json,
 )
 

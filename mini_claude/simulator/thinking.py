@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_claude.simulator.tokens import canonical_json
-from mini_claude.simulator.wire import WireError
+from mini_claude.simulator.types import WireError
 
 SECRET = b"mini-claude simulator thinking"
 DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"

@@ -176,3 +176,32 @@ class RecordedRequest:
     reply: Reply | None = None
     conversation: SimConversation | None = None
     cache_miss: dict[str, Any] | None = None  # the ``cache_miss_reason`` the answer carried
+
+
+class WireError(Exception):
+    """A request the real API would refuse; carries what the error body needs."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        error_type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.error_type = error_type
+        self.param = param
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class PromptUnit:
+    """One block of the prompt in cache order: its identity, its tokens, its breakpoint."""
+
+    key: bytes
+    tokens: int
+    breakpoint_ttl: float | None = None

@@ -15,7 +15,7 @@ from mini_claude.simulator.tokens import (
     canonical_json,
     digest,
 )
-from mini_claude.simulator.types import SimBlock, SimConversation, SimMessage
+from mini_claude.simulator.types import PromptUnit, SimBlock, SimConversation, SimMessage
 
 if TYPE_CHECKING:
     from mini_claude.simulator.diagnostics import PrefixFingerprint
@@ -53,35 +53,6 @@ def parse_strict_json(raw: bytes) -> Any:
     if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(body):
         raise ValueError("lone surrogate in a string")
     return body
-
-
-class WireError(Exception):
-    """A request the real API would refuse; carries what the error body needs."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int = 400,
-        error_type: str = "invalid_request_error",
-        param: str | None = None,
-        code: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.error_type = error_type
-        self.param = param
-        self.code = code
-
-
-@dataclass(frozen=True, slots=True)
-class PromptUnit:
-    """One block of the prompt in cache order: its identity, its tokens, its breakpoint."""
-
-    key: bytes
-    tokens: int
-    breakpoint_ttl: float | None = None
 
 
 @dataclass(slots=True)

@@ -1,4 +1,5 @@
-"""The tool contract: a schema, a permission rule, and an async run that never raises."""
+"""The tool contract: a schema, a permission step that prepares the call, and an async run
+that carries it out and never raises."""
 
 from __future__ import annotations
 
@@ -33,6 +34,22 @@ class PermissionDecision:
     mode: str | None = None  # exit_plan_mode: the permission mode the user chose
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What a tool's permission step worked out for one call, handed on to its ``run``.
+
+    ``request`` is the question to put to the user (None: nothing to ask). ``action``
+    is what ``run`` carries out, exactly as the user saw it (an edit and its diff); a
+    tool that prepares one and finds None here was not approved anything, so it may
+    only fail.
+    """
+
+    request: PermissionRequest | None = None
+    action: object | None = None
+
+
+NOTHING_TO_ASK = Prepared()
+
 Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
 
 
@@ -59,8 +76,6 @@ class ToolContext:
     session_id: str = ""
     allowed_subjects: set[str] = field(default_factory=set)
     env: dict[str, str] | None = None  # environment for run_shell (keys removed)
-    # Set by the compact tool ("" for no focus); the agent summarizes before its next request.
-    compaction_focus: str | None = None
     # File -> (inode, size, mtime_ns) when the model last read or wrote it: a whole-file
     # write over a file changed since then is refused.
     read_stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
@@ -78,10 +93,11 @@ class Tool(Protocol):
     spec: ToolSpec
     read_only: bool  # read-only tools run without asking
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        """The question to ask before running, or None when no approval is needed."""
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        """The question to ask before running (if any), and the action prepared for run."""
         ...
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        """Do the work. Expected failures come back as ``ToolOutput(is_error=True)``."""
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
+        """Do the work that was prepared (and approved). Expected failures come back as
+        ``ToolOutput(is_error=True)``."""
         ...

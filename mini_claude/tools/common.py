@@ -38,17 +38,22 @@ def error_output(message: str) -> ToolOutput:
 _Tool = TypeVar("_Tool")
 _Args = TypeVar("_Args")
 _Context = TypeVar("_Context")
-ToolRun = Callable[[_Tool, _Args, _Context], Coroutine[Any, Any, ToolOutput]]
+_Prepared = TypeVar("_Prepared")
+ToolRun = Callable[[_Tool, _Args, _Context, _Prepared], Coroutine[Any, Any, ToolOutput]]
 
 
-def reports_tool_errors(run: ToolRun[_Tool, _Args, _Context]) -> ToolRun[_Tool, _Args, _Context]:
+def reports_tool_errors(
+    run: ToolRun[_Tool, _Args, _Context, _Prepared],
+) -> ToolRun[_Tool, _Args, _Context, _Prepared]:
     """A tool's ``run`` whose expected failures (ToolError) come back as error results,
     worded for the model; anything else is left to the registry."""
 
     @functools.wraps(run)
-    async def run_reporting(tool: _Tool, args: _Args, ctx: _Context) -> ToolOutput:
+    async def run_reporting(
+        tool: _Tool, args: _Args, ctx: _Context, prepared: _Prepared
+    ) -> ToolOutput:
         try:
-            return await run(tool, args, ctx)
+            return await run(tool, args, ctx, prepared)
         except ToolError as exc:
             return error_output(exc.message)
 

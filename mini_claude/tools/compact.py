@@ -1,16 +1,16 @@
 """compact: lets the model ask for a summary of the session.
 
 A summary needs the model and the whole history, which a tool does not hold, so
-the tool only records the request in its context; the agent summarizes before
-its next request. Its arguments are checked by the registry like any other's.
+the tool only reports the request as an effect; the agent summarizes before its
+next request. Its arguments are checked by the registry like any other's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.protocol import CompactionRequested, ToolOutput, ToolSpec
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 
 SPEC = ToolSpec(
     name="compact",
@@ -36,11 +36,13 @@ class CompactTool:
     spec = SPEC
     read_only = True
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return None
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return NOTHING_TO_ASK
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        ctx.compaction_focus = args.get("focus", "")
+    async def run(
+        self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared
+    ) -> ToolOutput:
         return ToolOutput(
-            "Compaction requested; the conversation will be summarized before the next step."
+            "Compaction requested; the conversation will be summarized before the next step.",
+            effects=(CompactionRequested(args.get("focus") or None),),
         )

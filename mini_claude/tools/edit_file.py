@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import NOTHING_TO_ASK, PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import (
     ToolError,
     atomic_write,
@@ -49,10 +49,6 @@ SPEC = ToolSpec(
 
 _ENCODING = "utf-8"
 _ERRORS = "surrogateescape"
-
-
-# Where permission() leaves the edit the user saw, for run() to hold the write to it.
-_APPROVED = "_approved_edit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,29 +127,28 @@ class EditFileTool:
     spec = SPEC
     read_only = False
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        """The edit worked out now is the one shown, and the only one run may make."""
         try:
             edit = _plan(args, ctx)
         except ToolError:
-            args[_APPROVED] = None  # nothing approved: run() may only fail, never write
-            return None  # the edit cannot apply: the run says why, nothing to approve
-        args[_APPROVED] = edit
-        return PermissionRequest(
+            return NOTHING_TO_ASK  # the edit cannot apply: run says why, never writes
+        request = PermissionRequest(
             tool_name=self.spec.name,
             summary=f"edit {edit.target.shown}",
             subject=self.spec.name,
             detail=edit.diff,
         )
+        return Prepared(request, edit)
 
     @reports_tool_errors
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        return await asyncio.to_thread(self._edit, args, ctx)
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
+        return await asyncio.to_thread(self._edit, args, ctx, prepared)
 
-    def _edit(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        checked = _APPROVED in args
-        approved = args.pop(_APPROVED, None)
+    def _edit(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
+        approved = prepared.action if isinstance(prepared.action, _Edit) else None
         edit = _plan(args, ctx)
-        if checked and not edit.same_change(approved):
+        if not edit.same_change(approved):
             raise ToolError(
                 f"{edit.target.shown} changed while the edit waited for approval; nothing was "
                 "written. Read it again and retry, so the change can be approved as it is now"

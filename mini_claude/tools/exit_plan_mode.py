@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import NOTHING_TO_ASK, PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import error_output
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL, permissions_of
 from mini_claude.tools.permission_modes import parse_mode
@@ -47,10 +47,10 @@ class ExitPlanModeTool:
     spec = SPEC
     read_only = True  # it changes nothing itself; the user's answer changes the mode
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return None
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return NOTHING_TO_ASK  # the approval of the plan is the question run itself asks
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
         plan = str(args.get("plan", "")).strip()[:MAX_PLAN_CHARS]
         permissions = permissions_of(ctx)
         if permissions.mode != "plan":

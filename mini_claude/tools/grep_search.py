@@ -24,7 +24,7 @@ from pathspec import GitIgnoreSpec
 
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.text import shorten
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.grep_worker import WorkerQuery
 from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS
@@ -230,11 +230,13 @@ class GrepSearchTool:
         self.max_matches = max_matches
         self.max_chars = max_chars
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return read_permission(self.spec.name, str(args.get("path") or "."), ctx)
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return Prepared(read_permission(self.spec.name, str(args.get("path") or "."), ctx))
 
     @reports_tool_errors
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(
+        self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared
+    ) -> ToolOutput:
         return await self._search(args, ctx)
 
     async def _search(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

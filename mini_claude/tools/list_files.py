@@ -9,7 +9,7 @@ from typing import Any
 from pathspec import GitIgnoreSpec
 
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 from mini_claude.tools.ignore import rules_for, walk_files
 from mini_claude.tools.paths import project_root, read_permission, resolve, shown_path
@@ -53,11 +53,13 @@ class ListFilesTool:
         self.max_entries = max_entries
         self.time_limit = time_limit
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return read_permission(self.spec.name, str(args.get("path") or "."), ctx)
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return Prepared(read_permission(self.spec.name, str(args.get("path") or "."), ctx))
 
     @reports_tool_errors
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(
+        self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared
+    ) -> ToolOutput:
         return await asyncio.to_thread(self._list, args, ctx)
 
     def _list(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

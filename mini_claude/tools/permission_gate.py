@@ -23,7 +23,7 @@ from typing import Any
 
 from mini_claude.protocol import ToolOutput
 from mini_claude.text import shorten
-from mini_claude.tools.base import PermissionRequest, Tool, ToolContext
+from mini_claude.tools.base import PermissionRequest, Prepared, Tool, ToolContext
 from mini_claude.tools.command_kinds import (
     is_read_only_command,
     is_workspace_file_command,
@@ -59,8 +59,9 @@ def permissions_of(ctx: ToolContext) -> Permissions:
 
 async def check_permission(
     tool: Tool, args: dict[str, Any], ctx: ToolContext
-) -> ToolOutput | None:
-    """None to go ahead; an error result the model reads when the call may not run."""
+) -> Prepared | ToolOutput:
+    """What the tool prepared, for ``run`` to carry out; an error result the model reads
+    when the call may not run."""
     permissions = permissions_of(ctx)
     name = tool.spec.name
     verdict = permissions.check(name, args)
@@ -68,18 +69,19 @@ async def check_permission(
         return _refuse(ctx, name, args, f"Permission denied by {_why(verdict, name, args)}")
     if permissions.mode == "plan" and not runs_in_plan_mode(tool, args):
         return _refuse(ctx, name, args, PLAN_MODE_REFUSAL.format(name=name))
-    request = tool.permission(args, ctx)  # also prepares what an approved edit writes
+    prepared = tool.permission(args, ctx)  # the question, and what an approved edit writes
+    request = prepared.request
     if verdict is not None and verdict.behavior == "ask":
-        return await _ask(ctx, request or _plain_request(name, args), args, verdict)
+        return await _ask(ctx, prepared, request or _plain_request(name, args), args, verdict)
     if permissions.mode == "bypassPermissions":
-        return None
+        return prepared
     if verdict is not None or request is None:
-        return None  # an allow rule answered for the user, or nothing needs approval
+        return prepared  # an allow rule answered for the user, or nothing needs approval
     if permissions.mode == "acceptEdits" and _edit_in_workspace(name, args, ctx, permissions):
-        return None
+        return prepared
     if request.subject in ctx.allowed_subjects:
-        return None
-    return await _ask(ctx, request, args, None)
+        return prepared
+    return await _ask(ctx, prepared, request, args, None)
 
 
 def users_own(ctx: ToolContext) -> ToolContext:
@@ -101,8 +103,13 @@ def runs_in_plan_mode(tool: Tool, args: dict[str, Any]) -> bool:
 
 
 async def _ask(
-    ctx: ToolContext, request: PermissionRequest, args: dict[str, Any], verdict: Verdict | None
-) -> ToolOutput | None:
+    ctx: ToolContext,
+    prepared: Prepared,
+    request: PermissionRequest,
+    args: dict[str, Any],
+    verdict: Verdict | None,
+) -> Prepared | ToolOutput:
+    """The user's answer: the prepared call when they said yes, a refusal otherwise."""
     name = request.tool_name
     if verdict is None:
         request = replace(request, rule=request.rule or proposed_rule(name, args))
@@ -115,11 +122,11 @@ async def _ask(
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
         who = " by the user" if decision.asked else ""
-        ctx.denials.append(PermissionDenied(name, _shown(args), decision.reason or ""))
+        ctx.denials.append(PermissionDenied(name, dict(args), decision.reason or ""))
         return error_output(f"Permission denied{who}{reason}")
     if decision.remember and verdict is None:
         _remember(ctx, request)
-    return None
+    return prepared
 
 
 def proposed_rule(name: str, args: dict[str, Any]) -> str | None:
@@ -162,7 +169,7 @@ def _edit_in_workspace(
 
 
 def _refuse(ctx: ToolContext, name: str, args: dict[str, Any], message: str) -> ToolOutput:
-    ctx.denials.append(PermissionDenied(name, _shown(args), message))
+    ctx.denials.append(PermissionDenied(name, dict(args), message))
     return error_output(message)
 
 
@@ -179,10 +186,5 @@ def _why(verdict: Verdict, name: str, args: dict[str, Any]) -> str:
 
 def _plain_request(name: str, args: dict[str, Any]) -> PermissionRequest:
     """A question for a tool that would not ask by itself (an ask rule names it)."""
-    shown = shorten(json.dumps(_shown(args), ensure_ascii=False), 200, marker="…")
+    shown = shorten(json.dumps(args, ensure_ascii=False), 200, marker="…")
     return PermissionRequest(tool_name=name, summary=f"{name} {shown}", subject=name)
-
-
-def _shown(args: dict[str, Any]) -> dict[str, Any]:
-    """The arguments as the model sent them (tools stash private keys in ``args``)."""
-    return {k: v for k, v in args.items() if not k.startswith("_")}

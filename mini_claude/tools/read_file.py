@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.file_stamps import file_stamp
 from mini_claude.tools.ignore import BINARY_SNIFF_BYTES, looks_binary
@@ -69,11 +69,13 @@ class ReadFileTool:
     spec = SPEC
     read_only = True
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return read_permission(self.spec.name, str(args.get("path", "")), ctx)
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return Prepared(read_permission(self.spec.name, str(args.get("path", "")), ctx))
 
     @reports_tool_errors
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(
+        self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared
+    ) -> ToolOutput:
         return await asyncio.to_thread(self._read, args, ctx)
 
     def _read(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

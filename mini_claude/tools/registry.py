@@ -112,10 +112,10 @@ class ToolRegistry:
                 f"Expected {signature(tool.spec)}"
             )
         try:
-            refusal = await check_permission(tool, checked, ctx)
-            if refusal is not None:
-                return refusal
-            return await tool.run(checked, ctx)
+            prepared = await check_permission(tool, checked, ctx)
+            if isinstance(prepared, ToolOutput):
+                return prepared  # refused
+            return await tool.run(checked, ctx, prepared)
         except Exception as exc:
             return error_output(f"{name} failed unexpectedly: {_one_line(exc)}")
 

@@ -19,7 +19,7 @@ from typing import Any
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, error_output
 from mini_claude.tools.paths import project_root
 from mini_claude.tools.process import (
@@ -87,13 +87,15 @@ class RunShellTool:
     spec = SPEC
     read_only = False
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest:
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         command = str(args.get("command", ""))
-        return PermissionRequest(
+        return Prepared(PermissionRequest(
             tool_name=self.spec.name, summary=command, subject=f"run_shell:{command}"
-        )
+        ))
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(
+        self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared
+    ) -> ToolOutput:
         try:
             command = str(args.get("command", ""))
             if not command.strip():

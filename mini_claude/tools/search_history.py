@@ -27,7 +27,7 @@ from typing import Any
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.secrets import api_keys, mask, secret_values
 from mini_claude.text import shorten
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool, SearchRequest
 
@@ -233,11 +233,13 @@ class SearchHistoryTool:
     def __init__(self, backend: GrepBackend | None = None) -> None:
         self._grep = GrepSearchTool(backend)
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return None  # the session's own records, under the mini-claude home
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return NOTHING_TO_ASK  # the session's own records, under the mini-claude home
 
     @reports_tool_errors
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(
+        self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared
+    ) -> ToolOutput:
         return await self._search(args, ctx)
 
     async def _search(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

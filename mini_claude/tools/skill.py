@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from mini_claude.project.skills import load_text
-from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.protocol import SkillLoaded, ToolOutput, ToolSpec
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import error_output
 
 SPEC = ToolSpec(
@@ -33,14 +33,16 @@ class SkillTool:
     spec = SPEC
     read_only = True
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return None
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return NOTHING_TO_ASK
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(
+        self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared
+    ) -> ToolOutput:
         name = str(args.get("name", "")).strip()
         skill = ctx.skills.get(name)
         if skill is None:
             known = ", ".join(ctx.skills.names()) or "none"
             return error_output(f"no skill named {name!r}; available skills: {known}")
         ctx.loaded_skills.add(skill.name)
-        return ToolOutput(load_text(skill, ctx.root))
+        return ToolOutput(load_text(skill, ctx.root), effects=(SkillLoaded(skill.name),))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import error_output
 
 TOOL_NAME = "task"
@@ -78,10 +78,12 @@ class TaskTool:
         self.runner = runner
         self.default_type = default_type
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return None
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return NOTHING_TO_ASK
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(
+        self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared
+    ) -> ToolOutput:
         prompt = str(args.get("prompt", ""))
         if not prompt.strip():
             return error_output("task needs a prompt: the whole job for the sub-agent")

@@ -1,8 +1,8 @@
 """todo_write: the model keeps its plan for multi-step work as a checklist.
 
 The whole list is sent every time (no partial updates to get wrong). The
-tool only validates and stores it in the conversation's plan; the agent
-publishes and records the new version, and compaction writes it back.
+tool only validates and stores it in the conversation's plan and reports the
+change; the agent publishes and records the new version, and compaction writes it back.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from mini_claude.plan import MAX_ITEMS, PlanError, parse_todos
-from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.protocol import PlanChanged, ToolOutput, ToolSpec
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import error_output
 
 SPEC = ToolSpec(
@@ -50,10 +50,12 @@ class TodoWriteTool:
     spec = SPEC
     read_only = True
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return None
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return NOTHING_TO_ASK
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(
+        self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared
+    ) -> ToolOutput:
         try:
             items = parse_todos(args.get("todos"))
         except PlanError as exc:
@@ -61,9 +63,10 @@ class TodoWriteTool:
         ctx.plan.replace(items)
         done, total = ctx.plan.counts()
         if not total:
-            return ToolOutput("Todo list cleared.")
+            return ToolOutput("Todo list cleared.", effects=(PlanChanged(),))
         return ToolOutput(
             f"Todo list saved ({done}/{total} done). Keep it current as you work:\n"
             + ctx.plan.checklist(),
             display=f"saved ({done}/{total} done)",  # the screen shows the checklist itself
+            effects=(PlanChanged(),),
         )

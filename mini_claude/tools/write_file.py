@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.tools.base import NOTHING_TO_ASK, PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import (
     ToolError,
     atomic_write,
@@ -40,10 +40,6 @@ SPEC = ToolSpec(
         "additionalProperties": False,
     },
 )
-
-
-# Where permission() leaves the plan the user saw, for run() to hold the write to it.
-_APPROVED = "_approved_plan"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,30 +99,29 @@ class WriteFileTool:
     spec = SPEC
     read_only = False
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        """The write worked out now is the one shown, and the only one run may make."""
         try:
             plan = _plan(args, ctx)
         except ToolError:
-            args[_APPROVED] = None  # nothing approved: run() may only fail, never write
-            return None  # refused or unreadable: the run explains, nothing to approve
-        args[_APPROVED] = plan
+            return NOTHING_TO_ASK  # refused or unreadable: run explains, never writes
         verb = "create" if plan.created else "overwrite"
-        return PermissionRequest(
+        request = PermissionRequest(
             tool_name=self.spec.name,
             summary=f"{verb} {plan.target.shown}",
             subject=self.spec.name,
             detail=plan.diff,
         )
+        return Prepared(request, plan)
 
     @reports_tool_errors
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        return await asyncio.to_thread(self._write, args, ctx)
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
+        return await asyncio.to_thread(self._write, args, ctx, prepared)
 
-    def _write(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        checked = _APPROVED in args
-        approved = args.pop(_APPROVED, None)
+    def _write(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
+        approved = prepared.action if isinstance(prepared.action, _Plan) else None
         plan = _plan(args, ctx)
-        if checked and not plan.same_change(approved):
+        if not plan.same_change(approved):
             raise ToolError(
                 f"{plan.target.shown} changed while the write waited for approval; nothing was "
                 "written. Read it again and retry, so the change can be approved as it is now"

@@ -17,7 +17,7 @@ from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
 
 if TYPE_CHECKING:
     from mini_claude.transcript import SessionInfo
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 RESUME_MENU_SIZE = 9
 
@@ -27,7 +27,7 @@ class Outcome(Enum):
     EXIT = "exit"
 
 
-Handler = Callable[["Repl", str], Awaitable[Outcome]]
+Handler = Callable[["ReplHost", str], Awaitable[Outcome]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ def suggest(name: str) -> str | None:
     return prefixed[0] if prefixed else None
 
 
-async def dispatch(repl: Repl, text: str) -> Outcome:
+async def dispatch(repl: ReplHost, text: str) -> Outcome:
     parsed = parse_command(text)
     assert parsed is not None
     name, argument = parsed
@@ -86,7 +86,7 @@ async def dispatch(repl: Repl, text: str) -> Outcome:
 # ---- the commands ----------------------------------------------------------------------
 
 
-async def help_command(repl: Repl, argument: str) -> Outcome:
+async def help_command(repl: ReplHost, argument: str) -> Outcome:
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
     table.add_column(style="bold cyan")
     table.add_column()
@@ -102,7 +102,7 @@ async def help_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def compact_command(repl: Repl, argument: str) -> Outcome:
+async def compact_command(repl: ReplHost, argument: str) -> Outcome:
     if not repl.agent.conversation.messages:
         repl.console.print(note("nothing to compact yet"))
         return Outcome.CONTINUE
@@ -110,7 +110,7 @@ async def compact_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def context_command(repl: Repl, argument: str) -> Outcome:
+async def context_command(repl: ReplHost, argument: str) -> Outcome:
     from mini_claude.ui.context_view import breakdown, render_breakdown
 
     agent = repl.agent
@@ -121,8 +121,9 @@ async def context_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def cost_command(repl: Repl, argument: str) -> Outcome:
-    from mini_claude.pricing import cost_notes, price_for
+async def cost_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.models import price_for
+    from mini_claude.pricing import cost_notes
 
     costs = repl.agent.costs
     usage = costs.usage
@@ -147,7 +148,7 @@ async def cost_command(repl: Repl, argument: str) -> Outcome:
     table.add_row("API time", _duration(costs.api_seconds))
     table.add_row("wall time", _duration(time.monotonic() - repl.started))
     repl.console.print(table)
-    repl.console.print(note(cost_notes(usage, repl.agent.cache_misses.summary())))
+    repl.console.print(note(cost_notes(usage, repl.agent.context.cache_misses.summary())))
     price = price_for(repl.session.settings.model)
     if price is None:
         repl.console.print(note(f"no price known for {repl.session.settings.model}; "
@@ -165,7 +166,7 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m {rest:02d}s" if minutes else f"{seconds:.1f}s"
 
 
-async def clear_command(repl: Repl, argument: str) -> Outcome:
+async def clear_command(repl: ReplHost, argument: str) -> Outcome:
     previous = repl.session.session_id
     repl.agent.transcript.close()
     repl.session.start_new()
@@ -175,7 +176,7 @@ async def clear_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def think_command(repl: Repl, argument: str) -> Outcome:
+async def think_command(repl: ReplHost, argument: str) -> Outcome:
     word = argument.split()[0] if argument.split() else ""
     if word and (not word.isdigit() or 0 < int(word) < 1_024):
         repl.console.print(note("usage: /think [tokens] (a budget of at least 1024, or 0 for off)",
@@ -186,7 +187,7 @@ async def think_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def model_command(repl: Repl, argument: str) -> Outcome:
+async def model_command(repl: ReplHost, argument: str) -> Outcome:
     settings = repl.session.settings
     if argument:
         repl.session.switch_model(argument.split()[0])
@@ -199,7 +200,7 @@ async def model_command(repl: Repl, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-async def resume_command(repl: Repl, argument: str) -> Outcome:
+async def resume_command(repl: ReplHost, argument: str) -> Outcome:
     from mini_claude.transcript import list_sessions
     from mini_claude.ui.choice import ChoiceInterrupted, choose
 
@@ -222,7 +223,7 @@ async def resume_command(repl: Repl, argument: str) -> Outcome:
     return _resume(repl, earlier[index].session_id)
 
 
-def _resume(repl: Repl, session_id: str) -> Outcome:
+def _resume(repl: ReplHost, session_id: str) -> Outcome:
     from mini_claude.session.wiring import SessionError
 
     old = repl.agent
@@ -247,14 +248,62 @@ def _session_label(info: SessionInfo) -> str:
     return f"{info.session_id}  {age}  {prompt[:60]}"
 
 
-async def exit_command(repl: Repl, argument: str) -> Outcome:
+async def exit_command(repl: ReplHost, argument: str) -> Outcome:
     return Outcome.EXIT
 
 
-async def mcp_servers_command(repl: Repl, argument: str) -> Outcome:
+async def mcp_servers_command(repl: ReplHost, argument: str) -> Outcome:
     from mini_claude.ui.mcp_view import mcp_command
 
     await mcp_command(repl, argument)
+    return Outcome.CONTINUE
+
+
+# ---- looking back, and how much the screen says ------------------------------------------
+
+
+async def todos_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.plan_view import show_todos
+
+    show_todos(repl)
+    return Outcome.CONTINUE
+
+
+async def skills_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.plan_view import show_skills
+
+    show_skills(repl)
+    return Outcome.CONTINUE
+
+
+async def hooks_list_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.hooks_view import hooks_command
+
+    await hooks_command(repl, argument)
+    return Outcome.CONTINUE
+
+
+async def permissions_list_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.permissions_view import permissions_command
+
+    await permissions_command(repl, argument)
+    return Outcome.CONTINUE
+
+
+async def verbose_command(repl: ReplHost, argument: str) -> Outcome:
+    repl.verbose = not repl.verbose
+    repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
+                            "verbose off: one line per model call for what the tiers did"))
+    return Outcome.CONTINUE
+
+
+async def expand_command(repl: ReplHost, argument: str) -> Outcome:
+    repl.console.print(repl.recall.full_result())
+    return Outcome.CONTINUE
+
+
+async def summary_command(repl: ReplHost, argument: str) -> Outcome:
+    repl.console.print(repl.recall.full_summary())
     return Outcome.CONTINUE
 
 
@@ -271,60 +320,6 @@ COMMANDS: tuple[Command, ...] = (
             argument="[id]"),
     Command("mcp", "MCP servers, their status and tools", mcp_servers_command,
             argument="[approve|reconnect [name]]"),
-    Command("exit", "leave mini-claude", exit_command, ("quit",)),
-)
-
-
-# ---- looking back, and how much the screen says ------------------------------------------
-
-
-async def todos_command(repl: Repl, argument: str) -> Outcome:
-    from mini_claude.ui.plan_view import show_todos
-
-    show_todos(repl)
-    return Outcome.CONTINUE
-
-
-async def skills_command(repl: Repl, argument: str) -> Outcome:
-    from mini_claude.ui.plan_view import show_skills
-
-    show_skills(repl)
-    return Outcome.CONTINUE
-
-
-async def hooks_list_command(repl: Repl, argument: str) -> Outcome:
-    from mini_claude.ui.hooks_view import hooks_command
-
-    await hooks_command(repl, argument)
-    return Outcome.CONTINUE
-
-
-async def permissions_list_command(repl: Repl, argument: str) -> Outcome:
-    from mini_claude.ui.permissions_view import permissions_command
-
-    await permissions_command(repl, argument)
-    return Outcome.CONTINUE
-
-
-async def verbose_command(repl: Repl, argument: str) -> Outcome:
-    repl.verbose = not repl.verbose
-    repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
-                            "verbose off: one line per model call for what the tiers did"))
-    return Outcome.CONTINUE
-
-
-async def expand_command(repl: Repl, argument: str) -> Outcome:
-    repl.console.print(repl.recall.full_result())
-    return Outcome.CONTINUE
-
-
-async def summary_command(repl: Repl, argument: str) -> Outcome:
-    repl.console.print(repl.recall.full_summary())
-    return Outcome.CONTINUE
-
-
-COMMANDS = (
-    *COMMANDS[:-1],
     Command("verbose", "show every context tier report, or one line per call", verbose_command),
     Command("expand", "show the latest collapsed tool result in full (also Ctrl-O)",
             expand_command),
@@ -335,5 +330,5 @@ COMMANDS = (
             argument="[approve]"),
     Command("permissions", "the permission rules in force, and their sources; remove one",
             permissions_list_command, argument="[remove N]"),
-    COMMANDS[-1],
+    Command("exit", "leave mini-claude", exit_command, ("quit",)),
 )

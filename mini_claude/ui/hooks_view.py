@@ -19,7 +19,7 @@ from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 APPROVE, DENY = 0, 1
 NOT_RUN = ("project settings not used (hooks, allow and ask rules, mode, env); "
@@ -36,7 +36,7 @@ def hooks_table(commands: list[HookCommand]) -> Table:
     return table
 
 
-async def ask_project_settings(repl: Repl) -> None:
+async def ask_project_settings(repl: ReplHost) -> None:
     """Ask once about the project's settings files not decided yet; a no is remembered too.
 
     One question covers every file (``.claude/settings.json``, ``.mini-claude/settings.json``,
@@ -73,7 +73,7 @@ async def ask_project_settings(repl: Repl) -> None:
     repl.refresh_status()
 
 
-async def hooks_command(repl: Repl, argument: str) -> None:
+async def hooks_command(repl: ReplHost, argument: str) -> None:
     """``/hooks`` lists the hooks that run; ``/hooks approve`` approves the project's."""
     session = repl.session
     if argument.strip() == "approve":

@@ -18,7 +18,7 @@ from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 APPROVE, DENY = 0, 1
 STATE_STYLES = {"connected": "green", "connecting": "yellow"}
@@ -45,7 +45,7 @@ def trust_panel(manager: McpManager) -> Panel:
     )
 
 
-async def ask_project_trust(repl: Repl) -> None:
+async def ask_project_trust(repl: ReplHost) -> None:
     """Ask once about a project's servers not decided yet; a denial is remembered too."""
     manager = repl.session.mcp
     status = manager.project_trust()
@@ -72,7 +72,7 @@ async def ask_project_trust(repl: Repl) -> None:
         repl.console.print(note("project MCP servers not started; /mcp approve starts them"))
 
 
-def watch_servers(repl: Repl) -> None:
+def watch_servers(repl: ReplHost) -> None:
     """Say in the scrollback when a server connects or fails, without breaking the prompt."""
 
     def tell(line: str) -> None:
@@ -86,7 +86,7 @@ def watch_servers(repl: Repl) -> None:
 _pending: set[asyncio.Task[None]] = set()
 
 
-async def _print_note(repl: Repl, line: str) -> None:
+async def _print_note(repl: ReplHost, line: str) -> None:
     def write() -> None:
         repl.console.print(note(line))
 
@@ -99,7 +99,7 @@ async def _print_note(repl: Repl, line: str) -> None:
         write()
 
 
-async def mcp_command(repl: Repl, argument: str) -> bool:
+async def mcp_command(repl: ReplHost, argument: str) -> bool:
     """``/mcp`` lists servers; ``approve`` starts the project's; ``reconnect`` restarts."""
     manager = repl.session.mcp
     if argument.strip() == "approve":

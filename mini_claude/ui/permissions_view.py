@@ -16,13 +16,13 @@ from rich.text import Text
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 USAGE = "usage: /permissions [remove N]"
 BEHAVIOR_STYLES = {"deny": "red", "ask": "yellow", "allow": "green"}
 
 
-async def permissions_command(repl: Repl, argument: str) -> None:
+async def permissions_command(repl: ReplHost, argument: str) -> None:
     words = argument.split()
     if not words:
         show_permissions(repl)
@@ -32,7 +32,7 @@ async def permissions_command(repl: Repl, argument: str) -> None:
         repl.console.print(note(USAGE, "warning"))
 
 
-def show_permissions(repl: Repl) -> None:
+def show_permissions(repl: ReplHost) -> None:
     setup = repl.session.permission_setup
     permissions = setup.permissions
     rules = permissions.listing()
@@ -57,7 +57,7 @@ def show_permissions(repl: Repl) -> None:
                                 "approved (/hooks approve)", "warning"))
 
 
-def remove_rule(repl: Repl, which: str) -> None:
+def remove_rule(repl: ReplHost, which: str) -> None:
     permissions = repl.session.permission_setup.permissions
     rules = permissions.listing()
     if not which.isdigit() or not 1 <= int(which) <= len(rules):

@@ -12,7 +12,7 @@ from mini_claude.plan import TodoItem
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
-    from mini_claude.ui.repl import Repl
+    from mini_claude.ui.host import ReplHost
 
 MARKS = {"pending": ("☐", "default"), "in_progress": ("▶", "bold cyan"),
          "completed": ("☒", "dim")}
@@ -41,7 +41,7 @@ def current_step(items: Sequence[TodoItem]) -> str | None:
     return next((item.content for item in items if item.status == "in_progress"), None)
 
 
-def show_todos(repl: Repl) -> None:
+def show_todos(repl: ReplHost) -> None:
     items = repl.agent.tool_context.plan.items
     if not items:
         repl.console.print(note("no todo list yet: the model writes one with todo_write for "
@@ -50,7 +50,7 @@ def show_todos(repl: Repl) -> None:
     repl.console.print(checklist(items))
 
 
-def show_skills(repl: Repl) -> None:
+def show_skills(repl: ReplHost) -> None:
     catalog = repl.agent.tool_context.skills
     loaded = set(repl.agent.tool_context.loaded_skills.newest_first())
     if not catalog.skills:

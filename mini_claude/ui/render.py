@@ -21,6 +21,7 @@ from rich.text import Text
 from mini_claude.context.placeholders import count_lines, utf8_size
 from mini_claude.protocol import TierReport
 from mini_claude.text import format_tokens, human_size, short_target
+from mini_claude.tiers import tier_row
 
 if TYPE_CHECKING:
     from mini_claude.events import ToolFinished
@@ -263,11 +264,6 @@ def error_line(message: str) -> Text:
     return Text(f"✗ {message}", style="bold red")
 
 
-TIER_VERBS = {"persist": "saved", "truncate": "cut", "budget": "trimmed", "snip": "cleared",
-              "microcompact": "cleared", "fold": "folded"}
-TIER_NOUNS = {"fold": "old call"}  # what a tier counts, when not results
-
-
 def tier_summary(reports: list[TierReport]) -> str:
     """What the tiers did before one model call, on one line (the detail is for /verbose)."""
     touched: dict[str, int] = {}
@@ -275,8 +271,8 @@ def tier_summary(reports: list[TierReport]) -> str:
         touched[report.tier] = touched.get(report.tier, 0) + report.results_touched
     parts = []
     for tier, count in touched.items():
-        noun = TIER_NOUNS.get(tier, "result") + ("" if count == 1 else "s")
-        parts.append(f"{tier} {TIER_VERBS.get(tier, 'edited')} {count} {noun}")
+        row = tier_row(tier)
+        parts.append(f"{tier} {row.verb} {row.counted(count)}")
     freed = sum(r.tokens_freed for r in reports)
     return f"context: {', '.join(parts)}; {format_tokens(freed)} tokens freed"
 

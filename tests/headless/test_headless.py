@@ -281,6 +281,36 @@ def test_allowed_tools_let_a_ci_job_run_exactly_what_it_needs_without_yes(
     assert "Permission denied" in result["result"]
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_denied_write_and_edit_are_reported_with_the_arguments_the_model_sent(
+    provider: str,
+    project: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Print mode asks nobody: both calls are refused and listed with exactly the model's
+    arguments (nothing the permission step prepared rides along)."""
+    (project / "notes.txt").write_text("alpha\nbeta\n")
+    write = {"path": "new.txt", "content": "hello\n"}
+    edit = {"path": "notes.txt", "old": "beta", "new": "BETA"}
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("write_file", write), ToolCall("edit_file", edit)]),
+        Reply(text="could not write"),
+    ])
+    point_at(simulator, provider, monkeypatch)
+    code = main(["-p", "write and edit", "--output-format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = parse_result(out)
+    denied = result["permission_denials"]
+    assert [(d["tool_name"], d["tool_input"]) for d in denied] == [
+        ("write_file", write), ("edit_file", edit)
+    ]
+    assert not (project / "new.txt").exists()
+    assert (project / "notes.txt").read_text() == "alpha\nbeta\n"
+
+
 def test_disallowed_tools_win_over_yes_and_over_allow(
     project: Path,
     simulator: Simulator,

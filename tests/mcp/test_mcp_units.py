@@ -27,7 +27,7 @@ from mini_claude.mcp.connection import RemoteTool, ServerConnection
 from mini_claude.mcp.results import EMPTY_RESULT, BinarySaver, result_output
 from mini_claude.mcp.tool import MAX_TOOL_NAME, McpTool, tool_name
 from mini_claude.settings import Settings
-from mini_claude.tools.base import ToolContext
+from mini_claude.tools.base import NOTHING_TO_ASK, ToolContext
 from mini_claude.tools.registry import default_registry
 from tests.support.mcp import write_config
 
@@ -121,7 +121,8 @@ def test_registry_gains_mcp_tools_once_and_they_ask_permission(tmp_path: Path) -
     assert registry.specs()[-1].name == "mcp__srv__lookup"
     assert "[MCP server srv]" in registry.specs()[-1].description
     ctx = ToolContext(root=tmp_path, settings=Settings(home=tmp_path))
-    request = tool.permission({"q": "x"}, ctx)
+    request = tool.permission({"q": "x"}, ctx).request
+    assert request is not None
     assert request.subject == "mcp__srv__lookup"  # "for the session" covers the tool
     assert "lookup" in request.summary and '"q": "x"' in request.summary
 
@@ -130,7 +131,7 @@ def test_a_call_before_the_server_is_up_is_a_tool_error(tmp_path: Path) -> None:
     remote = RemoteTool("lookup", "", {"type": "object"})
     tool = McpTool("mcp__srv__lookup", _connection(tmp_path), remote)
     ctx = ToolContext(root=tmp_path, settings=Settings(home=tmp_path))
-    output = asyncio.run(tool.run({}, ctx))
+    output = asyncio.run(tool.run({}, ctx, NOTHING_TO_ASK))
     assert output.is_error and "not connected" in output.content
 
 
@@ -263,7 +264,7 @@ def test_a_crashed_server_can_be_reconnected_and_its_tools_work_again(tmp_path: 
             "MCP server sample failed: the server closed the connection (see /mcp)",
             "MCP server sample connected · 7 tools",  # no "name already taken" on reconnect
         ]
-        output = await echo.run({"text": "back"}, ctx)
+        output = await echo.run({"text": "back"}, ctx, NOTHING_TO_ASK)
         assert output.content == "echo: back"
         await manager.close()
         assert connection.state == "stopped"

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from mini_claude.models import DEFAULT_WINDOW
 from mini_claude.providers.models_api import (
     FactsCache,
     ModelFacts,
     facts_from_anthropic,
     facts_from_openai_list,
 )
-from mini_claude.settings import DEFAULT_WINDOW, Settings
+from mini_claude.settings import Settings
 from mini_claude.simulator import Simulator
 from mini_claude.simulator.models_api import CatalogEntry, anthropic_model, openai_list
 from tests.support.reliability import (

@@ -8,15 +8,17 @@ import pytest
 from anthropic.types.model_param import ModelParam
 from openai.types.shared.chat_model import ChatModel
 
-from mini_claude.pricing import PRICES, CostTracker, price_for
-from mini_claude.protocol import Usage
-from mini_claude.settings import (
+from mini_claude.models import (
     DEFAULT_MODELS,
     DEFAULT_WINDOW,
+    PRICES,
     known_window,
     model_key,
+    price_for,
     window_for_model,
 )
+from mini_claude.pricing import CostTracker
+from mini_claude.protocol import Usage
 from mini_claude.ui.statusbar import cost_label
 
 ANTHROPIC_MODELS = [

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from mini_claude.models import PROVIDERS, ProviderRow
 from mini_claude.protocol import AuthenticationFailed
 from mini_claude.providers import create_provider, preload_sdk
 from mini_claude.providers.anthropic import AnthropicProvider
 from mini_claude.providers.openai import OpenAIProvider
 from mini_claude.providers.retry import RetryingProvider
-from mini_claude.settings import Settings
+from mini_claude.secrets import api_keys
+from mini_claude.settings import Settings, from_environment
 
 
 def settings(tmp_path: Path, **values: object) -> Settings:
@@ -85,3 +87,20 @@ def test_missing_key_is_a_clear_error_unless_a_base_url_is_set(tmp_path: Path) -
         settings(tmp_path, provider="openai", openai_base_url="http://127.0.0.1:11434/v1")
     )
     assert isinstance(local, RetryingProvider) and isinstance(local.inner, OpenAIProvider)
+
+
+@pytest.mark.parametrize("row", list(PROVIDERS.values()), ids=lambda row: row.name)
+def test_each_provider_row_drives_choice_factory_and_key_masking(
+    row: ProviderRow, tmp_path: Path
+) -> None:
+    """Everything provider-specific comes from the row: which variable picks it, its
+    default model, the adapter built, the key masked, the key asked for."""
+    chosen = from_environment({row.chosen_by[0]: "http://127.0.0.1:9" if "URL" in
+                               row.chosen_by[0] else "secret-key-1"})
+    assert chosen.provider == row.name and chosen.model == row.default_model
+    keyed = settings(tmp_path, provider=row.name, **{row.key_field: "secret-key-2"})
+    provider = create_provider(keyed)
+    assert isinstance(provider, RetryingProvider) and provider.inner.name == row.name
+    assert api_keys(keyed) == ("secret-key-2",)
+    with pytest.raises(AuthenticationFailed, match=row.key_variable):
+        create_provider(settings(tmp_path, provider=row.name))

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.pricing import SONNET, CostTracker
+from mini_claude.models import SONNET
+from mini_claude.pricing import CostTracker
 from mini_claude.protocol import Usage
 from mini_claude.simulator import Simulator
 from mini_claude.ui.statusbar import cost_label, status_text

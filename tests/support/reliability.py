@@ -89,6 +89,11 @@ def compact(agent: Agent, focus: str | None = None) -> list[ev.Event]:
     return _run(agent, agent.compact(focus))
 
 
+def before_call(agent: Agent) -> list[ev.Event]:
+    """What the context steps do before the agent's next model call."""
+    return _run(agent, agent.context.before_call())
+
+
 def of_kind(events: Iterable[ev.Event], kind: type[Any]) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
 

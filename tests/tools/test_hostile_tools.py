@@ -133,10 +133,11 @@ def test_case6_a_call_that_needed_no_approval_because_it_failed_never_writes_lat
     )
     ctx = ToolContext(root=project, settings=Settings(home=project.parent / "home"),
                       approve=deny_all)
-    assert tool.permission(args, ctx) is None
+    prepared = tool.permission(args, ctx)
+    assert prepared.request is None
     target.rmdir()
     target.write_text("alpha\nbeta\n")  # now the call would apply
-    result = asyncio.run(tool.run(args, ctx))
+    result = asyncio.run(tool.run(args, ctx, prepared))
     assert result.is_error and "nothing was written" in result.content
     assert target.read_text() == "alpha\nbeta\n"
 
@@ -405,7 +406,9 @@ def test_case14_a_temporary_left_by_an_older_crash_is_swept_on_the_next_write(
     fresh.write_text("in progress")
     ctx = ToolContext(root=project, settings=Settings(home=project.parent / "home"),
                       approve=allow_all)
-    result = asyncio.run(WriteFileTool().run({"path": "notes.txt", "content": "hi\n"}, ctx))
+    args = {"path": "notes.txt", "content": "hi\n"}
+    tool = WriteFileTool()
+    result = asyncio.run(tool.run(args, ctx, tool.permission(args, ctx)))
     assert not result.is_error, result.content
     assert not stale.exists() and fresh.exists()
 

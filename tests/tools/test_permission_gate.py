@@ -6,7 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionDecision, PermissionRequest, ToolContext, deny_all
+from mini_claude.tools.base import (
+    PermissionDecision,
+    PermissionRequest,
+    Prepared,
+    ToolContext,
+    deny_all,
+)
 from mini_claude.tools.permission_gate import users_own
 from mini_claude.tools.permission_modes import PermissionMode, Permissions
 from mini_claude.tools.permission_rules import PermissionRules, parse_rule
@@ -189,10 +195,11 @@ class FetchTool:
         "type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]})
     read_only = True
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
-        return PermissionRequest("web_fetch", f"fetch {args['url']}", f"web_fetch:{args['url']}")
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        url = args["url"]
+        return Prepared(PermissionRequest("web_fetch", f"fetch {url}", f"web_fetch:{url}"))
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
         return ToolOutput(f"fetched {args['url']}")
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.tools.base import PermissionDecision
+from mini_claude.tools.base import NOTHING_TO_ASK, PermissionDecision
 from mini_claude.tools.grep_search import GrepSearchTool, PythonBackend
 from mini_claude.tools.list_files import ListFilesTool
 from mini_claude.tools.read_file import ReadFileTool
@@ -28,7 +28,7 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_reads_inside_the_project_need_no_permission(layout: tuple[Path, Path]) -> None:
     project, _ = layout
-    assert ReadFileTool().permission({"path": "inside.txt"}, tool_context(project)) is None
+    assert ReadFileTool().permission({"path": "inside.txt"}, tool_context(project)).request is None
 
 
 @pytest.mark.parametrize("how", ["absolute", "dotdot", "symlink"])
@@ -40,7 +40,7 @@ def test_reads_outside_the_project_ask_first(layout: tuple[Path, Path], how: str
         "dotdot": "../outside/secret.txt",
         "symlink": "link/secret.txt",
     }[how]
-    request = ReadFileTool().permission({"path": raw}, tool_context(project))
+    request = ReadFileTool().permission({"path": raw}, tool_context(project)).request
     assert request is not None
     assert request.tool_name == "read_file"
     assert request.subject == f"read:{outside.resolve()}"
@@ -50,11 +50,12 @@ def test_reads_outside_the_project_ask_first(layout: tuple[Path, Path], how: str
 def test_search_and_list_outside_the_project_ask_too(layout: tuple[Path, Path]) -> None:
     project, outside = layout
     ctx = tool_context(project)
-    grep = GrepSearchTool(PythonBackend()).permission({"pattern": "x", "path": str(outside)}, ctx)
-    listing = ListFilesTool().permission({"path": "../outside"}, ctx)
+    grep = GrepSearchTool(PythonBackend()).permission({"pattern": "x", "path": str(outside)},
+                                                      ctx).request
+    listing = ListFilesTool().permission({"path": "../outside"}, ctx).request
     assert grep is not None and grep.subject == f"read:{outside.resolve()}"
     assert listing is not None and listing.subject == f"read:{outside.resolve()}"
-    assert ListFilesTool().permission({}, ctx) is None
+    assert ListFilesTool().permission({}, ctx).request is None
 
 
 def test_denied_outside_read_returns_the_refusal_to_the_model(layout: tuple[Path, Path]) -> None:
@@ -84,8 +85,9 @@ def test_reads_under_the_home_folder_are_free(layout: tuple[Path, Path]) -> None
     saved = ctx.settings.tool_results_dir / "session" / "result-1.txt"
     saved.parent.mkdir(parents=True)
     saved.write_text("persisted output\n")
-    assert ReadFileTool().permission({"path": str(saved)}, ctx) is None
-    assert run(ReadFileTool().run({"path": str(saved)}, ctx)).content == "     1\tpersisted output"
+    assert ReadFileTool().permission({"path": str(saved)}, ctx).request is None
+    shown = run(ReadFileTool().run({"path": str(saved)}, ctx, NOTHING_TO_ASK)).content
+    assert shown == "     1\tpersisted output"
 
 
 @pytest.mark.parametrize("tool", ["write_file", "edit_file"])

@@ -6,12 +6,13 @@ import tracemalloc
 from pathlib import Path
 
 from mini_claude.protocol import ToolOutput
+from mini_claude.tools.base import NOTHING_TO_ASK
 from mini_claude.tools.read_file import ReadFileTool
 from tests.support.tools import run, tool_context
 
 
 def read(root: Path, **args: object) -> ToolOutput:
-    return run(ReadFileTool().run(dict(args), tool_context(root)))
+    return run(ReadFileTool().run(dict(args), tool_context(root), NOTHING_TO_ASK))
 
 
 def numbered(count: int) -> str:

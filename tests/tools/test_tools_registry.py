@@ -10,8 +10,22 @@ from typing import Any
 
 import pytest
 
-from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionDecision, PermissionRequest, ToolContext
+from mini_claude.project.skills import Skill, SkillCatalog
+from mini_claude.protocol import (
+    RAW_ARGUMENTS_KEY,
+    CompactionRequested,
+    PlanChanged,
+    SkillLoaded,
+    ToolOutput,
+    ToolSpec,
+)
+from mini_claude.tools.base import (
+    NOTHING_TO_ASK,
+    PermissionDecision,
+    PermissionRequest,
+    Prepared,
+    ToolContext,
+)
 from mini_claude.tools.grep_search import PythonBackend
 from mini_claude.tools.registry import ToolRegistry, check_arguments, default_registry
 from tests.support.tools import ScriptedApprover, run, tool_context
@@ -35,12 +49,12 @@ class ExplodingTool:
         self.error = error
         self.in_permission = in_permission
 
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> PermissionRequest | None:
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         if self.in_permission:
             raise self.error
-        return None
+        return NOTHING_TO_ASK
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
         raise self.error
 
 
@@ -238,15 +252,28 @@ def test_cancellation_passes_through(tmp_path: Path) -> None:
         run(registry.execute("explode", {}, tool_context(tmp_path)))
 
 
-def test_compact_only_records_the_request_for_the_agent(tmp_path: Path) -> None:
+def test_compact_only_reports_the_request_for_the_agent(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     ctx = tool_context(project)
     out = execute("compact", {"focus": "tests"}, ctx)
     assert not out.is_error
     assert "summarized" in out.content
-    assert ctx.compaction_focus == "tests"
+    assert out.effects == (CompactionRequested("tests"),)
+    assert execute("compact", {}, ctx).effects == (CompactionRequested(None),)
     assert list(project.iterdir()) == []
-    ctx.compaction_focus = None
-    assert execute("compact", {"focus": ["tests"]}, ctx).is_error
-    assert ctx.compaction_focus is None
+    refused = execute("compact", {"focus": ["tests"]}, ctx)
+    assert refused.is_error and refused.effects == ()
+
+
+def test_todo_write_and_skill_report_what_they_changed(tmp_path: Path) -> None:
+    folder = tmp_path / "skills" / "release"
+    folder.mkdir(parents=True)
+    skill = Skill("release", "cut a release", "Tag, then publish.", folder, "project")
+    ctx = tool_context(tmp_path)
+    ctx.skills = SkillCatalog({"release": skill})
+    todos = {"todos": [{"content": "tag", "status": "in_progress"}]}
+    assert execute("todo_write", todos, ctx).effects == (PlanChanged(),)
+    assert execute("skill", {"name": "release"}, ctx).effects == (SkillLoaded("release"),)
+    assert execute("skill", {"name": "unknown"}, ctx).effects == ()  # an error changes nothing
+    assert execute("todo_write", {"todos": [{"content": "x"}]}, ctx).effects == ()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mini_claude.protocol import ToolOutput
+from mini_claude.tools.base import NOTHING_TO_ASK
 from mini_claude.tools.grep_search import (
     GrepBackend,
     GrepSearchTool,
@@ -67,11 +68,11 @@ def project(tmp_path: Path) -> Path:
 
 def grep(root: Path, backend: GrepBackend, **args: object) -> ToolOutput:
     tool = GrepSearchTool(backend)
-    return run(tool.run(dict(args), tool_context(root)))
+    return run(tool.run(dict(args), tool_context(root), NOTHING_TO_ASK))
 
 
 def listing(root: Path, tool: ListFilesTool | None = None, **args: object) -> ToolOutput:
-    return run((tool or ListFilesTool()).run(dict(args), tool_context(root)))
+    return run((tool or ListFilesTool()).run(dict(args), tool_context(root), NOTHING_TO_ASK))
 
 
 # ---- grep_search on every available backend -----------------------------------------
@@ -149,7 +150,7 @@ def test_grep_caps_matches_and_counts_the_rest(tmp_path: Path, backend: GrepBack
 def test_grep_caps_characters_too(tmp_path: Path, backend: GrepBackend) -> None:
     write(tmp_path, "wide.txt", "".join(f"hit {n} " + "w" * 400 + "\n" for n in range(100)))
     out = run(GrepSearchTool(backend, max_chars=2_000).run({"pattern": "hit"},
-                                                            tool_context(tmp_path)))
+                                                            tool_context(tmp_path), NOTHING_TO_ASK))
     shown = out.content.splitlines()[:-1]
     assert 1 <= len(shown) <= 5
     assert sum(len(line) + 1 for line in shown) <= 2_000
@@ -187,7 +188,7 @@ def test_catastrophic_regex_is_stopped_at_the_time_cap(tmp_path: Path) -> None:
     write(tmp_path, "evil.txt", "a" * 40 + "!\n")
     tool = GrepSearchTool(PythonBackend(), time_limit=1.0)
     started = time.monotonic()
-    out = run(tool.run({"pattern": "(a+)+$"}, tool_context(tmp_path)))
+    out = run(tool.run({"pattern": "(a+)+$"}, tool_context(tmp_path), NOTHING_TO_ASK))
     assert time.monotonic() - started < 15
     assert out.is_error
     assert "search stopped after 1 s" in out.content
@@ -197,7 +198,7 @@ def test_matches_found_before_the_time_cap_are_kept(tmp_path: Path) -> None:
     write(tmp_path, "a_good.txt", "aaa\n")
     write(tmp_path, "b_evil.txt", "a" * 40 + "!\n")
     tool = GrepSearchTool(PythonBackend(), time_limit=1.0)
-    out = run(tool.run({"pattern": "^(a+)+$"}, tool_context(tmp_path)))
+    out = run(tool.run({"pattern": "^(a+)+$"}, tool_context(tmp_path), NOTHING_TO_ASK))
     assert out.content.splitlines()[0] == "a_good.txt:1:aaa"
     assert "search stopped after 1 s" in out.content
     assert not out.is_error
@@ -334,7 +335,7 @@ def processes_mentioning(text: str) -> list[int]:
 def test_the_stopped_worker_process_is_gone(tmp_path: Path) -> None:
     write(tmp_path, "evil.txt", "a" * 40 + "!\n")
     tool = GrepSearchTool(PythonBackend(), time_limit=0.5)
-    run(tool.run({"pattern": "(a+)+$"}, tool_context(tmp_path)))
+    run(tool.run({"pattern": "(a+)+$"}, tool_context(tmp_path), NOTHING_TO_ASK))
     assert wait_until(lambda: not processes_mentioning(str(tmp_path)))
 
 
@@ -343,7 +344,9 @@ def test_cancelling_a_search_stops_the_worker_and_propagates(tmp_path: Path) -> 
 
     async def cancel_midway() -> None:
         tool = GrepSearchTool(PythonBackend(), time_limit=60)
-        task = asyncio.create_task(tool.run({"pattern": "(a+)+$"}, tool_context(tmp_path)))
+        task = asyncio.create_task(
+            tool.run({"pattern": "(a+)+$"}, tool_context(tmp_path), NOTHING_TO_ASK)
+        )
         for _ in range(500):
             if processes_mentioning(str(tmp_path)):
                 break

@@ -12,6 +12,7 @@ import pytest
 
 from mini_claude.protocol import ToolOutput
 from mini_claude.settings import Settings
+from mini_claude.tools.base import NOTHING_TO_ASK
 from mini_claude.tools.run_shell import RunShellTool, child_environment
 from tests.support.tools import group_members, process_alive, run, tool_context, wait_until
 
@@ -21,7 +22,7 @@ def shell(root: Path, command: str, *, env: dict[str, str] | None = None,
     args: dict[str, Any] = {"command": command}
     if "timeout" in settings:
         args["timeout"] = settings.pop("timeout")
-    return run(RunShellTool().run(args, tool_context(root, env=env, **settings)))
+    return run(RunShellTool().run(args, tool_context(root, env=env, **settings), NOTHING_TO_ASK))
 
 
 def number_after(label: str, text: str) -> int:
@@ -80,7 +81,7 @@ def test_cancellation_kills_the_group_and_propagates(tmp_path: Path) -> None:
     async def cancel_midway() -> None:
         ctx = tool_context(tmp_path)
         task = asyncio.create_task(RunShellTool().run(
-            {"command": f"echo $$ > {pid_file}; sleep 100 & sleep 100"}, ctx))
+            {"command": f"echo $$ > {pid_file}; sleep 100 & sleep 100"}, ctx, NOTHING_TO_ASK))
         for _ in range(500):
             if pid_file.exists() and pid_file.read_text().strip():
                 break
@@ -154,7 +155,7 @@ def test_empty_command_is_refused(tmp_path: Path) -> None:
 
 
 def test_permission_subject_is_the_command(tmp_path: Path) -> None:
-    request = RunShellTool().permission({"command": "make test"}, tool_context(tmp_path))
+    request = RunShellTool().permission({"command": "make test"}, tool_context(tmp_path)).request
     assert request.subject == "run_shell:make test"
     assert request.summary == "make test"
     assert request.tool_name == "run_shell"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,12 +15,20 @@ from mini_claude.tools.write_file import WriteFileTool
 from tests.support.tools import run, tool_context
 
 
+def prepared_run(
+    tool: WriteFileTool | EditFileTool, args: dict[str, Any], root: Path
+) -> ToolOutput:
+    """Prepare the call as the registry does, then run what was prepared."""
+    ctx = tool_context(root)
+    return run(tool.run(args, ctx, tool.permission(args, ctx)))
+
+
 def write(root: Path, path: str, content: str) -> ToolOutput:
-    return run(WriteFileTool().run({"path": path, "content": content}, tool_context(root)))
+    return prepared_run(WriteFileTool(), {"path": path, "content": content}, root)
 
 
 def edit(root: Path, path: str, old: str, new: str) -> ToolOutput:
-    return run(EditFileTool().run({"path": path, "old": old, "new": new}, tool_context(root)))
+    return prepared_run(EditFileTool(), {"path": path, "old": old, "new": new}, root)
 
 
 def mode_of(path: Path) -> int:
@@ -98,7 +107,7 @@ def test_write_through_a_symlink_inside_the_project_keeps_the_link(tmp_path: Pat
 def test_write_permission_asks_with_the_diff(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a\n")
     args = {"path": "a.txt", "content": "b\n"}
-    request = WriteFileTool().permission(args, tool_context(tmp_path))
+    request = WriteFileTool().permission(args, tool_context(tmp_path)).request
     assert request is not None
     assert request.subject == "write_file"
     assert request.summary == "overwrite a.txt"
@@ -182,10 +191,11 @@ def test_edit_permission_carries_the_diff_and_skips_doomed_edits(
     tmp_path: Path, source: Path
 ) -> None:
     ctx = tool_context(tmp_path)
-    request = EditFileTool().permission({"path": "mod.py", "old": "def f", "new": "def F"}, ctx)
+    request = EditFileTool().permission({"path": "mod.py", "old": "def f", "new": "def F"},
+                                        ctx).request
     assert request is not None
     assert request.subject == "edit_file"
     assert request.summary == "edit mod.py"
     assert request.detail is not None and "-def f():\n+def F():\n" in request.detail
     doomed = EditFileTool().permission({"path": "mod.py", "old": "absent", "new": "x"}, ctx)
-    assert doomed is None
+    assert doomed.request is None and doomed.action is None

@@ -1,0 +1,304 @@
+"""Every decision about what the next request carries, in one object.
+
+Tier 0 happens as each tool result is admitted (``History.admit``); everything
+else is decided here, at three moments:
+
+- at a turn's start: a summary when the window is nearly full ("auto") or the
+  prompt cache went cold over a big history ("idle");
+- before every model call: tiers 1-3 and clear-thinking, the compact tool's
+  request, and when one turn alone outgrows the window: relief (when a summary
+  would come too soon), fold, then a mid-turn summary;
+- after the server said the prompt is too long: one summary, one retry.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+
+from mini_claude import events as ev
+from mini_claude.agent.history import History
+from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.mode_reminder import approved_plan
+from mini_claude.agent.summaries import run_summary
+from mini_claude.context.attachments import ApprovedPlanSource, PlanSource, SkillSource
+from mini_claude.context.base import ResultStore
+from mini_claude.context.cache_misses import CacheMissLog
+from mini_claude.context.compact import Compactor, SummaryContext
+from mini_claude.context.fold import fold_exchanges, folder_of
+from mini_claude.context.ledger import Ledger
+from mini_claude.context.meter import TokenMeter
+from mini_claude.context.pipeline import ContextPipeline
+from mini_claude.context.thinking import ClearThinkingTier, thinking_loop_open
+from mini_claude.context.tier import cache_is_cold
+from mini_claude.conversation import Conversation
+from mini_claude.protocol import CompactReason, ContextStatus, ResponseComplete, TierReport
+from mini_claude.settings import Settings
+from mini_claude.text import format_tokens
+from mini_claude.tools.base import ToolContext
+
+
+class ContextSteps:
+    """The meter, the tiers and the summaries of one session, and when each runs.
+
+    Totals (tokens freed, summaries made, cache misses) live as long as the session;
+    the meter, the pipeline and the compactor are rebuilt by :meth:`attach` for each
+    history, since their anchors and indexes describe one history under one set of
+    settings.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: ResultStore,
+        tool_context: ToolContext,
+        clock: Callable[[], float],
+        hooks: Callable[[], HookRunner],
+        summary_context: Callable[[], SummaryContext],
+    ) -> None:
+        self.store = store
+        self.tool_context = tool_context
+        self.clock = clock
+        self.hooks = hooks
+        self.summary_context = summary_context
+        self.cache_misses = CacheMissLog()
+        self.clear_thinking = ClearThinkingTier()
+        self.tokens_freed: dict[str, int] = {}
+        self.compactions = 0
+        self.pipeline_seconds: list[float] = []
+        self.last_call_at: float | None = None
+        self._requested_focus: str | None = None  # set by the compact tool ("" for none)
+        self._retried_too_long = False
+
+    def attach(self, history: History, settings: Settings, fixed_chars: int) -> None:
+        """Start over on a new (or resumed) history, or under new settings."""
+        self.history = history
+        self.settings = settings
+        self.meter = TokenMeter(settings, fixed_chars=fixed_chars)
+        self.pipeline = ContextPipeline(settings, self.store, self.meter,
+                                        root=self.tool_context.root)
+        self.compactor = Compactor(settings, self.meter, self.store)
+        self.compactor.add_reattach_source(Ledger(settings, self._chars_per_token))
+        context = self.tool_context
+        self.compactor.add_reattach_source(PlanSource(context.plan))
+        self.compactor.add_reattach_source(ApprovedPlanSource(lambda: approved_plan(context)))
+        skill_chars = int(settings.reattach_skills_tokens * settings.chars_per_token)
+        self.compactor.add_reattach_source(
+            SkillSource(context.skills, context.loaded_skills, skill_chars)
+        )
+        self.last_call_at = None
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.history.conversation
+
+    def totals(self) -> dict[str, object]:
+        """What the context steps did this session, for /cost and the benchmark."""
+        return {
+            "compactions": self.compactions,
+            "tokens_freed": dict(self.tokens_freed),
+            "cache_misses": len(self.cache_misses.misses),
+        }
+
+    def status(self) -> ContextStatus:
+        return self.compactor.status(self.conversation)
+
+    def _chars_per_token(self) -> float:
+        return self.meter.chars_per_token
+
+    # ---- at a turn's start ------------------------------------------------------------
+
+    def prompt_cannot_fit(self, text: str) -> str | None:
+        """Refuse up front a prompt that alone outgrows the window: no tier can shrink the
+        newest request, so sending it would only be refused (and retried)."""
+        tokens = self.meter.tokens_for(len(text)) + round(self.meter.fixed_tokens)
+        room = self.settings.effective_window
+        if tokens <= room:
+            return None
+        return (
+            f"the prompt is too long to send: about {format_tokens(tokens)} tokens with the "
+            f"system prompt and tools, and the window holds {format_tokens(room)} after room "
+            "for the answer; shorten it or send less"
+        )
+
+    def turn_start_summary(self) -> CompactReason | None:
+        """"auto" when the window is nearly full, "idle" when the cache went cold over a
+        history big enough to be worth summarizing, else None."""
+        if self.compactor.should_auto_compact(self.conversation):
+            return "auto"
+        history_tokens = max(
+            0, self.meter.estimate(self.conversation) - round(self.meter.fixed_tokens)
+        )
+        if self.cache_is_cold() and self.compactor.should_compact_when_idle(
+            self.conversation, history_tokens
+        ):
+            return "idle"
+        return None
+
+    async def at_turn_start(self) -> AsyncIterator[ev.Event]:
+        """After the user's message is in the history, before the turn's first call."""
+        self.compactor.note_turn_start()
+        reason = self.turn_start_summary()
+        if reason is not None:
+            async for event in self.summarize(reason):
+                yield event
+        elif self.compactor.thrash_warning:
+            yield ev.Notice(self.compactor.thrash_warning, "warning")
+
+    def cache_is_cold(self) -> bool:
+        idle = self.settings.microcompact_idle_seconds
+        return cache_is_cold(self.clock(), self.last_call_at, idle)
+
+    # ---- before each call -------------------------------------------------------------
+
+    async def before_call(self) -> AsyncIterator[ev.Event]:
+        """Tiers 1-3, then the compact tool's request or the mid-turn safety net."""
+        # Inside a tool loop with thinking nothing before its last reply may change.
+        loop_open = thinking_loop_open(self.conversation.messages)
+        for report in self.run_tiers(loop_open):
+            yield ev.TierFired(report)
+        focus, self._requested_focus = self._requested_focus, None
+        if focus is not None:
+            async for event in self.summarize("tool", focus or None):
+                yield event
+        elif self.needs_mid_turn_room():
+            for report in self.make_room(loop_open):
+                yield ev.TierFired(report)
+            if self.compactor.needs_mid_turn_compaction(self.conversation):
+                async for event in self.summarize("mid-turn"):
+                    yield event
+
+    def run_tiers(self, loop_open: bool) -> list[TierReport]:
+        """Tiers 1-3, then clear-thinking; none of them while a thinking loop is open."""
+        started = time.perf_counter()
+        reports = [] if loop_open else self.pipeline.run(
+            self.conversation, now=self.clock(), last_call_at=self.last_call_at
+        )
+        cleared = None if loop_open else self._clear_thinking(edited=bool(reports))
+        self.pipeline_seconds.append(time.perf_counter() - started)
+        reports = [*reports, *([cleared] if cleared else [])]
+        for report in reports:
+            self.note_edit(report)
+        return reports
+
+    def request_summary(self, focus: str | None) -> None:
+        """The compact tool asked for a summary: it comes before the next request."""
+        self._requested_focus = focus or ""
+
+    def needs_mid_turn_room(self) -> bool:
+        return self.settings.auto_compact and self.compactor.needs_mid_turn_compaction(
+            self.conversation
+        )
+
+    def make_room(self, loop_open: bool) -> list[TierReport]:
+        """Room without a summary: relief when a summary would come too soon, then fold."""
+        if loop_open:
+            return []
+        reports: list[TierReport] = []
+        if self.summary_would_come_too_soon():
+            relief = self.pipeline.relieve_pressure(self.conversation)
+            if relief is not None:
+                reports.append(relief)
+        folded = self.fold_cleared_calls()
+        if folded is not None:
+            reports.append(folded)
+        for report in reports:
+            self.note_edit(report)
+        return reports
+
+    def _clear_thinking(self, *, edited: bool) -> TierReport | None:
+        report = self.clear_thinking.run(
+            self.conversation, cache_cold=self.cache_is_cold(), history_edited=edited,
+            chars_per_token=self.meter.chars_per_token,
+        )
+        if report is not None:
+            self.history.transcript.thinking_cleared(len(self.conversation.messages))
+        return report
+
+    def fold_cleared_calls(self) -> TierReport | None:
+        """Fold old exchanges whose results were cleared: the room a summary would buy,
+        without one, when a long turn's cleared calls are what fills the window."""
+        if not self.settings.fold_cleared_calls:
+            return None
+        messages = self.conversation.messages
+        folder = folder_of(messages)
+        if folder is None:
+            return None
+        folded = fold_exchanges(messages, self.settings.fold_keep_messages, folder)
+        if folded is None:
+            return None
+        after = self.meter.estimate_messages(folded.messages)
+        if after > self.settings.autocompact_tokens:
+            return None  # a summary comes anyway: folding would only break the cache first
+        chars, tokens = self.conversation.total_chars, self.meter.estimate(self.conversation)
+        before = list(messages)
+        self.history.fold(folded)
+        self.compactor.note_fold(before, folded.removed, self.conversation.epoch)
+        return TierReport("fold", folded.exchanges, chars - self.conversation.total_chars,
+                          max(0, tokens - after),
+                          "old calls with cleared results folded to one line each")
+
+    def summary_would_come_too_soon(self) -> bool:
+        """Little work since the last summary: clear old results instead of summarizing again.
+
+        A summary keeps what results said, so it is the first choice; but one turn that
+        refills the window every few calls would summarize over and over, and clearing
+        (the text stays on disk) buys the same room without an API call.
+        """
+        if self.settings.autocompact_tokens > self.settings.relief_max_tokens:
+            return False
+        work = self.compactor.work_since_last_compaction(self.conversation)
+        return work is not None and work < self.settings.summary_min_work
+
+    def note_edit(self, report: TierReport) -> None:
+        """An edit of old messages: counted, and remembered as a reason for a cache miss."""
+        self.count_freed(report)
+        self.cache_misses.note_edit(report.tier)
+
+    def count_freed(self, report: TierReport) -> None:
+        self.tokens_freed[report.tier] = self.tokens_freed.get(report.tier, 0) + report.tokens_freed
+
+    # ---- after each call --------------------------------------------------------------
+
+    def observe_reply(self, response: ResponseComplete) -> None:
+        """The reported prompt size anchors the meter; a cache miss is diagnosed."""
+        self._retried_too_long = False  # one retry per request, not per turn
+        if response.usage is not None:
+            self.meter.observe(response.usage.prompt_tokens, self.conversation)
+        missed = self.cache_misses.observe(
+            response.cache_miss, diagnosed=response.response_id is not None
+        )
+        if missed is not None:
+            self.history.transcript.event(
+                "cache_miss", reason=missed.reason, missed_tokens=missed.missed_tokens,
+                after=list(missed.after),
+            )
+
+    def call_ended(self) -> None:
+        self.last_call_at = self.clock()
+
+    async def after_prompt_too_long(self, message: str) -> AsyncIterator[ev.Event]:
+        """One summary and a retry; a second refusal (or auto-compact off) ends the turn
+        with a :class:`TurnError`."""
+        if self._retried_too_long or not self.settings.auto_compact:
+            yield ev.TurnError(message, "prompt_too_long")
+            return
+        self._retried_too_long = True
+        yield ev.Notice(f"the server said the prompt is too long ({message}); compacting")
+        async for event in self.summarize("prompt-too-long"):
+            yield event
+
+    # ---- summaries --------------------------------------------------------------------
+
+    async def summarize(
+        self, reason: CompactReason, focus: str | None = None
+    ) -> AsyncIterator[ev.Event]:
+        """Replace the history with a summary (hooks around it); events as it goes."""
+        events = run_summary(self.compactor, self.history, self.hooks(), self.summary_context(),
+                             reason, focus)
+        async for event in events:
+            if isinstance(event, ev.CompactionFinished):
+                self.compactions += 1
+                self.cache_misses.note_edit(f"compaction ({reason})")
+                self.last_call_at = self.clock()  # the summary call was a model call too
+            yield event

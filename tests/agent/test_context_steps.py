@@ -1,0 +1,300 @@
+"""Each context decision on its own, without HTTP: which tier, when to fold, when to
+summarize, when a summary would come too soon, and what follows "prompt too long"."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from mini_claude import events as ev
+from mini_claude.agent.context_steps import ContextSteps
+from mini_claude.agent.history import History
+from mini_claude.agent.hooks import HookRunner
+from mini_claude.context.compact import SummaryContext
+from mini_claude.context.store import DiskResultStore
+from mini_claude.conversation import (
+    Conversation,
+    Message,
+    ResultState,
+    SummaryBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
+from mini_claude.protocol import ModelRequest, ResponseComplete, StreamEvent, Usage
+from mini_claude.tools.base import ToolContext
+from mini_claude.transcript import Transcript
+from tests.support.compact import call, exchange, settings_for, user, words
+
+SUMMARY = "<summary>Read the package; the FACT-7 is in m7.py.</summary>"
+
+
+class CannedSummaries:
+    """A provider that answers every summary request with the same summary."""
+
+    name = "canned"
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        yield ResponseComplete(Message("assistant", [TextBlock(SUMMARY)]), "end_turn", None)
+
+    async def close(self) -> None:
+        return None
+
+
+class Steps:
+    """One ContextSteps over a real history and transcript, a clock the test moves."""
+
+    def __init__(self, tmp_path: Path, **changes: object) -> None:
+        self.settings = settings_for(tmp_path / "home", window=40_000, **changes)
+        self.now = 1_000.0
+        self.provider = CannedSummaries()
+        store = DiskResultStore(self.settings, "s1")
+        self.tool_context = ToolContext(root=tmp_path, settings=self.settings)
+        self.steps = ContextSteps(
+            store=store, tool_context=self.tool_context, clock=lambda: self.now,
+            hooks=lambda: HookRunner([], cwd=tmp_path, env=None),
+            summary_context=self._summary_context,
+        )
+        transcript = Transcript.create(tmp_path / "transcripts", "s1", {})
+        self.history = History(transcript, Conversation(), store, self.settings)
+        self.steps.attach(self.history, self.settings, fixed_chars=0)
+        self.root = tmp_path
+
+    def _summary_context(self) -> SummaryContext:
+        return SummaryContext(self.provider, "sim-model", "system", [], self.root, "t.jsonl")
+
+    def add(self, *messages: Message) -> None:
+        for message in messages:
+            self.history.append(message)
+
+    def work(self, calls: int, tokens_each: int, *, rereads: bool = False) -> None:
+        """``calls`` read_file exchanges of about ``tokens_each`` tokens each (of one file
+        read again and again with ``rereads``)."""
+        self.add(user("review the package"))
+        for i in range(calls):
+            path = "src/big.py" if rereads else f"src/m{i}.py"
+            self.add(*exchange(call("read_file", path=path), output=words(tokens_each)))
+
+    def anchor(self) -> None:
+        """The server reported the prompt size: the meter now knows it."""
+        tokens = self.steps.meter.estimate(self.history.conversation)
+        usage = Usage(input_tokens=tokens, output_tokens=10)
+        self.steps.observe_reply(
+            ResponseComplete(Message("assistant", [TextBlock("ok")]), "end_turn", usage)
+        )
+
+
+def collect(events: AsyncIterator[ev.Event]) -> list[ev.Event]:
+    async def drain() -> list[ev.Event]:
+        return [event async for event in events]
+
+    return asyncio.run(drain())
+
+
+@pytest.fixture
+def steps(tmp_path: Path) -> Steps:
+    return Steps(tmp_path)
+
+
+# ---- which tier -------------------------------------------------------------------------
+
+
+def test_stale_reads_in_a_filling_window_are_snipped_before_the_call_and_counted(
+    steps: Steps,
+) -> None:
+    steps.work(calls=12, tokens_each=1_600, rereads=True)  # over 60% of the window: snip's
+    steps.anchor()
+    before = steps.steps.meter.estimate(steps.history.conversation)
+    events = collect(steps.steps.before_call())
+    fired = [e.report for e in events if isinstance(e, ev.TierFired)]
+    assert [r.tier for r in fired] == ["snip"]
+    assert 0 < fired[0].results_touched < 12  # stale reads cleared, the newest kept
+    freed = sum(r.tokens_freed for r in fired)
+    assert freed > 0
+    assert steps.steps.meter.estimate(steps.history.conversation) < before
+    assert sum(steps.steps.tokens_freed.values()) == freed
+    assert not any(isinstance(e, ev.CompactionStarted) for e in events)  # no summary needed
+
+
+def test_a_small_history_gets_no_tier_and_no_summary(steps: Steps) -> None:
+    steps.work(calls=3, tokens_each=200, rereads=True)
+    steps.anchor()
+    assert collect(steps.steps.before_call()) == []
+    assert steps.steps.tokens_freed == {}
+
+
+def test_nothing_changes_while_a_thinking_loop_is_open(steps: Steps) -> None:
+    steps.work(calls=12, tokens_each=1_600)
+    use = ToolUseBlock("toolu_open", "read_file", {"path": "src/x.py"})
+    steps.add(Message("assistant", [ThinkingBlock("thinking", "sig"), use]))
+    steps.add(*exchange(use, output="ok")[1:])
+    steps.anchor()
+    messages = list(steps.history.conversation.messages)
+    assert steps.steps.run_tiers(loop_open=True) == []
+    assert steps.steps.make_room(loop_open=True) == []
+    assert steps.history.conversation.messages == messages
+
+
+# ---- when to summarize ------------------------------------------------------------------
+
+
+def test_turn_start_summarizes_a_nearly_full_window(steps: Steps) -> None:
+    steps.work(calls=16, tokens_each=1_700)  # ~27K: above the 25.5K threshold
+    steps.anchor()
+    assert steps.steps.turn_start_summary() == "auto"
+    events = collect(steps.steps.at_turn_start())
+    assert [type(e) for e in events][:2] == [ev.CompactionStarted, ev.CompactionFinished]
+    assert steps.steps.compactions == 1
+    assert len(steps.provider.requests) == 1
+    first = steps.history.conversation.messages[0].blocks[0]
+    assert isinstance(first, SummaryBlock) and "FACT-7" in first.summary
+
+
+def test_turn_start_summarizes_a_big_history_once_the_cache_went_cold(steps: Steps) -> None:
+    steps.work(calls=8, tokens_each=1_500)  # ~12K: below auto, above the idle floor (7.5K)
+    steps.anchor()
+    steps.steps.call_ended()
+    assert steps.steps.turn_start_summary() is None  # the cache is still warm
+    steps.now += steps.settings.microcompact_idle_seconds + 1
+    assert steps.steps.turn_start_summary() == "idle"
+
+
+def test_turn_start_leaves_a_small_cold_history_to_the_cheap_tiers(steps: Steps) -> None:
+    steps.work(calls=2, tokens_each=500)
+    steps.anchor()
+    steps.steps.call_ended()
+    steps.now += steps.settings.microcompact_idle_seconds + 1
+    assert steps.steps.turn_start_summary() is None
+    assert collect(steps.steps.at_turn_start()) == []
+
+
+def test_one_turn_that_outgrows_the_window_is_summarized_before_the_next_call(
+    steps: Steps,
+) -> None:
+    steps.work(calls=16, tokens_each=1_700)
+    steps.anchor()
+    assert steps.steps.needs_mid_turn_room()
+    events = collect(steps.steps.before_call())
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert [e.reason for e in finished] == ["mid-turn"]
+    assert not steps.steps.needs_mid_turn_room()
+
+
+def test_without_auto_compact_no_summary_comes_mid_turn(tmp_path: Path) -> None:
+    steps = Steps(tmp_path, auto_compact=False)
+    steps.work(calls=16, tokens_each=1_700)
+    steps.anchor()
+    assert not steps.steps.needs_mid_turn_room()
+    events = collect(steps.steps.before_call())
+    assert not any(isinstance(e, ev.CompactionStarted) for e in events)
+
+
+# ---- when a summary would come too soon ---------------------------------------------------
+
+
+def test_a_summary_right_after_a_summary_comes_too_soon(steps: Steps) -> None:
+    steps.work(calls=16, tokens_each=1_700)
+    steps.anchor()
+    assert not steps.steps.summary_would_come_too_soon()  # no summary yet this history
+    collect(steps.steps.summarize("manual"))
+    assert steps.steps.summary_would_come_too_soon()  # no work since
+    for i in range(steps.settings.summary_min_work):
+        steps.add(*exchange(call("read_file", path=f"src/new{i}.py"), output="short"))
+    assert not steps.steps.summary_would_come_too_soon()  # enough new work to summarize
+
+
+def test_on_a_large_window_a_summary_is_never_too_soon(tmp_path: Path) -> None:
+    steps = Steps(tmp_path, relief_max_tokens=10_000)  # the threshold (25.5K) is above it
+    steps.work(calls=16, tokens_each=1_700)
+    steps.anchor()
+    collect(steps.steps.summarize("manual"))
+    assert not steps.steps.summary_would_come_too_soon()
+
+
+# ---- when to fold -----------------------------------------------------------------------
+
+FOLDER_NAME = "tool-results"
+
+
+def _cleared_exchanges(steps: Steps, count: int) -> None:
+    folder = steps.root / FOLDER_NAME
+    steps.add(user("review the package"))
+    for i in range(count):
+        use_message, answer = exchange(call("read_file", path=f"src/m{i}.py"),
+                                       output=words(900))
+        result = answer.tool_results[0]
+        saved = f"{folder}/{i}-read.txt"
+        cleared = replace(result, content=f"[cleared: full text at {saved}]", saved_path=saved,
+                          state=ResultState.CLEARED, original_chars=9_000, original_lines=300)
+        steps.add(Message("assistant", [TextBlock(f"Reading m{i}: FACT-{i}."),
+                                        *use_message.tool_uses]),
+                  Message("user", [cleared]))
+    for i in range(3):
+        steps.add(*exchange(call("read_file", path=f"src/new{i}.py"), output=words(300)))
+
+
+def test_old_calls_with_cleared_results_fold_to_one_line_each(steps: Steps) -> None:
+    _cleared_exchanges(steps, count=30)
+    before = len(steps.history.conversation)
+    report = steps.steps.fold_cleared_calls()
+    assert report is not None and report.tier == "fold"
+    assert report.results_touched == 30
+    assert len(steps.history.conversation) < before
+    assert "FACT-29" in steps.history.conversation.messages[0].text  # said: … kept
+
+
+def test_no_fold_when_turned_off_or_when_a_summary_comes_anyway(tmp_path: Path) -> None:
+    off = Steps(tmp_path / "off", fold_cleared_calls=False)
+    _cleared_exchanges(off, count=30)
+    assert off.steps.fold_cleared_calls() is None
+    full = Steps(tmp_path / "full")
+    _cleared_exchanges(full, count=30)
+    full.work(calls=16, tokens_each=1_700)  # the kept part alone is above the threshold
+    before = list(full.history.conversation.messages)
+    assert full.steps.fold_cleared_calls() is None
+    assert full.history.conversation.messages == before
+
+
+# ---- after "prompt too long" ----------------------------------------------------------------
+
+
+def test_prompt_too_long_is_answered_with_one_summary_then_the_turn_ends(steps: Steps) -> None:
+    steps.work(calls=10, tokens_each=1_000)
+    first = collect(steps.steps.after_prompt_too_long("prompt is too long: 300000 tokens"))
+    assert isinstance(first[0], ev.Notice) and "compacting" in first[0].text
+    assert any(isinstance(e, ev.CompactionFinished) and e.reason == "prompt-too-long"
+               for e in first)
+    second = collect(steps.steps.after_prompt_too_long("prompt is too long"))
+    assert [type(e) for e in second] == [ev.TurnError]
+    assert isinstance(second[0], ev.TurnError) and second[0].kind == "prompt_too_long"
+
+
+def test_a_reply_in_between_allows_another_retry(steps: Steps) -> None:
+    steps.work(calls=10, tokens_each=1_000)
+    collect(steps.steps.after_prompt_too_long("too long"))
+    steps.anchor()  # the retried call got through
+    steps.work(calls=10, tokens_each=1_000)
+    again = collect(steps.steps.after_prompt_too_long("too long"))
+    assert not any(isinstance(e, ev.TurnError) for e in again)
+
+
+def test_prompt_too_long_without_auto_compact_ends_the_turn_at_once(tmp_path: Path) -> None:
+    steps = Steps(tmp_path, auto_compact=False)
+    steps.work(calls=10, tokens_each=1_000)
+    events = collect(steps.steps.after_prompt_too_long("too long"))
+    assert [type(e) for e in events] == [ev.TurnError]
+    assert steps.provider.requests == []
+
+
+def test_a_prompt_that_alone_outgrows_the_window_is_refused_up_front(steps: Steps) -> None:
+    assert steps.steps.prompt_cannot_fit("fix the bug") is None
+    refusal = steps.steps.prompt_cannot_fit(words(40_000))
+    assert refusal is not None and "too long to send" in refusal
