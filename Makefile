@@ -1,36 +1,51 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
+# `make install` is the tool alone; test, lint and bench add the extras they need. Installs are
+# editable, so the command runs the code of this checkout as it is edited.
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+BENCH_STAMP := $(VENV)/.installed-bench
+PIP := $(BIN)/pip install -q --disable-pip-version-check
 
 .PHONY: install run test lint bench demo fuzz clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,bench]'
+	$(PIP) --upgrade pip
+	$(PIP) -e .
+	@rm -f $(DEV_STAMP) $(BENCH_STAMP)
 	@touch $(STAMP)
+	@echo "installed: $(BIN)/mini-claude (put $(abspath $(BIN)) on PATH, or see the README's Install)"
+
+$(DEV_STAMP): $(STAMP)
+	$(PIP) -e '.[dev,bench]'
+	@touch $(DEV_STAMP) $(BENCH_STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(PIP) -e '.[bench]'
+	@touch $(BENCH_STAMP)
 
 install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/mini-claude
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/pytest
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check mini_claude tests
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(BENCH_STAMP)
 	$(BIN)/mini-claude bench
 
 demo: $(STAMP)
 	$(BIN)/mini-claude --demo
 
-fuzz: $(STAMP)
+fuzz: $(DEV_STAMP)
 	MINI_CLAUDE_FUZZ_EXAMPLES=20000 $(BIN)/pytest tests/test_properties.py
 
 clean:

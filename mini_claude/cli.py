@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from mini_claude import __version__
 
@@ -45,20 +45,33 @@ class UsageError(Exception):
     """Bad flags or configuration; printed as one line, exit code 2."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors are one line (what was wrong, and where help is), not the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="mini-claude",
+        usage="%(prog)s [options] [PROMPT]",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
+        "prompt",
+        nargs="?",
+        metavar="PROMPT",
+        help="the first message: the REPL starts with it, or with -p it is the one turn; "
+        "options may come before or after it",
+    )
+    parser.add_argument(
         "-p",
         "--print",
-        dest="prompt",
-        metavar="PROMPT",
-        nargs="?",
-        const="",
+        dest="print_mode",
+        action="store_true",
         help="run one turn non-interactively and print the answer "
         "(text piped on stdin is added to the prompt)",
     )
@@ -128,7 +141,8 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
         action="extend",
         nargs="+",
         metavar="RULE",
-        help="print mode: tools allowed without asking, e.g. write_file 'run_shell(git diff:*)'",
+        help="tools allowed without asking, e.g. write_file 'run_shell(git diff:*)' "
+        "(end the list with -- before a prompt)",
     )
     parser.add_argument(
         "--disallowed-tools",
@@ -137,7 +151,7 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
         action="extend",
         nargs="+",
         metavar="RULE",
-        help="print mode: tools (or run_shell commands) never allowed; deny wins over allow",
+        help="tools (or run_shell commands) never allowed; deny wins over allow",
     )
     parser.add_argument(
         "--append-system-prompt",
@@ -153,18 +167,27 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
 
 PRINT_ONLY_FLAGS = {
     "max_turns": "--max-turns",
-    "allowed_tools": "--allowed-tools",
-    "disallowed_tools": "--disallowed-tools",
     "append_system_prompt": "--append-system-prompt",
     "system_prompt_file": "--system-prompt-file",
 }
 
 
 def _refuse_print_only_flags(args: argparse.Namespace) -> None:
-    """Say so rather than ignore them: the REPL reads rules from the settings files only."""
+    """Say so rather than ignore them."""
     given = [flag for name, flag in PRINT_ONLY_FLAGS.items() if getattr(args, name, None)]
     if given:
-        raise UsageError(f"{', '.join(given)} only apply to print mode (-p)")
+        verb = "applies" if len(given) == 1 else "apply"
+        raise UsageError(f"{', '.join(given)} only {verb} to print mode (-p)")
+
+
+def _check_rules(args: argparse.Namespace, cwd: Path) -> None:
+    """A bad --allowed-tools / --disallowed-tools rule is a usage error before anything starts."""
+    from mini_claude.tools.permission_rules import RuleError, flag_rules
+
+    try:
+        flag_rules(args.allowed_tools, args.disallowed_tools, cwd)
+    except RuleError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _permission_mode(text: str) -> str:
@@ -218,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mini_claude.bench import main as bench_main
 
         return bench_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)
     try:
         return _dispatch(args)
     except UsageError as exc:
@@ -240,9 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     if args.demo:
-        from mini_claude.demo import run_demo
-
-        return run_demo(args)
+        return _run_demo(args)
     if args.resume is not None and not args.resume.strip():
         raise UsageError(
             "--resume needs a session id (or a prefix of one); --continue resumes the newest "
@@ -251,6 +272,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     prompt = _print_prompt(args)
     if prompt is None:
         _refuse_print_only_flags(args)
+        _check_rules(args, cwd)  # print mode reports a bad rule itself, the same way
     _check_permission_flags(args)  # a contradiction is a usage error before anything starts
     settings = load_settings(args, cwd)
     if prompt is not None:
@@ -270,6 +292,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_repl(settings, cwd, args)
 
 
+def _run_demo(args: argparse.Namespace) -> int:
+    """The demo keeps what is typed while it starts, as the plain REPL does."""
+    from mini_claude.ui.early_keys import keys_kept_for_the_prompt
+
+    with keys_kept_for_the_prompt(sys.stdin):  # before the slow imports and the simulator
+        from mini_claude.demo import run_demo
+
+        return run_demo(args)
+
+
 def _read_stdin() -> str:
     """Piped text; bytes that are not UTF-8 become U+FFFD instead of failing the run."""
     buffer = getattr(sys.stdin, "buffer", None)
@@ -280,14 +312,17 @@ def _read_stdin() -> str:
 
 
 def _print_prompt(args: argparse.Namespace) -> str | None:
-    """The print-mode prompt: -p text plus anything piped on stdin; None for the REPL."""
+    """The print-mode prompt: the prompt plus anything piped on stdin; None for the REPL.
+
+    Without -p a prompt is the REPL's first message, unless text is piped in.
+    """
     piped = ""
     if sys.stdin is not None and not sys.stdin.isatty():
         try:
             piped = _read_stdin()
         except (OSError, ValueError):
             piped = ""
-    if args.prompt is None and not piped.strip():
+    if not args.print_mode and not piped.strip():
         return None
     parts = [p for p in (args.prompt or "", piped.strip()) if p.strip()]
     if not parts:

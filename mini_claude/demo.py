@@ -213,7 +213,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
     with tempfile.TemporaryDirectory(prefix="mini-claude-demo-") as folder:
         with demo_environment(Path(folder)) as demo:
-            code = asyncio.run(run_session_repl(demo.session,
+            code = asyncio.run(run_session_repl(demo.session, resumable=False,
                                                 banner=banner(demo.project, demo.window)))
         print("mini-claude: the demo folder and its session files were removed.")
         return code

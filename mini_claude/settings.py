@@ -163,6 +163,10 @@ class Settings:
     mcp_connect_timeout_seconds: float = 30.0
     mcp_tool_timeout_seconds: float = 120.0
 
+    # A message waits this long for MCP servers still connecting, so that their tools are in
+    # its request (REPL and print mode; 0: never wait, the tools join a later request).
+    mcp_startup_wait_seconds: float = 15.0
+
     # Sub-agents (the task tool): off removes the tool; the model for children (None: the same)
     task_tool: bool = True
     task_model: str | None = None
@@ -399,5 +403,6 @@ def _choose_provider(environ: Mapping[str, str]) -> ProviderName:
             return row.name
     hints = ", or ".join(row.setup_hint for row in PROVIDERS.values())
     raise SettingsError(
-        f"no model provider configured: set {hints}, in the environment or a .env file"
+        f"no model provider configured: set {hints}, in the environment or a .env file; "
+        "or try mini-claude --demo, which needs no key"
     )

@@ -310,13 +310,17 @@ def list_sessions(directory: Path, cwd: Path | None = None) -> list[SessionInfo]
     return found
 
 
+PEEK_LINES = 200  # records read to find a session's first prompt
+
+
 def _peek(path: Path) -> SessionInfo | None:
-    """Read just enough of a transcript to list it."""
+    """Read just enough of a transcript to list it; None for one that never got a message."""
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
             head = json.loads(handle.readline())
             first_prompt = ""
-            for _ in range(50):
+            has_messages = False
+            for _ in range(PEEK_LINES):
                 line = handle.readline()
                 if not line:
                     break
@@ -324,6 +328,7 @@ def _peek(path: Path) -> SessionInfo | None:
                     record = json.loads(line)
                 except ValueError:
                     continue  # a damaged record; load_session skips it with a warning
+                has_messages = has_messages or record.get("type") == "message"
                 if record.get("type") == "message" and record["message"]["role"] == "user":
                     texts = [
                         b.get("text", "")
@@ -333,6 +338,8 @@ def _peek(path: Path) -> SessionInfo | None:
                     if texts:
                         first_prompt = texts[0][:80]
                         break
+        if not has_messages:
+            return None  # started and left at once: nothing to resume
         return SessionInfo(
             str(head.get("id", path.stem)),
             path,

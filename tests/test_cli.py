@@ -53,6 +53,7 @@ def test_missing_configuration_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "ANTHROPIC_API_KEY" in lines[0]
+    assert "OPENAI_API_KEY" in lines[0] and "mini-claude --demo" in lines[0]
     assert "Traceback" not in result.stderr
 
 

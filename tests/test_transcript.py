@@ -82,3 +82,13 @@ def test_list_sessions_filters_by_folder_newest_first(tmp_path: Path) -> None:
         json.loads((tmp_path / f"{s}.jsonl").read_text().splitlines()[0])["type"] == "session"
         for s in "abc"
     )
+
+
+def test_a_session_that_never_got_a_message_is_not_listed(tmp_path: Path) -> None:
+    for sid in ("started-and-left", "used"):
+        t = Transcript.create(tmp_path, sid, {"cwd": "/x"})
+        t.event("mcp", note="a server connected")
+        if sid == "used":
+            t.message(user_text("a real question"))
+        t.close()
+    assert [s.session_id for s in list_sessions(tmp_path, Path("/x"))] == ["used"]

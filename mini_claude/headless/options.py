@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from mini_claude.tools.permission_rules import Rule, parse_rule_list
+from mini_claude.tools.permission_rules import Rule, flag_rules
 
 MAX_SYSTEM_PROMPT_CHARS = 100_000
 
@@ -48,7 +48,4 @@ class HeadlessOptions:
 
     def flag_rules(self, cwd: Path) -> tuple[list[Rule], list[Rule]]:
         """The allow and deny rules of the flags; RuleError (a usage error) for a bad one."""
-        return (
-            parse_rule_list(self.allowed_tools, "--allowed-tools", cwd),
-            parse_rule_list(self.disallowed_tools, "--disallowed-tools", cwd),
-        )
+        return flag_rules(self.allowed_tools, self.disallowed_tools, cwd)

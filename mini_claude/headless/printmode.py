@@ -102,14 +102,15 @@ async def _run(
         print(f"warning: {warning}", file=err)
     reporter = PrintReporter(args.output_format, out, err)
     headless: HeadlessReporter | None = None
-    if args.output_format in ("json", "stream-json"):
-        narrate = reporter.narrate_only if args.output_format == "json" else None
-        headless = HeadlessReporter(args.output_format, out, narrate)
-        headless.begin(run_info(session, agent, options), agent)
-        if run is not None:
-            run.headless = headless
     try:
+        # Before the init line and the first request, so both carry the servers' tools.
         await start_mcp_servers(session, getattr(args, "trust_project_mcp", False), err)
+        if args.output_format in ("json", "stream-json"):
+            narrate = reporter.narrate_only if args.output_format == "json" else None
+            headless = HeadlessReporter(args.output_format, out, narrate)
+            headless.begin(run_info(session, agent, options), agent)
+            if run is not None:
+                run.headless = headless
         async for event in agent.turn(prompt, options.max_turns):
             if headless is not None:
                 headless.handle(event)
@@ -172,10 +173,15 @@ async def start_mcp_servers(session: Session, trust_project: bool, err: TextIO) 
     if notice:
         print(f"mini-claude: {notice}", file=err)
     manager.start()
-    await manager.wait_settled()  # each server settles within its own connect timeout
+    await manager.wait_settled(session.settings.mcp_startup_wait_seconds)
     for view in manager.views():
         if view.state.startswith("failed"):
             print(f"warning: MCP server {view.name!r} {view.state}", file=err)
+    late = manager.connecting()
+    if late:
+        print(f"warning: MCP server {', '.join(late)} still connecting after "
+              f"{session.settings.mcp_startup_wait_seconds:g}s; its tools may join later "
+              "requests (MINI_CLAUDE_MCP_STARTUP_WAIT_SECONDS)", file=err)
 
 
 class PrintReporter:

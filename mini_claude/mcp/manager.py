@@ -133,6 +133,10 @@ class McpManager:
             self.connections[config.name] = connection
             connection.start()
 
+    def connecting(self) -> list[str]:
+        """The servers still connecting: their tools are not in the registry yet."""
+        return [c.name for c in self.connections.values() if c.state == "connecting"]
+
     async def wait_settled(self, timeout: float | None = None) -> None:
         """Until every server is connected or has failed (print mode waits before its turn)."""
         waits = [c.wait_settled() for c in self.connections.values()]

@@ -28,7 +28,7 @@ from mini_claude.protocol import PromptTooLong, Provider
 from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
-from mini_claude.session.lock import SessionBusy, SessionLock, lock_path
+from mini_claude.session.lock import SessionBusy, SessionLock, lock_path, sweep_stale_locks
 from mini_claude.session.permission_setup import PermissionSetup
 from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
@@ -74,7 +74,7 @@ class Session:
     resumed: LoadedSession | None = field(init=False, default=None)
     _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
-    # --allowed-tools / --disallowed-tools, and --permission-mode (or --yes)
+    # --allowed-tools / --disallowed-tools (REPL and print mode), and --permission-mode (or --yes)
     flag_allow: list[Rule] = field(default_factory=list)
     flag_deny: list[Rule] = field(default_factory=list)
     mode_flag: PermissionMode | None = None
@@ -368,7 +368,9 @@ class Session:
 
 
 def startup_housekeeping(settings: Settings) -> int:
-    """Remove persisted results past their retention period; never fails the start."""
+    """Remove persisted results past their retention period and the lock files of killed
+    sessions; never fails the start."""
+    sweep_stale_locks(settings.transcripts_dir)
     try:
         return cleanup_old_results(settings, time.time())
     except OSError:

@@ -419,6 +419,17 @@ def parse_rule_list(values: Iterable[str], source: str, project_root: Path) -> l
     return [parse_rule(text, source, project_root) for text in split_rule_list(values)]
 
 
+def flag_rules(
+    allowed: Iterable[str] | None, disallowed: Iterable[str] | None, project_root: Path
+) -> tuple[list[Rule], list[Rule]]:
+    """The allow and deny rules of --allowed-tools / --disallowed-tools (REPL and print mode);
+    a bad one raises RuleError (a usage error on the command line)."""
+    return (
+        parse_rule_list(allowed or (), "--allowed-tools", project_root),
+        parse_rule_list(disallowed or (), "--disallowed-tools", project_root),
+    )
+
+
 @lru_cache(maxsize=256)
 def _spec(pattern: str) -> pathspec.PathSpec[Any]:
     return pathspec.PathSpec.from_lines("gitignore", [pattern])

@@ -93,7 +93,7 @@ async def help_command(repl: ReplHost, argument: str) -> Outcome:
     for command in COMMANDS:
         names = " ".join(f"/{n}" for n in (command.name, *command.aliases))
         usage = f"{names} {command.argument}".strip()
-        table.add_row(usage, command.summary)
+        table.add_row(Text(usage), Text(command.summary))  # Text: "[name]" is not markup
     repl.console.print(table)
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
@@ -298,7 +298,13 @@ async def verbose_command(repl: ReplHost, argument: str) -> Outcome:
 
 
 async def expand_command(repl: ReplHost, argument: str) -> Outcome:
-    repl.console.print(repl.recall.full_result())
+    """``/expand`` shows the latest collapsed result; ``/expand 3`` the third latest."""
+    word = argument.strip()
+    if word and not word.isdigit():
+        repl.console.print(note("usage: /expand [N], N counting back from the latest result (1)",
+                                "warning"))
+        return Outcome.CONTINUE
+    repl.console.print(repl.recall.full_result(int(word) if word else 1))
     return Outcome.CONTINUE
 
 
@@ -321,8 +327,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("mcp", "MCP servers, their status and tools", mcp_servers_command,
             argument="[approve|reconnect [name]]"),
     Command("verbose", "show every context tier report, or one line per call", verbose_command),
-    Command("expand", "show the latest collapsed tool result in full (also Ctrl-O)",
-            expand_command),
+    Command("expand", "show the latest collapsed tool result in full (also Ctrl-O), or the "
+            "Nth latest", expand_command, argument="[N]"),
     Command("summary", "show the latest compaction summary", summary_command),
     Command("todos", "show the model's todo list", todos_command),
     Command("skills", "list the skills the model can load", skills_command),

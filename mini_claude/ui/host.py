@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     from mini_claude import events as ev
     from mini_claude.agent.loop import Agent
     from mini_claude.session.wiring import Session
-    from mini_claude.ui.live import LiveView
+    from mini_claude.ui.live import LiveView, TurnActivity
     from mini_claude.ui.recall import Recall
 
 
@@ -27,6 +27,7 @@ class ReplHost(Protocol):
     verbose: bool  # every tier report on its own line
     recall: Recall  # the latest collapsed result and summary
     view: LiveView  # the live area of a running turn
+    activity: TurnActivity  # the spinner's label
     at_prompt: asyncio.Event  # set while waiting for input
 
     @property

@@ -26,7 +26,7 @@ from prompt_toolkit.data_structures import Point
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.layout import (
     ConditionalContainer,
     Dimension,
@@ -83,6 +83,7 @@ class LiveView:
         on_expand: Callable[[], None] | None = None,
         queued: Callable[[], list[str]] = list,
         on_cycle_mode: Callable[[], None] | None = None,
+        extra_keys: KeyBindings | None = None,
     ) -> None:
         self.activity = activity
         self.status_line = status_line
@@ -93,6 +94,7 @@ class LiveView:
         self.on_expand = on_expand
         self.queued = queued
         self.on_cycle_mode = on_cycle_mode  # Shift+Tab: the next permission mode
+        self.extra_keys = extra_keys
         self.input = Buffer(multiline=True)  # type-ahead; lives as long as the view
         self._app: Application[None] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -188,9 +190,11 @@ class LiveView:
             Window(FormattedTextControl(self.status_line), height=1, dont_extend_height=True,
                    style="class:bottom-toolbar"),
         ]), focused_element=box)
+        keys = self._keys()
         app: Application[None] = Application(
             layout=layout,
-            key_bindings=self._keys(),
+            key_bindings=(keys if self.extra_keys is None
+                          else merge_key_bindings([keys, self.extra_keys])),
             style=UI_STYLE,
             full_screen=False,
             erase_when_done=True,

@@ -92,11 +92,36 @@ async def _print_note(repl: ReplHost, line: str) -> None:
 
     if repl.turn_running:
         await repl.view.print_above(write)
-    elif repl.at_prompt.is_set() and get_app_or_none() is not None:
+        return
+    app = get_app_or_none()
+    if app is not None and app.is_running:  # the prompt, or a picker such as /resume's
         async with in_terminal():
             write()
     else:
         write()
+
+
+CONNECTING_LABEL = "connecting MCP servers…"
+
+
+async def wait_for_connecting_servers(repl: ReplHost) -> None:
+    """Before a message is sent: wait (up to the setting) for servers still connecting.
+
+    Their tools are then in the request that may need them, instead of the model
+    calling a tool that does not exist yet. Esc interrupts the wait like any turn.
+    """
+    manager = repl.session.mcp
+    if not manager.connecting():
+        return
+    label = repl.activity.label
+    repl.activity.set(CONNECTING_LABEL)
+    await manager.wait_settled(repl.session.settings.mcp_startup_wait_seconds)
+    repl.activity.set(label)
+    late = manager.connecting()
+    if late:
+        line = note(f"MCP server {', '.join(late)} still connecting; its tools join a later "
+                    "message (MINI_CLAUDE_MCP_STARTUP_WAIT_SECONDS)", "warning")
+        await repl.view.print_above(lambda: repl.console.print(line))
 
 
 async def mcp_command(repl: ReplHost, argument: str) -> bool:

@@ -14,6 +14,7 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.text import Text
 
+from mini_claude.mcp.tool import TOOL_PREFIX
 from mini_claude.text import short_target
 from mini_claude.tools.base import PermissionDecision, PermissionRequest
 from mini_claude.ui.choice import ChoiceInterrupted, choose
@@ -58,9 +59,18 @@ def permission_box(request: PermissionRequest) -> Panel:
         parts.append(_detail(request.detail))
     parts.append(Text())
     parts.append(Text("Do you want to proceed?"))
-    title = TITLES.get(request.tool_name, request.tool_name)
-    return Panel(Group(*parts), title=f"[bold]{title}[/] [dim]({request.tool_name})[/]",
-                 title_align="left", border_style="yellow", expand=True)
+    return Panel(Group(*parts), title=box_title(request.tool_name), title_align="left",
+                 border_style="yellow", expand=True)
+
+
+def box_title(tool_name: str) -> Text:
+    """"Run a shell command (run_shell)"; a tool without a title of its own is named once."""
+    title = TITLES.get(tool_name)
+    if title is None and tool_name.startswith(TOOL_PREFIX):
+        title = "Use an MCP tool"
+    if title is None:
+        return Text(tool_name, style="bold")
+    return Text.assemble((title, "bold"), " ", (f"({tool_name})", "dim"))
 
 
 def _detail(detail: str) -> Text:

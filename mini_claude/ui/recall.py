@@ -9,7 +9,7 @@ while the user remembers the exchanges, the compactions and the interruptions.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import get_args
 
 from rich.console import Group, RenderableType
@@ -25,22 +25,31 @@ RECAP_TEXT_LINES = 6
 RECAP_SUMMARY_LINES = 12
 
 
+KEPT_RESULTS = 20  # collapsed results /expand N can bring back
+
+
 @dataclass
 class Recall:
     """The latest things shown collapsed, kept so that a key or a command can show them whole."""
 
-    result_name: str | None = None
-    result_text: str | None = None
+    results: list[tuple[str, str]] = field(default_factory=list)  # (tool, text), oldest first
     summary: str | None = None
 
     def keep_result(self, name: str, text: str) -> None:
-        self.result_name, self.result_text = name, text
+        self.results.append((name, text))
+        del self.results[:-KEPT_RESULTS]
 
-    def full_result(self) -> RenderableType:
-        if self.result_text is None:
+    def full_result(self, back: int = 1) -> RenderableType:
+        """The ``back``-th latest collapsed result (1: the latest), whole."""
+        if not self.results:
             return Text("  · no collapsed tool result yet", style="dim")
-        head = Text(f"── full result of {self.result_name} ", style="bold")
-        return Group(head, Text(self.result_text), Text("── end of result", style="dim"))
+        if not 1 <= back <= len(self.results):
+            return Text(f"  · /expand takes 1 to {len(self.results)} (1 is the latest of the "
+                        f"{len(self.results)} collapsed results kept)", style="dim")
+        name, text = self.results[-back]
+        which = "" if back == 1 else f" ({back} back)"
+        head = Text(f"── full result of {name}{which} ", style="bold")
+        return Group(head, Text(text), Text("── end of result", style="dim"))
 
     def full_summary(self) -> RenderableType:
         if self.summary is None:

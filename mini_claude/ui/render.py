@@ -158,7 +158,21 @@ def main_argument(tool_input: dict[str, Any]) -> str:
             return short_target(value)
     if not tool_input:
         return ""
+    todos = tool_input.get("todos")
+    if isinstance(todos, list) and len(tool_input) == 1:
+        return todo_argument(todos)
     return short_target(json.dumps(tool_input, ensure_ascii=False))
+
+
+def todo_argument(todos: list[Any]) -> str:
+    """A todo list in words: ``4 items, 1 done · now: write the tests``."""
+    items = [t for t in todos if isinstance(t, dict)]
+    done = sum(1 for t in items if t.get("status") == "completed")
+    words = f"{len(items)} item{'s' if len(items) != 1 else ''}, {done} done"
+    current = next((t.get("content") for t in items if t.get("status") == "in_progress"), None)
+    if isinstance(current, str) and current.strip():
+        words += f" · now: {short_target(' '.join(current.split()))}"
+    return words
 
 
 def tool_call_line(name: str, tool_input: dict[str, Any]) -> Text:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
 import threading
@@ -43,6 +44,7 @@ from mini_claude.ui.conveniences import (
 from mini_claude.ui.hooks_view import ask_project_settings
 from mini_claude.ui.live import LiveView, TurnActivity
 from mini_claude.ui.mode_view import mode_marker
+from mini_claude.ui.paste import PastedTexts, paste_keys
 from mini_claude.ui.prompt_input import (
     EmptyInterrupt,
     SlashCommandCompleter,
@@ -51,7 +53,14 @@ from mini_claude.ui.prompt_input import (
 )
 from mini_claude.ui.recall import Recall, latest_summary, recap, recap_as_written
 from mini_claude.ui.render import error_line, note
-from mini_claude.ui.startup import SessionStarter, can_start_before_session, import_session_modules
+from mini_claude.ui.startup import (
+    SessionStarter,
+    can_start_before_session,
+    first_message,
+    import_session_modules,
+    new_session,
+    warm_up_first_turn,
+)
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 
 if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
@@ -86,7 +95,9 @@ def run_repl(settings: Settings, cwd: Path, args: argparse.Namespace) -> int:
 async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, console: Console) -> int:
     if can_start_before_session(settings, cwd, args):
         try:
-            return await Repl(None, console, starter=SessionStarter(settings, cwd, args)).run()
+            repl = Repl(None, console, starter=SessionStarter(settings, cwd, args),
+                        first_message=first_message(args))
+            return await repl.run()
         except Exception as exc:
             from mini_claude.session.wiring import SessionError  # loaded by then: it raised it
 
@@ -100,16 +111,9 @@ async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, consol
 async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Namespace,
                               console: Console) -> int:
     """Resuming, or a project with MCP servers: the session is built before the prompt."""
-    from mini_claude.providers import create_provider
-    from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
-    from mini_claude.tools.permission_modes import mode_from_flags
-    from mini_claude.ui.permissions import TerminalApprover
+    from mini_claude.session.wiring import SessionError
 
-    startup_housekeeping(settings)
-    session = Session(settings, cwd, create_provider(settings), TerminalApprover(),
-                      mode_flag=mode_from_flags(args))
-    if getattr(args, "trust_project_mcp", False):
-        session.mcp.approve_project(remember=False)
+    session = new_session(settings, cwd, args)
     try:
         if args.continue_session or args.resume:
             session.resume(args.resume)
@@ -119,25 +123,29 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
         console.print(error_line(str(exc)))
         await session.provider.close()
         return EXIT_USAGE
-    return await run_session_repl(session, console=console)
+    return await run_session_repl(session, console=console, first_message=first_message(args))
 
 
 def preload_sdk_in_background(provider_name: str) -> None:
-    """Import the slow SDK while the user types.
+    """Import the slow SDK, and what else the first reply needs, while the user types.
 
     Started once the prompt is on screen: an import holds the interpreter
     for over a second, and doing it earlier would only delay the prompt.
     """
-    from mini_claude.providers import preload_sdk
-
-    threading.Thread(target=preload_sdk, args=(provider_name,), name="sdk-preload",
+    threading.Thread(target=warm_up_first_turn, args=(provider_name,), name="sdk-preload",
                      daemon=True).start()
 
 
 async def run_session_repl(session: Session, *, banner: str | None = None,
-                           console: Console | None = None) -> int:
-    """Run the REPL on a session that is already built (the CLI, `--demo` and tests use it)."""
-    repl = Repl(session, console or Console(file=sys.stdout), banner=banner)
+                           console: Console | None = None, resumable: bool = True,
+                           first_message: str | None = None) -> int:
+    """Run the REPL on a session that is already built (the CLI, `--demo` and tests use it).
+
+    ``resumable=False`` (the demo, whose files are removed on exit) leaves out the
+    closing transcript path and resume hint.
+    """
+    repl = Repl(session, console or Console(file=sys.stdout), banner=banner, resumable=resumable,
+                first_message=first_message)
     return await repl.run()
 
 
@@ -145,8 +153,10 @@ class Repl:
     """Reads messages and slash commands, and shows each turn live until the user leaves."""
 
     def __init__(self, session: Session | None, console: Console, *, banner: str | None = None,
-                 starter: SessionStarter | None = None) -> None:
+                 starter: SessionStarter | None = None, resumable: bool = True,
+                 first_message: str | None = None) -> None:
         assert session is not None or starter is not None
+        self.resumable = resumable
         self._session = session
         self.starter = starter  # builds the session after the first frame when given none
         self._building: asyncio.Task[None] | None = None
@@ -154,7 +164,9 @@ class Repl:
         self.banner = banner
         self.activity = TurnActivity()
         self.started = time.monotonic()  # for /cost's wall time
-        self.queued: list[str] = []  # typed during a turn, sent when it ends
+        # Typed during a turn, sent when it ends; the command line's prompt is the first.
+        self.queued: list[str] = [first_message] if first_message else []
+        self.pastes = PastedTexts()  # long pastes, shown as placeholders, sent in full
         self.shell_context = ShellContext()
         self.exit_requested = False
         self.terminated = False
@@ -166,7 +178,8 @@ class Repl:
                              lambda: self.agent.context.meter.chars_per_token,
                              on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
                              on_expand=self._expand_during_turn, queued=lambda: self.queued,
-                             on_cycle_mode=self.cycle_mode)
+                             on_cycle_mode=self.cycle_mode,
+                             extra_keys=paste_keys(self.pastes))
         self.at_prompt = asyncio.Event()  # set while waiting for input
         self.prompts_shown = 0
         self._pump: asyncio.Task[None] | None = None
@@ -281,6 +294,9 @@ class Repl:
 
     async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
         """A message: its `@path` files attached, earlier `!command` output put before it."""
+        from mini_claude.ui.mcp_view import wait_for_connecting_servers
+
+        await wait_for_connecting_servers(self)
         text, attached = await attach_mentions(self.agent, text)
         for event in attached:
             yield event
@@ -290,11 +306,12 @@ class Repl:
     async def _next_message(self) -> str | None:
         """A message queued during the last turn (echoed as if typed now), else the prompt."""
         if self.queued:
+            self._warm_up()  # the command line's message comes before any prompt is drawn
             text = self.queued.pop(0)
             echo = Text("> ", style="bold magenta")
             echo.append(text)
             self.console.print(echo)
-            return text
+            return self.pastes.expand(text)
         return await self._read()
 
     # ---- keys during a turn ---------------------------------------------------------
@@ -306,16 +323,21 @@ class Repl:
             self.exit_requested = True
             self.interrupt()
             return
-        self.queued.append(text)
+        self.queued.append(text)  # placeholders stay until it is sent
         self.view.refresh()
 
     def _escape_during_turn(self) -> None:
         """Esc takes queued messages back into the box first; otherwise it interrupts."""
         if self.queued:
-            taken, self.queued[:] = "\n".join(self.queued), []
-            self.view.put_back(taken)
+            self._take_back_queued()
             return
         self.interrupt()
+
+    def _take_back_queued(self) -> None:
+        """Queued messages go back into the input box, unsent, joined in the order typed."""
+        if self.queued:
+            taken, self.queued[:] = "\n".join(self.queued), []
+            self.view.put_back(taken)
 
     def _expand_during_turn(self) -> None:
         self._expanding = asyncio.ensure_future(self.view.print_above(
@@ -337,9 +359,10 @@ class Repl:
             self.prompts_shown += 1
             self.at_prompt.set()
             try:
-                return await prompt.prompt_async(set_exception_handler=False,
-                                                 pre_run=self._after_first_draw,
-                                                 default=self.view.take_draft())
+                typed = await prompt.prompt_async(set_exception_handler=False,
+                                                  pre_run=self._after_first_draw,
+                                                  default=self.view.take_draft())
+                return self.pastes.expand(typed)
             except EmptyInterrupt:
                 if armed:
                     return None
@@ -364,6 +387,10 @@ class Repl:
 
     def _after_first_draw(self) -> None:
         """Runs before each prompt is drawn; the first time, schedules the SDK import after it."""
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Once: build the session (when not built), import the SDK, start the MCP servers."""
         if not self._warmed_up:
             self._warmed_up = True
             if self._session is None:  # after the first frame, the session and then the SDK
@@ -386,7 +413,7 @@ class Repl:
         return self._prompt
 
     def _prompt_keys(self) -> KeyBindings:
-        keys = KeyBindings()
+        keys = paste_keys(self.pastes)
 
         @keys.add("c-o")
         def _expand(event: KeyPressEvent) -> None:
@@ -471,7 +498,12 @@ class Repl:
         return self._pump is not None and not self._pump.done()
 
     def interrupt(self) -> None:
-        """Esc or Ctrl-C during a turn: stop the agent where it is."""
+        """Esc or Ctrl-C during a turn: stop the agent where it is.
+
+        The user pressed stop, so nothing typed ahead is sent on its own: queued
+        messages wait in the input box for the user to send, edit or clear.
+        """
+        self._take_back_queued()
         if self._pump is not None and not self._pump.done():
             self.activity.set("interrupting…")
             self._cancel_until_done(self._pump)
@@ -557,9 +589,15 @@ class Repl:
             return  # nothing was built: the build failed, and said so
         await self.session_ready()
         agent = self.agent
-        self.console.print(note(f"transcript: {agent.transcript.path}"))
-        self.console.print(note(f"resume with: mini-claude --resume {self.session.session_id}"))
+        kept = len(agent.conversation) > 0  # a session that never got a message is not kept
+        if self.resumable and kept:
+            self.console.print(note(f"transcript: {agent.transcript.path}"))
+            self.console.print(note(f"resume with: mini-claude --resume "
+                                    f"{self.session.session_id}"))
         agent.transcript.close()
+        if not kept:
+            with contextlib.suppress(OSError):
+                agent.transcript.path.unlink()
         await self.session.mcp.close()
         await self.session.provider.close()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +48,74 @@ def can_start_before_session(settings: Settings, cwd: Path, args: argparse.Names
     if (cwd / PROJECT_MCP_FILE).exists() or (cwd / PROJECT_SETTINGS_FILE).exists():
         return False
     return bool(settings.api_key or settings.base_url)
+
+
+def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Session:
+    """A session as the REPL builds it: the mode from --permission-mode / --yes, rules from the
+    tool flags (parsed as print mode parses them; the CLI checked them already)."""
+    from mini_claude.providers import create_provider
+    from mini_claude.session.wiring import Session, startup_housekeeping
+    from mini_claude.tools.permission_modes import mode_from_flags
+    from mini_claude.tools.permission_rules import flag_rules
+    from mini_claude.ui.permissions import TerminalApprover
+
+    startup_housekeeping(settings)
+    flag_allow, flag_deny = flag_rules(getattr(args, "allowed_tools", None),
+                                       getattr(args, "disallowed_tools", None), cwd)
+    session = Session(settings, cwd, create_provider(settings), TerminalApprover(),
+                      flag_allow=flag_allow, flag_deny=flag_deny, mode_flag=mode_from_flags(args))
+    if getattr(args, "trust_project_mcp", False):
+        session.mcp.approve_project(remember=False)
+    return session
+
+
+def first_message(args: argparse.Namespace) -> str | None:
+    """``mini-claude "explain this"``: the REPL starts with that message."""
+    prompt = getattr(args, "prompt", None)
+    return prompt if isinstance(prompt, str) and prompt.strip() else None
+
+
+# What the first turn would otherwise import while the user waits behind "thinking…":
+# the presenter, Markdown and code rendering, and the HTTP stack the SDKs open a
+# connection with (names tried in turn; those not installed are skipped).
+FIRST_TURN_MODULES = (
+    "mini_claude.ui.presenter",
+    "mini_claude.ui.plan_view",
+    "rich.markdown",
+    "rich.syntax",
+)
+HTTP_STACK_MODULES = (
+    "h11",
+    "httpcore",
+    "httpcore2",
+    "anyio._backends._asyncio",
+    "opentelemetry.propagate",
+    "truststore",
+)
+SAMPLE_REPLY = "Warm **up**.\n\n```python\nprint('x')\n```\n"
+
+
+def warm_up_first_turn(provider_name: str) -> None:
+    """Import the SDK and everything else the first reply needs, while the user types.
+
+    Runs in a worker thread once the prompt is drawn; rendering a sample reply into
+    a throwaway console loads the Markdown parser, the lexer and the colour style.
+    """
+    import io
+
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from mini_claude.providers import preload_sdk
+
+    preload_sdk(provider_name)
+    for name in (*FIRST_TURN_MODULES, *HTTP_STACK_MODULES):
+        try:
+            if importlib.util.find_spec(name) is not None:
+                importlib.import_module(name)
+        except (ImportError, ValueError):
+            continue
+    Console(file=io.StringIO(), width=80).print(Markdown(SAMPLE_REPLY))
 
 
 def import_session_modules() -> None:
@@ -91,15 +160,6 @@ class SessionStarter:
 
     def build(self) -> Session:
         """The session, as the CLI built it before the prompt (housekeeping included)."""
-        from mini_claude.providers import create_provider
-        from mini_claude.session.wiring import Session, startup_housekeeping
-        from mini_claude.tools.permission_modes import mode_from_flags
-        from mini_claude.ui.permissions import TerminalApprover
-
-        startup_housekeeping(self.settings)
-        session = Session(self.settings, self.cwd, create_provider(self.settings),
-                          TerminalApprover(), mode_flag=mode_from_flags(self.args))
-        if getattr(self.args, "trust_project_mcp", False):
-            session.mcp.approve_project(remember=False)
+        session = new_session(self.settings, self.cwd, self.args)
         session.start_new(self.session_id)
         return session

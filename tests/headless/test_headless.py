@@ -244,7 +244,10 @@ def test_print_only_flags_without_p_are_refused_not_ignored(
 ) -> None:
     assert main(["--max-turns", "3", "--allowed-tools", "write_file"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--max-turns, --allowed-tools only apply to print mode" in err
+    assert err.count("\n") == 1 and "--max-turns only applies to print mode" in err
+    assert main(["--max-turns", "3", "--append-system-prompt", "be brief"]) == 2
+    err = capsys.readouterr().err
+    assert "--max-turns, --append-system-prompt only apply to print mode" in err
 
 
 # ---- --allowed-tools / --disallowed-tools / settings files -----------------------------

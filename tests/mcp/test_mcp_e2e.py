@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -332,3 +333,39 @@ def test_a_server_writing_garbage_is_logged_privately_and_still_used(
     assert "JSON" not in err and "Traceback" not in err  # nothing from the SDK on the terminal
     sdk_log = isolated_home / "mcp-logs" / "sdk.log"
     assert "method" in sdk_log.read_text()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_slow_server_is_waited_for_and_its_tools_are_in_the_init_line_and_first_request(
+    provider: str,
+    project: Path,
+    isolated_home: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_config(isolated_home / "mcp.json", {"sample": stdio_entry(start_delay=2.0)})
+    recorder = Recorder([call("mcp__sample__echo", text="tokyo"), Reply("it is late there")])
+    code, out, err = run(simulator, recorder, monkeypatch, capsys, "--yes",
+                         "--output-format", "stream-json", provider=provider)
+    assert code == 0, err
+    init = json.loads(out.splitlines()[0])
+    assert init["subtype"] == "init" and "mcp__sample__echo" in init["tools"]
+    assert "mcp__sample__echo" in recorder.seen[0].tool_names
+    assert tool_results(recorder, 1) == [("echo: tokyo", False)]
+
+
+def test_print_mode_waits_no_longer_than_the_setting(
+    project: Path,
+    isolated_home: Path,
+    simulator: Simulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_config(isolated_home / "mcp.json", {"sample": stdio_entry(start_delay=60.0)})
+    monkeypatch.setenv("MINI_CLAUDE_MCP_STARTUP_WAIT_SECONDS", "0.5")
+    code, out, err = run(simulator, Recorder([Reply("answered without it")]), monkeypatch,
+                         capsys)
+    assert code == 0, err
+    assert "answered without it" in out
+    assert "MCP server sample still connecting" in err

@@ -17,10 +17,15 @@ from mini_claude.simulator import Reply, SimConversation, ToolCall
 SAMPLE_SERVER = Path(__file__).parent / "mcp_servers" / "sample_server.py"
 
 
-def stdio_entry(marker: Path | None = None) -> dict[str, Any]:
+def stdio_entry(marker: Path | None = None, *, start_delay: float = 0.0) -> dict[str, Any]:
     entry: dict[str, Any] = {"command": sys.executable, "args": [str(SAMPLE_SERVER)]}
+    env: dict[str, str] = {}
     if marker is not None:
-        entry["env"] = {"SAMPLE_SERVER_STARTED": str(marker)}
+        env["SAMPLE_SERVER_STARTED"] = str(marker)
+    if start_delay:
+        env["SAMPLE_SERVER_START_DELAY"] = str(start_delay)
+    if env:
+        entry["env"] = env
     return entry
 
 

@@ -7,6 +7,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,15 +93,22 @@ def test_demo_needs_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     assert err.count("\n") == 1 and "terminal" in err
 
 
-def test_demo_command_runs_the_real_repl(tmp_path: Path) -> None:
+def _spawn_demo(tmp_path: Path) -> Any:
+    """``mini-claude --demo`` in a pseudo-terminal, with no key and a home under ``tmp_path``."""
     import pexpect
 
     command = Path(sys.executable).with_name("mini-claude")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
     env.update({"TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1",
                 "MINI_CLAUDE_HOME": str(tmp_path / "home")})
-    child = pexpect.spawn(str(command), ["--demo"], env=env, cwd=str(tmp_path),
-                          dimensions=(40, 140), encoding="utf-8", timeout=60)
+    return pexpect.spawn(str(command), ["--demo"], env=env, cwd=str(tmp_path),
+                         dimensions=(40, 140), encoding="utf-8", timeout=60)
+
+
+def test_demo_command_runs_the_real_repl(tmp_path: Path) -> None:
+    import pexpect
+
+    child = _spawn_demo(tmp_path)
     try:
         child.expect("SIMULATED")
         child.expect(r"ctrl-d exits[\s\S]*?> ")
@@ -111,8 +119,30 @@ def test_demo_command_runs_the_real_repl(tmp_path: Path) -> None:
         # (Ctrl-D in the input box during a turn does not exit).
         child.send("/exit\r")
         child.expect("demo folder and its session files were removed")
+        assert "resume with" not in child.before  # no hint to resume what is removed
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
     assert not (tmp_path / "home").exists()  # the demo never touches the user's home
+
+
+def test_the_demo_keeps_what_is_typed_while_it_starts(tmp_path: Path) -> None:
+    import pexpect
+
+    child = _spawn_demo(tmp_path)
+    try:
+        # Keys are kept from the moment the terminal stops echoing: that must come before
+        # the demo's slow start (imports, project, simulator), not when the prompt appears.
+        assert child.waitnoecho(timeout=60)
+        banner_already = child.expect(["SIMULATED", pexpect.TIMEOUT], timeout=0.01) == 0
+        assert not banner_already, "the terminal stopped echoing only at the prompt"
+        child.send("run the tests\r")  # typed while the demo is still starting
+        child.expect("SIMULATED")
+        assert "run the tests" not in child.before  # not echoed raw by the terminal
+        child.expect(r"run_shell(\x1b\[[0-9;]*m)*\(bash scripts/run_tests\.sh\)")
+        child.send("/exit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from mini_claude.mcp.config import PROJECT_CONFIG_NAME, load_config
 from mini_claude.project.trust import ProjectTrust
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
+from mini_claude.ui.mcp_view import CONNECTING_LABEL
 from tests.support.mcp import stdio_entry, write_config
 from tests.support.repl import ReplDriver, running_repl, sim_settings, until
 
@@ -20,9 +22,10 @@ def _run(
     home: Path,
     project: Path,
     scenario: Callable[[ReplDriver], Awaitable[None]],
+    **settings: Any,
 ) -> None:
     async def main() -> None:
-        async with running_repl(sim_settings(simulator, home), project) as repl:
+        async with running_repl(sim_settings(simulator, home, **settings), project) as repl:
             await scenario(repl)
             if not repl.task.done():
                 assert await repl.exit() == 0
@@ -120,3 +123,43 @@ def test_a_user_server_that_fails_is_reported_once_and_listed(
         assert repl.text.count("MCP server ghost failed") == 1
 
     _run(simulator, isolated_home, project, scenario)
+
+
+def test_a_message_sent_at_once_waits_for_a_server_still_connecting(
+    simulator: Simulator, isolated_home: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    write_config(isolated_home / "mcp.json", {"sample": stdio_entry(start_delay=2.0)})
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("mcp__sample__echo", {"text": "tokyo"})]),
+        lambda conv: Reply("the server said: " + conv.last_tool_results()[0].content),
+    ])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("what time is it in Tokyo?")  # the server is still starting
+        await until(lambda: repl.repl.activity.label == CONNECTING_LABEL, "the waiting state")
+        await repl.wait_for("Do you want to proceed?", after=mark)
+        await repl.keys("1")
+        await repl.wait_for("the server said: echo: tokyo", after=mark)
+        first = simulator.requests[0]
+        assert any(t.get("name") == "mcp__sample__echo" for t in first.body["tools"])
+
+    _run(simulator, isolated_home, project, scenario)
+
+
+def test_the_wait_for_a_server_is_bounded_by_its_setting(
+    simulator: Simulator, isolated_home: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    write_config(isolated_home / "mcp.json", {"sample": stdio_entry(start_delay=60.0)})
+    simulator.policy = ScriptedPolicy([Reply("Answered without it.")])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("hello")
+        await repl.wait_for("Answered without it.", after=mark)
+        assert "MCP server sample still connecting" in repl.text[mark:]
+        assert _state(repl, "sample") == "connecting"
+
+    _run(simulator, isolated_home, project, scenario, mcp_startup_wait_seconds=0.5)

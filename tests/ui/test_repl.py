@@ -112,6 +112,9 @@ def test_header_names_provider_model_window_folder_session_and_instructions(
         for part in ("anthropic", "sim-model", "200k window", str(project),
                      f"session {session_id}", "instructions: " + str(project / "CLAUDE.md")):
             assert part in header
+        await repl.submit("hello")  # a session with a message in it is kept, and says how
+        await until(lambda: len(simulator.requests) == 1, "the request")
+        await repl.at_prompt()
         repl.pipe.send_text("\x04")  # Ctrl-D at the prompt leaves
         assert await asyncio.wait_for(repl.task, 20) == 0
         farewell = " ".join(repl.text.split())
@@ -351,6 +354,25 @@ def test_multi_line_input_stays_one_message(
     drive(scenario)
 
 
+def test_a_long_paste_shows_as_a_placeholder_and_is_sent_in_full(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    pasted = "\n".join(f"log line {n}" for n in range(1, 301))
+
+    async def scenario(repl: ReplDriver) -> None:
+        await repl.at_prompt()
+        await repl.keys("look at this: \x1b[200~" + pasted + "\x1b[201~")
+        app = get_app_or_none()
+        assert app is not None
+        await until(lambda: "[Pasted text" in app.current_buffer.text, "the placeholder")
+        assert app.current_buffer.text == "look at this: [Pasted text #1 +300 lines]"
+        await repl.keys("\r")
+        await until(lambda: len(simulator.requests) == 1, "the request")
+        await repl.at_prompt()
+        assert user_texts(simulator) == ["look at this: " + pasted]
+
+    drive(scenario)
+
+
 def test_history_is_private_and_recalled_in_the_next_session(
         simulator: Simulator, isolated_home: Path, project: Path) -> None:
     async def scenario() -> None:
@@ -380,7 +402,8 @@ def test_ctrl_c_clears_the_line_and_twice_on_an_empty_prompt_exits(
         await repl.keys("\x03")
         assert await asyncio.wait_for(repl.task, 20) == 0
         assert not simulator.requests  # nothing was sent
-        assert "mini-claude --resume" in repl.text
+        assert "mini-claude --resume" not in repl.text  # nor kept: nothing to resume
+        assert not repl.repl.agent.transcript.path.exists()
 
     drive(scenario)
 
@@ -415,7 +438,8 @@ def test_help_and_unknown_commands(simulator: Simulator, drive: Drive, project: 
         mark = await repl.submit("/help")
         await repl.wait_for("Ctrl-D exits", after=mark)
         for name in ("/compact", "/context", "/cost", "/clear /new", "/model", "/resume",
-                     "/exit /quit"):
+                     "/exit /quit", "/compact [focus]", "/mcp [approve|reconnect [name]]",
+                     "/expand [N]"):
             assert name in repl.text[mark:]
         mark = await repl.submit("/contxt")
         await repl.wait_for("Unknown command /contxt. Did you mean /context?", after=mark)
@@ -423,6 +447,21 @@ def test_help_and_unknown_commands(simulator: Simulator, drive: Drive, project: 
         await repl.at_prompt()
         assert user_texts(simulator) == ["/usr/bin/env is missing, why?"]
         assert not simulator.requests[:-1]
+
+    drive(scenario)
+
+
+def test_expand_takes_how_far_back_to_go(simulator: Simulator, drive: Drive,
+                                         project: Path) -> None:
+    async def scenario(repl: ReplDriver) -> None:
+        for n in (1, 2, 3):
+            repl.repl.recall.keep_result("run_shell", f"the output of run {n}")
+        mark = await repl.submit("/expand 3")
+        await repl.wait_for("end of result", after=mark)
+        assert "the output of run 1" in repl.text[mark:]
+        assert "the output of run 3" not in repl.text[mark:]
+        mark = await repl.submit("/expand last")
+        await repl.wait_for("usage: /expand [N]", after=mark)
 
     drive(scenario)
 
@@ -631,6 +670,65 @@ def test_esc_takes_a_queued_message_back_before_it_interrupts(
         assert app is not None and app.current_buffer.text == "never mind"
         await repl.keys("\x03")  # clear the line before the fixture types /exit
         await until(lambda: not app.current_buffer.text, "an empty line")
+
+    drive(scenario)
+
+
+async def _queued_messages_wait_in_the_box(repl: ReplDriver, simulator: Simulator,
+                                           requests: int, expected: str) -> None:
+    """After an interruption: no new turn, and the queued text is the next prompt's draft."""
+    await repl.at_prompt()
+    await asyncio.sleep(0.5)  # a queued message would have been sent by now
+    assert len(simulator.requests) == requests
+    assert not repl.repl.queued and not repl.repl.turn_running
+    app = get_app_or_none()
+    assert app is not None and app.current_buffer.text == expected
+    await repl.keys("\x03")  # clear the line before the fixture types /exit
+    await until(lambda: not app.current_buffer.text, "an empty line")
+
+
+def test_ctrl_c_puts_queued_messages_back_in_the_box_unsent(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="never shown"), Reply(text="Not asked for.")])
+    simulator.inject(Fault("slow", delay_s=60))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("slow one")
+        await repl.turn_running()
+        await repl.keys("first queued\r")
+        await repl.keys("second queued\r")
+        await until(lambda: repl.repl.queued == ["first queued", "second queued"], "the queue")
+        requests = len(simulator.requests)
+        await repl.keys("\x03")
+        await repl.wait_for("Interrupted", after=mark)
+        await _queued_messages_wait_in_the_box(repl, simulator, requests,
+                                               "first queued\nsecond queued")
+        assert "Not asked for." not in repl.text
+        history_is_valid(repl)
+
+    drive(scenario)
+
+
+def test_esc_at_a_question_puts_queued_messages_back_in_the_box_unsent(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "touch made.txt"})]),
+        Reply(text="Not asked for."),
+    ])
+    simulator.inject(Fault("slow", delay_s=1.5))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("touch it")
+        await repl.turn_running()
+        await repl.keys("then list the files\r")
+        await until(lambda: repl.repl.queued == ["then list the files"], "the queue")
+        await repl.wait_for("Do you want to proceed?", after=mark)
+        requests = len(simulator.requests)
+        await repl.keys("\x1b")
+        await repl.wait_for("Interrupted", after=mark)
+        await _queued_messages_wait_in_the_box(repl, simulator, requests,
+                                               "then list the files")
+        assert not (project / "made.txt").exists()
 
     drive(scenario)
 

@@ -61,6 +61,32 @@ def test_typing_during_a_turn_is_kept_and_the_status_line_keeps_its_row(
         assert [r["text"] for r in _user_messages(sim)] == ["review the config", "typed ahead"]
 
 
+def test_ctrl_c_leaves_a_queued_message_in_the_input_box_unsent(spawn: Spawn) -> None:
+    policy = ScriptedPolicy([Reply(text="Not wanted any more.")])
+    with Simulator(policy) as sim:
+        screen = spawn(sim)
+        at_rest(screen)
+        sim.inject(Fault("slow", delay_s=60))
+        screen.type("review the config\r")
+        screen.wait(lambda s: "esc to interrupt" in s.text, "the live turn")
+        time.sleep(0.3)
+        screen.type("also check the logs\r")
+        screen.wait_text("queued: also check the logs")
+        screen.type("\x03")
+        screen.wait_text("Interrupted")
+        screen.wait(lambda s: "> also check the logs" in s.rows and "↳ queued" not in s.text
+                    and "esc to interrupt" not in s.text,
+                    "the queued message back in the input box")
+        time.sleep(1.0)
+        screen.pump()
+        assert "Not wanted any more." not in screen.text
+        assert "esc to interrupt" not in screen.text  # no turn started on its own
+        assert screen.last_row.endswith("sim-model")
+        sent = [m.text for r in sim.requests if r.conversation is not None
+                for m in r.conversation.messages if m.is_plain_user_message]
+        assert "also check the logs" not in sent
+
+
 def _user_messages(sim: Simulator) -> list[dict[str, str]]:
     conversation = sim.requests[-1].conversation
     assert conversation is not None
@@ -177,3 +203,66 @@ def test_esc_at_the_question_cancels_the_turn_and_the_status_line_stays(
         assert len(sim.requests) == requests
         assert "What should the agent do instead?" not in screen.text
         assert not (project / "made.txt").exists()
+
+
+def test_a_prompt_on_the_command_line_is_the_repls_first_message(spawn: Spawn,
+                                                                   project: Path) -> None:
+    policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("run_shell", {"command": "touch made.txt"})]),
+        Reply(text="Made it, as the rule allows."),
+    ])
+    with Simulator(policy) as sim:
+        screen = spawn(sim, "--allowed-tools", "run_shell(touch:*)", "--", "explain this")
+        screen.wait_text("Made it, as the rule allows.")
+        at_rest(screen)
+        assert "> explain this" in screen.text
+        assert "Do you want to proceed?" not in screen.text  # the REPL took the rule
+        assert (project / "made.txt").exists()
+        assert [r["text"] for r in _user_messages(sim)] == ["explain this"]
+
+
+def test_an_mcp_notice_prints_above_the_resume_picker_not_over_it(
+        spawn: Spawn, isolated_home: Path) -> None:
+    from tests.support.mcp import stdio_entry, write_config
+
+    with Simulator(ScriptedPolicy([Reply(text="First answer.")])) as sim:
+        screen = spawn(sim)
+        at_rest(screen)
+        screen.type("the first question\r")
+        screen.wait_text("First answer.")
+        at_rest(screen)
+        screen.type("/exit\r")
+        screen.wait(lambda s: not s.child.isalive(), "the first session to end")
+        write_config(isolated_home / "mcp.json", {"sample": stdio_entry(start_delay=8.0)})
+        screen = spawn(sim)
+        at_rest(screen)
+        screen.type("/resume\r")
+        screen.wait_text("esc to cancel")
+        assert "connected · " not in screen.text  # the picker came first
+        screen.wait_text("MCP server sample connected")
+        time.sleep(0.5)
+        screen.pump()
+        rows = screen.rows
+        notice = next(i for i, r in enumerate(rows) if "MCP server sample connected" in r)
+        option = next(i for i, r in enumerate(rows) if "the first question" in r)
+        hint = next(i for i, r in enumerate(rows) if "esc to cancel" in r)
+        assert notice < option < hint, screen.text
+        assert rows[notice].strip().endswith("tools")  # a row of its own, nothing drawn over it
+        screen.type("\x1b")
+        screen.wait_text("resume cancelled")
+
+
+def test_a_300_line_paste_is_one_placeholder_on_screen(spawn: Spawn) -> None:
+    pasted = "\n".join(f"log line {n}" for n in range(1, 301))
+    policy = ScriptedPolicy([lambda conv: Reply(
+        text=f"Got {conv.messages[-1].text.count('log line')} log lines.")])
+    with Simulator(policy) as sim:
+        screen = spawn(sim)
+        at_rest(screen)
+        screen.type("\x1b[200~" + pasted + "\x1b[201~")
+        screen.wait_text("[Pasted text #1 +300 lines]")
+        assert "log line 150" not in screen.text
+        screen.type("\r")
+        screen.wait_text("Got 300 log lines.")
+        at_rest(screen)
+        assert "log line 299" not in screen.text

@@ -94,8 +94,8 @@ def test_the_first_prompt_is_drawn_before_the_agent_chain_is_imported(
         try:
             child.expect(PROMPT_READY, timeout=WAIT_SECONDS)
             child.sendcontrol("d")
-            child.expect("resume with: mini-claude --resume", timeout=WAIT_SECONDS)
             child.expect(pexpect.EOF, timeout=WAIT_SECONDS)
+            after_exit = child.before
         finally:
             child.close(force=True)
     at_first_frame = set(json.loads(modules_file.read_text()))
@@ -103,8 +103,9 @@ def test_the_first_prompt_is_drawn_before_the_agent_chain_is_imported(
     assert "prompt_toolkit" in at_first_frame
     loaded_too_early = [name for name in HEAVY_MODULES if name in at_first_frame]
     assert loaded_too_early == []
-    # Leaving at once still leaves a session behind that can be resumed.
-    assert list((isolated_home / "transcripts").glob("*.jsonl"))
+    # Leaving at once leaves nothing behind to list or resume.
+    assert "resume with" not in after_exit
+    assert list((isolated_home / "transcripts").glob("*")) == []
 
 
 def test_a_message_typed_as_the_prompt_appears_is_sent(project: Path,
@@ -198,3 +199,53 @@ def test_before_the_session_the_status_line_reads_the_settings_then_the_agents_m
         await session.provider.close()
 
     asyncio.run(scenario())
+
+
+FIRST_TURN_PROBE = """\
+import json, sys, threading
+from mini_claude.ui import repl as repl_module
+
+_out = sys.argv.pop(1)
+_run_events = repl_module.Repl.run_events
+
+
+async def run_events(self, events, label="thinking…"):
+    for thread in threading.enumerate():
+        if thread.name == "sdk-preload":
+            thread.join()  # the warm-up the user's typing time pays for is over
+    before = set(sys.modules)
+    try:
+        return await _run_events(self, events, label)
+    finally:
+        with open(_out, "w") as out:
+            json.dump(sorted(set(sys.modules) - before), out)
+
+
+repl_module.Repl.run_events = run_events
+from mini_claude.cli import main
+sys.exit(main())
+"""
+
+
+def test_the_first_reply_imports_nothing_the_warm_up_could_have(
+        tmp_path: Path, project: Path, isolated_home: Path) -> None:
+    probe, modules_file = tmp_path / "probe.py", tmp_path / "first_turn.json"
+    probe.write_text(FIRST_TURN_PROBE)
+    reply = "Here is **code**:\n\n```python\nprint('hi')\n```\n"
+    with Simulator(ScriptedPolicy([Reply(text=reply)])) as sim:
+        child = pexpect.spawn(sys.executable, [str(probe), str(modules_file)], cwd=str(project),
+                              env=_environment(sim), dimensions=(30, 100), encoding="utf-8",
+                              codec_errors="replace")
+        try:
+            child.expect(PROMPT_READY, timeout=WAIT_SECONDS)
+            child.send("show me code\r")
+            child.expect("print", timeout=WAIT_SECONDS)
+            child.sendcontrol("d")
+            child.expect(pexpect.EOF, timeout=WAIT_SECONDS)
+        finally:
+            child.close(force=True)
+    imported_during_the_turn = json.loads(modules_file.read_text())
+    slow = [name for name in imported_during_the_turn
+            if name.split(".")[0] in ("anthropic", "openai", "markdown_it", "pygments", "h11")
+            or name in ("rich.markdown", "rich.syntax", "mini_claude.ui.presenter")]
+    assert slow == []

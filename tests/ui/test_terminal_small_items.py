@@ -83,3 +83,31 @@ def test_the_demo_names_a_search_by_its_pattern() -> None:
 
     line = _describe(Call("grep_search", {"pattern": "TODO", "path": "src"}))
     assert line == "searching for TODO"
+
+
+def test_the_todo_tool_line_reads_as_words_not_json() -> None:
+    from mini_claude.ui.render import tool_call_line
+
+    line = tool_call_line("todo_write", {"todos": [
+        {"content": "read the config", "status": "completed"},
+        {"content": "fix  the totals", "status": "in_progress"},
+        {"content": "run the tests", "status": "pending"},
+    ]}).plain
+    assert line == "● todo_write(3 items, 1 done · now: fix the totals)"
+    assert "{" not in line
+
+
+def test_a_permission_box_names_an_mcp_tool_once() -> None:
+    from rich.console import Console
+
+    from mini_claude.tools.base import PermissionRequest
+    from mini_claude.ui.permissions import permission_box
+
+    def title(tool: str) -> str:
+        console = Console(width=100, color_system=None, record=True)
+        request = PermissionRequest(tool_name=tool, summary="sample · echo {}", subject=tool)
+        console.print(permission_box(request))
+        return console.export_text().splitlines()[0]
+
+    assert title("mcp__sample__echo").count("mcp__sample__echo") == 1
+    assert "Run a shell command (run_shell)" in title("run_shell")

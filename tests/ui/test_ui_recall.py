@@ -69,3 +69,14 @@ def test_recall_says_when_there_is_nothing_to_show() -> None:
     assert "not been compacted yet" in shown(recall.full_summary())
     recall.keep_result("run_shell", "one\ntwo\nthree")
     assert "one\ntwo\nthree" in shown(recall.full_result())
+
+
+def test_expand_n_shows_the_nth_latest_collapsed_result() -> None:
+    recall = Recall()
+    for n in range(1, 5):
+        recall.keep_result("run_shell", f"output of command {n}")
+    assert "output of command 4" in shown(recall.full_result())
+    third = shown(recall.full_result(3))
+    assert "output of command 2" in third and "3 back" in third
+    assert "output of command 4" not in third
+    assert "1 to 4" in shown(recall.full_result(9))

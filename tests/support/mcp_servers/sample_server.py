@@ -70,6 +70,7 @@ def hang(seconds: float) -> str:
 
 
 def main() -> None:
+    time.sleep(float(os.environ.get("SAMPLE_SERVER_START_DELAY", "0")))  # a slow server
     marker = os.environ.get("SAMPLE_SERVER_STARTED")
     if marker:
         with Path(marker).open("a", encoding="utf-8") as handle:
