@@ -117,6 +117,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-r", "--resume", metavar="ID", help="resume the session with this id")
     parser.add_argument(
+        "--fork-session",
+        action="store_true",
+        help="with -c or -r: continue in a new session from a copy of that one's history "
+        "(the original is left as it is)",
+    )
+    parser.add_argument(
+        "--resume-at",
+        metavar="MESSAGE_ID",
+        help="print mode, with -c or -r: continue from the history as it stood after this "
+        "message (the uuid of a stream-json assistant line)",
+    )
+    parser.add_argument(
         "--demo",
         action="store_true",
         help="watch the context pipeline work against a simulated model (no key)",
@@ -169,6 +181,7 @@ PRINT_ONLY_FLAGS = {
     "max_turns": "--max-turns",
     "append_system_prompt": "--append-system-prompt",
     "system_prompt_file": "--system-prompt-file",
+    "resume_at": "--resume-at",
 }
 
 
@@ -269,6 +282,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             "--resume needs a session id (or a prefix of one); --continue resumes the newest "
             "session of this folder"
         )
+    resuming = bool(args.continue_session or args.resume)
+    for flag, given in (("--fork-session", args.fork_session), ("--resume-at", args.resume_at)):
+        if given and not resuming:
+            raise UsageError(f"{flag} needs -c (continue) or -r ID (resume)")
     prompt = _print_prompt(args)
     if prompt is None:
         _refuse_print_only_flags(args)

@@ -84,6 +84,16 @@ class CompactionFinished:
     tokens_before: int
     tokens_after: int
     summary: str
+    from_notes: bool = False  # session notes stood in for the summary: nobody waited
+    notes_age_seconds: float | None = None  # since the update behind those notes was asked for
+
+
+@dataclass(frozen=True, slots=True)
+class NotesUpdated:
+    """Session memory wrote fresh notes in the background (see context/session_memory.py)."""
+
+    covered_messages: int
+    chars: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +177,7 @@ Event = (
     | TierFired
     | CompactionStarted
     | CompactionFinished
+    | NotesUpdated
     | CompactionFailed
     | Retrying
     | Notice

@@ -220,6 +220,9 @@ class MalformedResponse(ProviderError):
 
 # Key an adapter puts in a tool_use input when the model sent arguments that are not JSON.
 RAW_ARGUMENTS_KEY = "_raw_arguments"
+# Beside the raw text, when the arguments were refused unparsed (nested too deep, too
+# large): the reason the tool answers with.
+ARGUMENTS_REFUSED_KEY = "_arguments_refused"
 
 
 @dataclass(frozen=True, slots=True)

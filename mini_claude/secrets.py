@@ -7,6 +7,7 @@ or an error message; each of them masks through :func:`mask` with the values
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from mini_claude.models import PROVIDERS
@@ -34,3 +35,20 @@ def mask(text: str, secrets: Iterable[str | None]) -> str:
     for secret in secret_values(secrets):
         text = text.replace(secret, MASK)
     return text
+
+
+_SECRET_NAME = re.compile(r"key|token|secret|passw|auth|cookie|credential|session|sig", re.I)
+_SCHEME = re.compile(r"^(Bearer|Basic|Token|Bot)\s+", re.I)
+
+
+def shown_setting(name: str, value: str, secrets: Iterable[str | None]) -> str:
+    """A header's or variable's value as an approval panel shows it: the API keys masked,
+    and the value of any secret-looking name (``*_TOKEN``, ``Authorization``) hidden but
+    for its length, so a user sees that a secret is sent without the screen showing it."""
+    value = mask(value, secrets)
+    if not value or not _SECRET_NAME.search(name):
+        return value
+    scheme = _SCHEME.match(value)
+    prefix = scheme.group(0) if scheme else ""
+    rest = value[len(prefix):]
+    return f"{prefix}•••• ({len(rest)} chars)" if rest else value

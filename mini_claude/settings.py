@@ -7,7 +7,7 @@ without touching code.
 
 from __future__ import annotations
 
-import os
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -133,6 +133,16 @@ class Settings:
     ledger_tokens: int = 1_500
     ledger_window_share: float = 0.03
 
+    # Session memory (context/session_memory.py): notes about the session kept up to date in
+    # the background, so that at the threshold they replace the old history without a summary
+    # call. The first update comes when the history reaches this share of the summary
+    # threshold, the next ones after it grows by this share again.
+    session_memory: bool = True
+    session_memory_start_pct: float = 0.60
+    session_memory_update_pct: float = 0.25
+    # Off: the loop waits for each update (the benchmark, for requests in a fixed order).
+    session_memory_background: bool = True
+
     # Provider calls
     max_retries: int = 4
     # Ask the server why a cached prefix was not reused (Anthropic ``diagnostics``).
@@ -156,12 +166,23 @@ class Settings:
     # Hooks: seconds a hook command may run when its entry gives no "timeout".
     hook_timeout_seconds: float = 60.0
 
+    # Claude Code's events and terminal notifications. A Stop/SubagentStop hook may send the
+    # model back to work at most this many times in one turn.
+    stop_hook_limit: int = 5
+    # How a waiting question or a long turn's end is signalled: auto, bell, osc9, osc777, off.
+    notify: str = "auto"
+    # A turn that ran at least this long notifies when it ends (0: never).
+    notify_after_seconds: float = 30.0
+
     # REPL: every tier report on its own line instead of one summary line per model call
     verbose: bool = False
 
     # MCP servers
     mcp_connect_timeout_seconds: float = 30.0
     mcp_tool_timeout_seconds: float = 120.0
+    # Variables a project's .mcp.json may expand with ${VAR} (names, commas or spaces
+    # between); provider keys never. The user's own mcp.json may use any.
+    mcp_project_variables: str | None = None
 
     # A message waits this long for MCP servers still connecting, so that their tools are in
     # its request (REPL and print mode; 0: never wait, the tools join a later request).
@@ -179,6 +200,11 @@ class Settings:
     # server is what accepts or refuses (filled in at run time, never from the environment).
     rejected_window: int | None = None
     window_rejected_by: str | None = None
+
+    # Checkpoints (what /rewind restores): files larger than this are recorded as "not
+    # checkpointed"; the store of one project is kept under the bound, oldest sessions first.
+    checkpoint_max_file_bytes: int = 10 * 1024 * 1024
+    checkpoint_store_max_bytes: int = 1024 * 1024 * 1024
 
     @property
     def window(self) -> int:
@@ -227,6 +253,10 @@ class Settings:
     @property
     def tool_results_dir(self) -> Path:
         return self.home / "tool-results"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.home / "checkpoints"
 
     @property
     def api_key(self) -> str | None:
@@ -278,10 +308,25 @@ _PERCENT_FIELDS = {
     "compact_tail_share",
     "ledger_window_share",
     "read_page_window_share",
+    "session_memory_start_pct",
+    "session_memory_update_pct",
 }
 
 
-def _parse(name: str, raw: str, default: Any) -> Any:
+# Time limits that guard something (a hook, a command, a stream): never zero or negative.
+_POSITIVE_SECONDS = {
+    "hook_timeout_seconds",
+    "shell_timeout_seconds",
+    "request_timeout_seconds",
+    "stream_idle_timeout_seconds",
+    "mcp_connect_timeout_seconds",
+    "mcp_tool_timeout_seconds",
+}
+# Days of retention: 0 would delete every saved result, this session's too.
+_AT_LEAST_ONE = {"result_retention_days"}
+
+
+def parse(name: str, raw: str, default: Any) -> Any:
     """Convert one environment string to the field's type, with a one-line error."""
     env = ENV_NAMES[name]
     raw = raw.strip()
@@ -321,30 +366,18 @@ def _parse(name: str, raw: str, default: Any) -> Any:
                 raise ValueError
             return value_f
         if isinstance(default, int):
-            return int(raw.replace("_", "").replace(",", ""))
+            number = int(raw.replace("_", "").replace(",", ""))
+            if name in _AT_LEAST_ONE and number < 1:
+                raise ValueError
+            return number
         if isinstance(default, float):
-            return float(raw)
+            seconds = float(raw)
+            if name in _POSITIVE_SECONDS and not 0 < seconds < math.inf:
+                raise ValueError  # a zero or negative time limit would switch its guard off
+            return seconds
         return raw or None
     except ValueError:
         raise SettingsError(f"{env}={raw!r} is not a valid value") from None
-
-
-def load_dotenv_files(cwd: Path, home: Path | None = None) -> dict[str, str]:
-    """Read `.env` in the working folder, then under the home folder; earlier wins.
-
-    Returns the merged values without touching ``os.environ``; the real
-    environment always wins over both files.
-    """
-    from dotenv import dotenv_values
-
-    merged: dict[str, str] = {}
-    home_dir = home or Path(os.environ.get("MINI_CLAUDE_HOME", "~/.mini-claude")).expanduser()
-    for path in (cwd / ".env", home_dir / ".env"):
-        if path.is_file():
-            for key, value in dotenv_values(path).items():
-                if value is not None:
-                    merged.setdefault(key, value)
-    return merged
 
 
 def from_environment(
@@ -361,9 +394,9 @@ def from_environment(
             continue
         raw = environ.get(ENV_NAMES[f.name])
         if raw is not None and raw.strip() != "":
-            values[f.name] = _parse(f.name, raw, getattr(base, f.name))
+            values[f.name] = parse(f.name, raw, getattr(base, f.name))
     if provider:
-        values["provider"] = _parse("provider", provider, base.provider)
+        values["provider"] = parse("provider", provider, base.provider)
     elif "provider" not in values:
         values["provider"] = _choose_provider(environ)
     if model:

@@ -8,6 +8,7 @@ so replaying the file rebuilds the conversation exactly as it stood.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import time
@@ -31,6 +32,14 @@ from mini_claude.conversation import (
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.sanitize import clean_block, clean_message, clean_value
 from mini_claude.secrets import mask, secret_values
+from mini_claude.text import shorten
+from mini_claude.transcript_check import (
+    check_block,
+    check_line,
+    check_message,
+    check_record,
+    read_record,
+)
 
 
 def new_session_id() -> str:
@@ -47,6 +56,7 @@ class Transcript:
         self.write_failed = False
         self.failure = ""  # why writing failed, for the one warning the UI gives
         self._file: TextIO | None = None
+        self.last_message_id = ""  # the id the newest message was recorded under
         self._closing: list[Callable[[], None]] = []
         try:
             ensure_private_dir(path.parent)
@@ -84,7 +94,10 @@ class Transcript:
         self.write_failed = True
 
     def message(self, message: Message) -> None:
-        self.write({"type": "message", "message": message_to_dict(message)})
+        """One message, with an id (what stream-json prints and ``--resume-at`` takes)."""
+        self.last_message_id = uuid.uuid4().hex
+        self.write({"type": "message", "id": self.last_message_id, "time": time.time(),
+                    "message": message_to_dict(message)})
 
     def edit(self, tier: str, block: ToolResultBlock) -> None:
         self.write({"type": "edit", "tier": tier, "block": block_to_dict(block)})
@@ -165,6 +178,9 @@ def _json_line(record: dict[str, Any]) -> str:
     return line
 
 
+MAX_DAMAGE_WARNINGS = 5  # one line each; past that, one line counts them all
+
+
 @dataclass(frozen=True, slots=True)
 class Landmark:
     """Something that happened between messages (an interruption, a compaction), placed
@@ -212,22 +228,38 @@ def load_session(path: Path) -> LoadedSession:
     meta: dict[str, Any] = {}
     warnings: list[str] = []
     usage: list[dict[str, Any]] = []
+    records = read_records(path)
     landmarks: list[Landmark] = []
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+    snapshots: dict[int, Replayed] = {}
+    targets = rewind_targets(records)
+    damaged = 0
+    for number, record in enumerate(records, 1):
+        if number in targets:  # the history a later rewind goes back to
+            snapshots[number] = copy.deepcopy((messages, originals, landmarks))
+        if record is None:
             continue
         try:
-            record = json.loads(line)
-            _apply(record, messages, originals, meta)
+            if isinstance(record, Damaged):
+                raise ValueError(record.reason)
+            if record.get("type") == "rewind":
+                _apply_rewind(record, number, snapshots, (messages, originals, landmarks))
+            else:
+                _apply(record, messages, originals, meta)
             if record.get("type") == "event" and record.get("kind") == "usage":
                 usage.append(record)
             landmark = _landmark(record, len(originals))
             if landmark is not None:
                 landmarks.append(landmark)
-        except (ValueError, KeyError, TypeError) as exc:
-            where = "last line" if number == len(lines) else f"line {number}"
-            warnings.append(f"transcript {path.name}: {where} is damaged and was skipped ({exc})")
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
+            damaged += 1
+            if damaged <= MAX_DAMAGE_WARNINGS:
+                where = "last line" if number == len(records) else f"line {number}"
+                why = shorten(str(exc), 120, marker="...")
+                warnings.append(
+                    f"transcript {path.name}: {where} is damaged and was skipped ({why})"
+                )
+    if damaged > MAX_DAMAGE_WARNINGS:
+        warnings.append(f"transcript {path.name}: {damaged} damaged records skipped in all")
     conversation = Conversation(messages)
     repair = conversation.close_dangling_tool_uses(INTERRUPTED_RESULT)
     if repair is not None:
@@ -244,6 +276,71 @@ def load_session(path: Path) -> LoadedSession:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Damaged:
+    """A line that is not a JSON object (torn by a crash, or edited by hand)."""
+
+    reason: str
+
+
+TranscriptLine = dict[str, Any] | Damaged | None  # None: a blank line
+
+
+def read_records(path: Path) -> list[TranscriptLine]:
+    """Every line of a transcript, parsed; line N is item N-1 (a rewind names lines).
+
+    Split on newlines only: a message may hold U+2028 or U+0085, which
+    ``str.splitlines`` would take for line ends.
+    """
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    records: list[TranscriptLine] = []
+    for line in lines:
+        if not line.strip():
+            records.append(None)
+            continue
+        try:  # shape and depth checked too: a hand-edited record is skipped, not obeyed
+            check_line(line)
+            record = check_record(json.loads(line))
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
+            records.append(Damaged(str(exc)))
+            continue
+        records.append(record)
+    return records
+
+
+def rewind_targets(records: Sequence[TranscriptLine]) -> set[int]:
+    """The line numbers rewinds go back to: the history before each must be kept."""
+    targets: set[int] = set()
+    for record in records:
+        if isinstance(record, dict) and record.get("type") == "rewind" and record.get(
+                "conversation", True):
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                targets.add(int(record["to_line"]))
+    return targets
+
+
+Replayed = tuple[list[Message], list[Message], list[Landmark]]  # messages, originals, landmarks
+
+
+def _apply_rewind(
+    record: dict[str, Any], number: int, snapshots: dict[int, Replayed], replayed: Replayed
+) -> None:
+    """The conversation goes back to how it stood before line ``to_line``."""
+    if not record.get("conversation", True):
+        return  # the code alone was rewound
+    target = int(record["to_line"])
+    if not 1 <= target <= number or target not in snapshots:
+        raise ValueError(f"a rewind names line {target}, which this transcript cannot go back to")
+    kept_messages, kept_originals, kept_landmarks = copy.deepcopy(snapshots[target])
+    messages, originals, landmarks = replayed
+    messages[:] = kept_messages
+    originals[:] = kept_originals
+    landmarks[:] = kept_landmarks
+
+
 def _apply(
     record: dict[str, Any], messages: list[Message], originals: list[Message], meta: dict[str, Any]
 ) -> None:
@@ -253,18 +350,19 @@ def _apply(
     elif kind == "message":
         # Cleaned on the way in: a transcript written before a fix (an empty text block,
         # a lone surrogate) still replays into a request the APIs accept.
-        message = clean_message(message_from_dict(record["message"]))
+        data = check_message(record["message"])
+        message = clean_message(message_from_dict(data))
         if message.blocks:
             messages.append(message)
-            originals.append(clean_message(message_from_dict(record["message"])))
+            originals.append(clean_message(message_from_dict(data)))
     elif kind == "edit":
-        block = clean_block(block_from_dict(record["block"]))
+        block = clean_block(block_from_dict(check_block(record["block"])))
         assert isinstance(block, ToolResultBlock)
         _replace_result(messages, block)
     elif kind == "fold":
         _apply_fold(messages, record["removed"], record["replaced"])
     elif kind == "compaction":
-        rebuilt = [clean_message(message_from_dict(m)) for m in record["messages"]]
+        rebuilt = [clean_message(message_from_dict(check_message(m))) for m in record["messages"]]
         messages[:] = [m for m in rebuilt if m.blocks]
     elif kind == "thinking_cleared":
         strip_thinking(messages, int(record["before"]))
@@ -275,7 +373,7 @@ def _apply_fold(messages: list[Message], removed: list[int], replaced: dict[str,
     if any(not 0 <= i < len(messages) for i in positions):
         raise ValueError("a fold names a message this history does not have")
     for key, data in replaced.items():
-        messages[int(key)] = clean_message(message_from_dict(data))
+        messages[int(key)] = clean_message(message_from_dict(check_message(data)))
     for index in sorted(map(int, removed), reverse=True):
         del messages[index]
 
@@ -295,6 +393,7 @@ class SessionInfo:
     cwd: str
     modified: float
     first_prompt: str
+    forked_from: str = ""  # the session this one was forked from (--fork-session)
 
 
 def list_sessions(directory: Path, cwd: Path | None = None) -> list[SessionInfo]:
@@ -317,16 +416,17 @@ def _peek(path: Path) -> SessionInfo | None:
     """Read just enough of a transcript to list it; None for one that never got a message."""
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
-            head = json.loads(handle.readline())
+            head = read_record(handle.readline())
+            if head is None:
+                return None
             first_prompt = ""
             has_messages = False
             for _ in range(PEEK_LINES):
                 line = handle.readline()
                 if not line:
                     break
-                try:
-                    record = json.loads(line)
-                except ValueError:
+                record = read_record(line)
+                if record is None:
                     continue  # a damaged record; load_session skips it with a warning
                 has_messages = has_messages or record.get("type") == "message"
                 if record.get("type") == "message" and record["message"]["role"] == "user":
@@ -346,6 +446,33 @@ def _peek(path: Path) -> SessionInfo | None:
             str(head.get("cwd", "")),
             path.stat().st_mtime,
             first_prompt,
+            str(head.get("forked_from") or ""),
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def fork_transcript(origin: Path, directory: Path, session_id: str) -> Path:
+    """A new session holding the origin's whole record, line for line; the origin is only read.
+
+    The first line (the session record) names the new id and where it came from; every
+    other line is copied as it is, so line numbers (what rewinds name) stay the same.
+    """
+    data = origin.read_bytes()
+    first, _, rest = data.partition(b"\n")
+    try:
+        head = json.loads(first)
+    except ValueError:
+        head = {}
+    if not isinstance(head, dict):
+        head = {}
+    head.update({"type": "session", "id": session_id, "created": time.time(),
+                 "forked_from": str(head.get("id") or origin.stem)})
+    ensure_private_dir(directory)
+    path = directory / f"{session_id}.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(_json_line(head).encode("utf-8") + b"\n" + rest)
+        if rest and not rest.endswith(b"\n"):
+            handle.write(b"\n")
+    return path

@@ -23,7 +23,7 @@ REAL_ENDPOINT_VARIABLES = (
 
 
 # Shared fixtures of the print-mode tests (the `project` they run in).
-pytest_plugins = ["tests.support.printing"]
+pytest_plugins = ["tests.support.printing", "tests.support.hostile"]
 
 
 @pytest.fixture(autouse=True)

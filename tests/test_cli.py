@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from mini_claude import __version__
+from mini_claude.cli import main
 
 
 def run_cli(
@@ -83,3 +84,16 @@ def test_repl_refuses_without_a_terminal(tmp_path: Path, args: tuple[str, ...]) 
         *args, env={"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_HOME": str(tmp_path / "h")}, cwd=tmp_path
     )
     assert result.returncode == 2 and "terminal" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--frobnicate"], ["--output-format", "yaml", "-p", "x"], ["--max-turns", "zero", "-p", "x"]],
+)
+def test_a_usage_error_is_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    _, err = capsys.readouterr()
+    (line,) = err.splitlines()
+    assert line.startswith("mini-claude: ") and line.endswith("(see mini-claude --help)")

@@ -80,6 +80,10 @@ TEXT_PIECES = (
     "\ufffd",
     "é\r\n",
     "L" * 5_000 + "\n",  # a very long line
+    "\x1b[2K\x1b[1G",  # erase the line, back to its start
+    "\x1b]0;title\x07",  # an OSC that sets the window title
+    "\x9b2J",  # a one-byte C1 CSI
+    "\u202eexe.txt",  # a bidi override
 )
 BYTE_PIECES = (
     b"hello ",
@@ -105,6 +109,9 @@ ARGUMENTS = (
     "",
     "{not json",
     "[1, 2]",
+    '{"deep": ' + "[" * 20_000 + "]" * 20_000 + "}",  # past any recursion limit
+    '{"deep": ' + '{"a": ' * 3_000 + "1" + "}" * 3_000 + "}",
+    '{"deep": ' + "[" * 20_000,  # never closed
 )
 
 # Joined ahead of time, so drawing a text is one draw: every piece, and every pair.
@@ -313,3 +320,98 @@ def test_hostile_bytes_from_any_input_become_sendable_text(data: bytes, prefix: 
         assert not text.strip()
         return
     assert_both_apis_accept([message])
+
+
+# ---- control characters, deep nesting and damaged records -------------------------------
+
+CONTROL_CHARS = st.sampled_from(
+    [chr(c) for c in range(0x20)] + ["\x7f"] + [chr(c) for c in range(0x80, 0xA0)]
+    + list("\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
+           "\u2066\u2067\u2068\u2069\ufeff")
+)
+SCREEN_TEXT = st.lists(st.one_of(CONTROL_CHARS, st.text(max_size=8)), max_size=30).map("".join)
+
+
+@TIME_LIMIT
+@FUZZ
+@given(text=SCREEN_TEXT)
+def test_visible_text_never_carries_a_control_character(text: str) -> None:
+    from mini_claude.visible import has_hidden, visible
+
+    controls = {chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]}
+    for one_line in (False, True):
+        shown = visible(text, one_line=one_line)
+        allowed = set() if one_line else {"\n", "\t"}
+        assert not (set(shown) & (controls - allowed)), repr(shown)
+        assert not has_hidden(shown)  # no bidi override or other invisible format character
+        assert visible(shown, one_line=one_line) == shown  # stand-ins are plain text
+
+
+JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5))
+JSON_VALUE = st.recursive(
+    JSON_LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+BLOCK_KINDS = st.sampled_from(
+    ["text", "tool_use", "tool_result", "summary", "thinking", "redacted_thinking", "alien", 7]
+)
+FIELD_NAMES = st.sampled_from(
+    ["text", "id", "name", "input", "tool_use_id", "content", "is_error", "state", "summary",
+     "thinking", "signature", "data", "saved_path"]
+)
+DAMAGED_BLOCK = st.builds(
+    lambda kind, fields: {"kind": kind, **fields},
+    BLOCK_KINDS,
+    st.dictionaries(FIELD_NAMES, JSON_VALUE, max_size=4),
+)
+DAMAGED_MESSAGE = st.fixed_dictionaries({
+    "role": st.one_of(st.sampled_from(["user", "assistant", "system", ""]), JSON_LEAF),
+    "blocks": st.one_of(st.lists(DAMAGED_BLOCK, max_size=3), JSON_VALUE),
+})
+DAMAGED_LINE = st.one_of(
+    DAMAGED_MESSAGE.map(lambda m: json.dumps({"type": "message", "message": m})),
+    JSON_VALUE.map(json.dumps),
+    st.integers(1, 30_000).map(lambda depth: "[" * depth + "]" * depth),
+    st.integers(1, 30_000).map(lambda depth: '{"type": "message", "message": '
+                               + '{"a": ' * depth + "1" + "}" * depth + "}"),
+    st.text(max_size=40),
+)
+
+
+@TIME_LIMIT
+@FUZZ
+@given(lines=st.lists(DAMAGED_LINE, min_size=1, max_size=6))
+def test_damaged_transcript_records_never_break_a_resume(lines: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        transcript = Transcript.create(Path(folder), "s", {"cwd": folder})
+        transcript.message(user_text("hello"))
+        transcript.close()
+        path = Path(folder) / "s.jsonl"
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("\n".join(line.replace("\n", " ") for line in lines) + "\n")
+        loaded = load_session(path)
+    messages = loaded.conversation.messages
+    assert messages and messages[0].text == "hello"
+    for message in messages:
+        assert message.role in ("user", "assistant")
+        for block in message.blocks:
+            for name in ("text", "content", "name", "id", "thinking", "summary"):
+                value = getattr(block, name, "")
+                assert isinstance(value, str), (name, value)
+            if isinstance(block, ToolUseBlock):
+                assert isinstance(block.input, dict)
+    json.dumps([message_to_dict(m) for m in messages])  # replayable as JSON
+
+
+@TIME_LIMIT
+@FUZZ
+@given(depth=st.integers(1, 50_000), opener=st.sampled_from(["[", '{"a": ']))
+def test_tool_arguments_of_any_depth_parse_or_are_refused(depth: int, opener: str) -> None:
+    closer = "]" if opener == "[" else "}"
+    raw = '{"x": ' + opener * depth + ("1" if opener != "[" else "") + closer * depth + "}"
+    value = parse_tool_input([raw])
+    assert isinstance(value, dict)
+    json.dumps(value)  # whatever came back is plain JSON

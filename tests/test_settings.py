@@ -3,11 +3,11 @@ from pathlib import Path
 import pytest
 
 from mini_claude.models import DEFAULT_WINDOW, window_for_model
+from mini_claude.project.dotenv_rule import layered_environment
 from mini_claude.settings import (
     Settings,
     SettingsError,
     from_environment,
-    load_dotenv_files,
 )
 
 
@@ -87,7 +87,7 @@ def test_dotenv_project_file_beats_home_file(tmp_path: Path) -> None:
     home.mkdir()
     (project / ".env").write_text("MINI_CLAUDE_MODEL=from-project\n")
     (home / ".env").write_text("MINI_CLAUDE_MODEL=from-home\nOPENAI_API_KEY=o\n")
-    values = load_dotenv_files(project, home)
+    values = layered_environment(project, {}, home).values
     assert values["MINI_CLAUDE_MODEL"] == "from-project"
     assert values["OPENAI_API_KEY"] == "o"
 

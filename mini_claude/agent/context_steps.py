@@ -14,28 +14,40 @@ else is decided here, at three moments:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 
 from mini_claude import events as ev
 from mini_claude.agent.history import History
-from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.hooks import HookRunner, LifecycleHooks
 from mini_claude.agent.mode_reminder import approved_plan
 from mini_claude.agent.summaries import run_summary
-from mini_claude.context.attachments import ApprovedPlanSource, PlanSource, SkillSource
+from mini_claude.context.attachments import (
+    ApprovedPlanSource,
+    PlanSource,
+    RuleSource,
+    SkillSource,
+)
 from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import Compactor, SummaryContext
 from mini_claude.context.fold import fold_exchanges, folder_of
 from mini_claude.context.ledger import Ledger
 from mini_claude.context.meter import TokenMeter
+from mini_claude.context.notes import SessionNotes
 from mini_claude.context.pipeline import ContextPipeline
+from mini_claude.context.session_memory import NotesUpdate, SessionMemory
 from mini_claude.context.thinking import ClearThinkingTier, thinking_loop_open
 from mini_claude.context.tier import cache_is_cold
 from mini_claude.conversation import Conversation
+from mini_claude.project.rules import PathRules
 from mini_claude.protocol import CompactReason, ContextStatus, ResponseComplete, TierReport
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens
 from mini_claude.tools.base import ToolContext
+
+# Compactions the user asked for get a fresh summary, never the background notes.
+FRESH_SUMMARY_REASONS: frozenset[CompactReason] = frozenset({"manual", "tool"})
 
 
 class ContextSteps:
@@ -55,12 +67,17 @@ class ContextSteps:
         clock: Callable[[], float],
         hooks: Callable[[], HookRunner],
         summary_context: Callable[[], SummaryContext],
+        path_rules: PathRules | None = None,
+        lifecycle: LifecycleHooks | None = None,
     ) -> None:
         self.store = store
         self.tool_context = tool_context
         self.clock = clock
         self.hooks = hooks
         self.summary_context = summary_context
+        self.path_rules = path_rules or PathRules((), tool_context.root)
+        # SessionStart hooks run as a summary starts; their context is written back after it.
+        self.lifecycle = lifecycle or LifecycleHooks()
         self.cache_misses = CacheMissLog()
         self.clear_thinking = ClearThinkingTier()
         self.tokens_freed: dict[str, int] = {}
@@ -78,6 +95,11 @@ class ContextSteps:
         self.pipeline = ContextPipeline(settings, self.store, self.meter,
                                         root=self.tool_context.root)
         self.compactor = Compactor(settings, self.meter, self.store)
+        earlier = getattr(self, "memory", None)
+        self.memory = SessionMemory(settings, self.meter, self.clock)
+        self.memory.on_update = self._record_notes
+        if earlier is not None:  # a simulated arrival time outlives new settings
+            self.memory.arrival_delay = earlier.arrival_delay
         self.compactor.add_reattach_source(Ledger(settings, self._chars_per_token))
         context = self.tool_context
         self.compactor.add_reattach_source(PlanSource(context.plan))
@@ -86,6 +108,8 @@ class ContextSteps:
         self.compactor.add_reattach_source(
             SkillSource(context.skills, context.loaded_skills, skill_chars)
         )
+        self.compactor.add_reattach_source(RuleSource(self.path_rules))
+        self.compactor.add_reattach_source(self.lifecycle)
         self.last_call_at = None
 
     @property
@@ -96,6 +120,7 @@ class ContextSteps:
         """What the context steps did this session, for /cost and the benchmark."""
         return {
             "compactions": self.compactions,
+            "notes_updates": self.memory.updates,
             "tokens_freed": dict(self.tokens_freed),
             "cache_misses": len(self.cache_misses.misses),
         }
@@ -129,8 +154,8 @@ class ContextSteps:
         history_tokens = max(
             0, self.meter.estimate(self.conversation) - round(self.meter.fixed_tokens)
         )
-        if self.cache_is_cold() and self.compactor.should_compact_when_idle(
-            self.conversation, history_tokens
+        if self.cache_is_cold() and self._idle_summary_without_wait() and (
+            self.compactor.should_compact_when_idle(self.conversation, history_tokens)
         ):
             return "idle"
         return None
@@ -138,6 +163,8 @@ class ContextSteps:
     async def at_turn_start(self) -> AsyncIterator[ev.Event]:
         """After the user's message is in the history, before the turn's first call."""
         self.compactor.note_turn_start()
+        async for event in self._collect_notes():
+            yield event
         reason = self.turn_start_summary()
         if reason is not None:
             async for event in self.summarize(reason):
@@ -153,6 +180,8 @@ class ContextSteps:
 
     async def before_call(self) -> AsyncIterator[ev.Event]:
         """Tiers 1-3, then the compact tool's request or the mid-turn safety net."""
+        async for event in self._collect_notes():
+            yield event
         # Inside a tool loop with thinking nothing before its last reply may change.
         loop_open = thinking_loop_open(self.conversation.messages)
         for report in self.run_tiers(loop_open):
@@ -234,6 +263,7 @@ class ContextSteps:
         before = list(messages)
         self.history.fold(folded)
         self.compactor.note_fold(before, folded.removed, self.conversation.epoch)
+        self.memory.note_fold(folded.removed, self.conversation.epoch)
         return TierReport("fold", folded.exchanges, chars - self.conversation.total_chars,
                           max(0, tokens - after),
                           "old calls with cleared results folded to one line each")
@@ -294,11 +324,57 @@ class ContextSteps:
         self, reason: CompactReason, focus: str | None = None
     ) -> AsyncIterator[ev.Event]:
         """Replace the history with a summary (hooks around it); events as it goes."""
+        notes = [] if reason in FRESH_SUMMARY_REASONS else self.memory.usable(self.conversation)
         events = run_summary(self.compactor, self.history, self.hooks(), self.summary_context(),
-                             reason, focus)
+                             reason, focus, notes, lifecycle=self.lifecycle)
         async for event in events:
             if isinstance(event, ev.CompactionFinished):
                 self.compactions += 1
+                self.memory.note_compacted()
+                event = self._with_notes_age(event, notes)
                 self.cache_misses.note_edit(f"compaction ({reason})")
                 self.last_call_at = self.clock()  # the summary call was a model call too
             yield event
+
+    # ---- session memory (see context/session_memory.py) -------------------------------
+
+    def after_reply(self) -> None:
+        """A reply is in: start a notes update when one is due (it runs in the background)."""
+        if self.memory.due(self.conversation):
+            self.memory.start(self.conversation, self.summary_context())
+
+    async def _collect_notes(self) -> AsyncIterator[ev.Event]:
+        """Report notes that arrived (waits for them only when not in background)."""
+        if self.settings.session_memory_background:
+            outcome = self.memory.collect()
+        else:
+            outcome = await self.memory.settle()
+        if outcome is not None and outcome.notes is not None:
+            yield ev.NotesUpdated(outcome.notes.covered, len(outcome.notes.text))
+
+    def _record_notes(self, outcome: NotesUpdate) -> None:
+        if outcome.notes is None:
+            self.history.transcript.event("session_notes_failed", error=outcome.error)
+            return
+        notes = outcome.notes
+        self.history.transcript.event("session_notes", text=notes.text, covered=notes.covered,
+                                      history_tokens=notes.history_tokens)
+
+    def _with_notes_age(
+        self, event: ev.CompactionFinished, notes: Sequence[SessionNotes]
+    ) -> ev.CompactionFinished:
+        """How long ago the notes that stood in were asked for (the benchmark's wait)."""
+        used = next((n for n in notes if event.from_notes and n.text == event.summary), None)
+        if used is None:
+            return event
+        return replace(event, notes_age_seconds=self.clock() - used.started_at)
+
+    def _idle_summary_without_wait(self) -> bool:
+        """With session memory an idle summary is taken only from notes that have arrived and
+        fit: the user would otherwise wait for a call that the tiers can spare them
+        (microcompact)."""
+        if not self.memory.enabled:
+            return True
+        notes = self.memory.usable(self.conversation)
+        return bool(notes) and self.compactor.notes_fit(self.conversation,
+                                                        self.summary_context(), notes)

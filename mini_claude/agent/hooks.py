@@ -10,10 +10,12 @@ and the project's ``.mini-claude/settings.json``)::
 Each command gets a JSON description of the event on stdin. Exit code 2 (or a
 JSON ``decision: "block"`` / ``permissionDecision: "deny"`` on stdout) blocks
 a tool call, and the reason goes to the model; a ``PreCompact`` hook's stdout
-is added to the summary instructions. A hook that fails, times out or cannot
-start is one warning line: it never stops the session. Which files count, and when a
-project's hooks may run, is decided with the permission settings
-(``session/settings_files.py``).
+is added to the summary instructions. A PreToolUse hook is a guard: when it
+fails, times out, cannot start or answers something unreadable, the call is
+blocked (fail closed), never let through. Any other hook that fails is one
+warning line: it never stops the session. Which files count, and when a
+project's hooks may run (only after the user approved that file), is decided
+with the permission settings (``session/settings_files.py``).
 """
 
 from __future__ import annotations
@@ -22,15 +24,31 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from mini_claude import events as ev
+from mini_claude.context.reattach import Reattachment
+from mini_claude.conversation import Message, TextBlock, user_text
+from mini_claude.safe_read import read_limited
 from mini_claude.text import shorten
 from mini_claude.tools.process import terminate_group
 
-HookEvent = Literal["PreToolUse", "PostToolUse", "PreCompact", "PostCompact"]
+if TYPE_CHECKING:
+    from mini_claude.agent.history import History
+
+HookEvent = Literal[
+    "PreToolUse", "PostToolUse", "PreCompact", "PostCompact", "UserPromptSubmit", "Stop",
+    "SubagentStop", "SessionStart", "SessionEnd", "Notification",
+]
+# Events whose matcher is not a tool name or a trigger: every entry runs, whatever its matcher.
+UNMATCHED_EVENTS = ("UserPromptSubmit", "Stop", "SubagentStop")
+# Events whose exit code 2 means "not this": the prompt is refused, the turn goes on.
+BLOCKING_EVENTS = ("PreToolUse", "UserPromptSubmit", "Stop", "SubagentStop")
+# Events whose plain stdout (exit 0) is context for the model.
+CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 HOOK_EVENTS: tuple[str, ...] = get_args(HookEvent)
 PROJECT_SETTINGS = Path(".mini-claude") / "settings.json"
 USER_SETTINGS_NAME = "settings.json"
@@ -48,7 +66,7 @@ class HookCommand:
     source: Path
 
     def matches(self, value: str) -> bool:
-        if self.matcher in ("", "*"):
+        if self.matcher in ("", "*") or self.event in UNMATCHED_EVENTS:
             return True
         try:
             return re.fullmatch(self.matcher, value) is not None
@@ -86,7 +104,7 @@ def load_hook_settings(cwd: Path, home: Path, default_timeout: float) -> HookSet
 
 def _read_file(path: Path, default_timeout: float, warnings: list[str]) -> HookFile | None:
     try:
-        content = path.read_bytes()
+        content = read_limited(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -181,6 +199,9 @@ class HookOutcome:
     feedback: list[str] = field(default_factory=list)  # for the model (PostToolUse)
     instructions: list[str] = field(default_factory=list)  # for the summary (PreCompact)
     warnings: list[str] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)  # for the model (prompt, session start)
+    messages: list[str] = field(default_factory=list)  # for the user (``systemMessage``)
+    stop_reason: str | None = None  # ``continue: false``: the turn ends here
 
 
 class HookRunner:
@@ -238,6 +259,22 @@ class HookRunner:
             "summary": summary,
         }
         return await self._dispatch("PostCompact", trigger, payload)
+
+    async def user_prompt_submit(self, prompt: str) -> HookOutcome:
+        return await self._dispatch("UserPromptSubmit", "", {"prompt": prompt})
+
+    async def stop(self, event: HookEvent, stop_hook_active: bool) -> HookOutcome:
+        return await self._dispatch(event, "", {"stop_hook_active": stop_hook_active})
+
+    async def session_start(self, source: str) -> HookOutcome:
+        return await self._dispatch("SessionStart", source, {"source": source})
+
+    async def session_end(self, reason: str) -> HookOutcome:
+        return await self._dispatch("SessionEnd", reason, {"reason": reason})
+
+    async def notification(self, message: str, kind: str) -> HookOutcome:
+        payload = {"message": message, "notification_type": kind}
+        return await self._dispatch("Notification", kind, payload)
 
     async def _dispatch(
         self, event: HookEvent, match_value: str, fields: dict[str, Any]
@@ -300,6 +337,8 @@ async def run_hook(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), hook.timeout)
         out, err = b"", b""
+    finally:
+        _close_transport(process)
     return HookRun(
         hook,
         process.returncode,
@@ -308,30 +347,52 @@ async def run_hook(
     )
 
 
+def _close_transport(process: asyncio.subprocess.Process) -> None:
+    """Close the pipes now, inside the loop: left to the garbage collector after the loop
+    has closed, asyncio prints an "Event loop is closed" traceback at exit."""
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()
+
+
 def _read_answer(run: HookRun, outcome: HookOutcome) -> None:
     hook = run.hook
     name = f"{hook.event} hook {shorten(hook.command, 60, marker='...')!r}"
-    if run.error:
-        outcome.warnings.append(f"{name} {run.error}")
-        return
-    if run.timed_out:
-        outcome.warnings.append(f"{name} timed out after {hook.timeout:g}s and was stopped")
+    failure = _failure(run)
+    if failure is not None:
+        if hook.event == "PreToolUse":  # a guard that cannot answer blocks the call
+            outcome.block_reason = f"the hook {_quoted(hook)} {failure}, so the call is blocked"
+        outcome.warnings.append(f"{name} {failure}")
         return
     if run.exit_code == BLOCK_EXIT_CODE:
         reason = _reason(run.stderr) or _reason(run.stdout) or "no reason given"
-        if hook.event == "PreToolUse":
+        if hook.event in BLOCKING_EVENTS:
             outcome.block_reason = reason
         elif hook.event == "PostToolUse":
             outcome.feedback.append(reason)
         else:
-            outcome.warnings.append(f"{name} exited 2, but a compaction cannot be blocked")
-        return
-    if run.exit_code != 0:
-        detail = _reason(run.stderr).splitlines()[:1]
-        why = f": {shorten(detail[0], 200, marker='...')}" if detail else ""
-        outcome.warnings.append(f"{name} failed (exit {run.exit_code}){why}")
+            outcome.warnings.append(f"{name} exited 2 ({shorten(reason, 200, marker='...')}), "
+                                    f"but {hook.event} cannot be blocked")
         return
     _read_stdout(run, outcome, name)
+
+
+def _quoted(hook: HookCommand) -> str:
+    return repr(shorten(hook.command, 60, marker="..."))
+
+
+def _failure(run: HookRun) -> str | None:
+    """How a hook failed to answer, in words; None when it answered."""
+    if run.error:
+        return run.error
+    if run.timed_out:
+        return f"timed out after {run.hook.timeout:g}s and was stopped"
+    if run.exit_code not in (0, BLOCK_EXIT_CODE):
+        detail = _reason(run.stderr).splitlines()[:1]
+        why = f": {shorten(detail[0], 200, marker='...')}" if detail else ""
+        return f"failed (exit {run.exit_code}){why}"
+    return None
 
 
 def _read_stdout(run: HookRun, outcome: HookOutcome, name: str) -> None:
@@ -343,33 +404,189 @@ def _read_stdout(run: HookRun, outcome: HookOutcome, name: str) -> None:
         try:
             answer = json.loads(text)
         except ValueError:
+            if run.hook.event == "PreToolUse":
+                outcome.block_reason = (
+                    f"the hook {_quoted(run.hook)} printed an answer that is not JSON, "
+                    "so the call is blocked"
+                )
             outcome.warnings.append(f"{name} printed something that is not JSON; ignored")
             return
     event = run.hook.event
     if not isinstance(answer, dict):
         if event == "PreCompact":
             outcome.instructions.append(text)  # plain text: instructions for the summary
+        elif event in CONTEXT_EVENTS:
+            outcome.context.append(_reason(text))
         return
+    _read_common(answer, outcome)
     specific = answer.get("hookSpecificOutput")
     specific = specific if isinstance(specific, dict) else {}
     reason = _reason(str(answer.get("reason", "")))
+    blocked = answer.get("decision") == "block"
     if event == "PreToolUse":
         if specific.get("permissionDecision") == "deny":
             why = _reason(str(specific.get("permissionDecisionReason", "")))
             outcome.block_reason = why or reason or "no reason given"
-        elif answer.get("decision") == "block":
+        elif blocked:
             outcome.block_reason = reason or "no reason given"
     elif event == "PostToolUse":
-        if answer.get("decision") == "block" and reason:
+        if blocked and reason:
             outcome.feedback.append(reason)
-        context = specific.get("additionalContext")
-        if isinstance(context, str) and context.strip():
-            outcome.feedback.append(_reason(context))
+        _add_context(specific, outcome.feedback)
     elif event == "PreCompact":
         extra = specific.get("customInstructions", answer.get("customInstructions"))
         if isinstance(extra, str) and extra.strip():
             outcome.instructions.append(extra.strip())
+    elif event in ("UserPromptSubmit", "Stop", "SubagentStop"):
+        if blocked:
+            outcome.block_reason = reason or "no reason given"
+        _add_context(specific, outcome.context)
+    elif event == "SessionStart":
+        _add_context(specific, outcome.context)
+
+
+def _read_common(answer: dict[str, Any], outcome: HookOutcome) -> None:
+    """The fields every event's JSON may carry: ``continue``/``stopReason``, ``systemMessage``."""
+    if answer.get("continue") is False:
+        outcome.stop_reason = _reason(str(answer.get("stopReason") or "")) or "stopped by a hook"
+    message = answer.get("systemMessage")
+    if isinstance(message, str) and message.strip():
+        outcome.messages.append(_reason(message))
+
+
+def _add_context(specific: dict[str, Any], into: list[str]) -> None:
+    context = specific.get("additionalContext")
+    if isinstance(context, str) and context.strip():
+        into.append(_reason(context))
 
 
 def _reason(text: str) -> str:
     return shorten(text.strip(), MAX_REASON_CHARS, marker="...")
+
+
+# ---- the session and turn events --------------------------------------------------------
+
+
+class LifecycleHooks:
+    """What the session and turn events decided, for one agent.
+
+    ``SessionStart`` runs before the first message of a conversation is sent (its
+    ``source`` says why the conversation began) and again as a compaction starts;
+    ``UserPromptSubmit`` before each prompt. Their context rides on the newest
+    message as a ``<system-reminder>``, so the cached prefix stays as it was. A
+    ``Stop`` (``SubagentStop`` in a sub-agent) hook may send the model back to
+    work with a reason, at most ``continue_limit`` times in one turn; the input's
+    ``stop_hook_active`` tells the hook it already did once.
+    """
+
+    def __init__(self, stop_event: HookEvent = "Stop", continue_limit: int = 5) -> None:
+        self.stop_event = stop_event
+        self.continue_limit = continue_limit
+        self.session_source: str | None = None  # a SessionStart waiting for the next turn
+        self.context: list[str] = []
+        self.blocked = False
+        self.continuing = False
+        self.continues = 0
+        self.compact_context: list[str] = []
+        self.stop_requested: str | None = None  # a tool hook's ``continue: false``
+
+    def stops_turn(self, outcome: HookOutcome) -> bool:
+        """Note a tool hook's ``continue: false``: the turn ends once the results are in."""
+        if outcome.stop_reason is not None and self.stop_requested is None:
+            self.stop_requested = outcome.stop_reason
+        return outcome.stop_reason is not None
+
+    def turn_stopped(self, requests: int) -> list[ev.Event]:
+        reason, self.stop_requested = self.stop_requested, None
+        return [ev.Notice(f"a hook stopped the turn: {reason}", "warning"),
+                ev.TurnFinished("", "hook_stop", requests)]
+
+    async def before_prompt(self, runner: HookRunner, text: str) -> AsyncIterator[ev.Event]:
+        """SessionStart (if one waits), then UserPromptSubmit; sets :attr:`blocked`."""
+        self.blocked, self.continues, self.context = False, 0, []
+        self.stop_requested = None
+        source, self.session_source = self.session_source, None
+        if not runner:
+            return
+        if source is not None:
+            started = await runner.session_start(source)
+            self.context.extend(started.context)
+            for event in _notices(started):
+                yield event
+        submitted = await runner.user_prompt_submit(text)
+        for event in _notices(submitted):
+            yield event
+        refusal = submitted.block_reason or submitted.stop_reason
+        if refusal is not None:
+            self.blocked = True
+            yield ev.TurnError(f"the prompt was blocked by a UserPromptSubmit hook: {refusal}")
+            return
+        self.context.extend(submitted.context)
+
+    def with_context(self, message: Message) -> Message:
+        """The message with the hooks' context appended (once)."""
+        if not self.context:
+            return message
+        context, self.context = self.context, []
+        reminder = "<system-reminder>\nContext from the user's hooks:\n" + "\n\n".join(
+            context) + "\n</system-reminder>"
+        return Message(message.role, [*message.blocks, TextBlock(reminder)])
+
+    async def at_stop(self, runner: HookRunner, history: History) -> AsyncIterator[ev.Event]:
+        """Stop hooks as the model ends its turn; :attr:`continuing` says whether it goes on."""
+        self.continuing = False
+        if not runner.for_event(self.stop_event):
+            return
+        outcome = await runner.stop(self.stop_event, stop_hook_active=self.continues > 0)
+        for event in _notices(outcome):
+            yield event
+        reason = outcome.block_reason
+        if reason is None or outcome.stop_reason is not None:
+            return
+        if self.continues >= self.continue_limit:
+            yield ev.Notice(f"{self.stop_event} hooks asked to go on {self.continues} times in "
+                            "this turn; the turn ends here", "warning")
+            return
+        self.continues += 1
+        history.append(user_text(f"<system-reminder>\nA {self.stop_event} hook asks you to "
+                                 f"continue:\n{reason}\n</system-reminder>"))
+        yield ev.Notice(f"{self.stop_event} hook: {shorten(reason, 200, marker='...')}; "
+                        "the model goes on")
+        self.continuing = True
+
+    async def at_compaction(self, runner: HookRunner) -> AsyncIterator[ev.Event]:
+        """SessionStart with source ``compact``; its context is re-attached after the summary."""
+        self.compact_context = []
+        if not runner.for_event("SessionStart"):
+            return
+        outcome = await runner.session_start("compact")
+        self.compact_context = outcome.context
+        for event in _notices(outcome):
+            yield event
+
+    def reattachments(self, history: Sequence[Message]) -> list[Reattachment]:
+        context, self.compact_context = self.compact_context, []
+        if not context:
+            return []
+        return [Reattachment("session-start", "context from the user's SessionStart hooks",
+                             "\n\n".join(context))]
+
+
+def _notices(outcome: HookOutcome) -> list[ev.Event]:
+    return [*(ev.Notice(w, "warning") for w in outcome.warnings),
+            *(ev.Notice(m) for m in outcome.messages)]
+
+
+async def end_session(runner: HookRunner, reason: str) -> list[str]:
+    """``SessionEnd`` (``clear``, ``prompt_input_exit``, ``other``); returns the warnings."""
+    if not runner.for_event("SessionEnd"):
+        return []
+    outcome = await runner.session_end(reason)
+    return [*outcome.warnings, *outcome.messages]
+
+
+def subagent_stop_hooks(parent: HookRunner) -> HookRunner:
+    """A sub-agent runs the parent's ``SubagentStop`` hooks only (its tools are the parent's
+    concern through the ``task`` call)."""
+    return HookRunner(parent.for_event("SubagentStop"), cwd=parent.cwd, env=parent.env,
+                      session_id=parent.session_id, transcript_path=parent.transcript_path)

@@ -16,7 +16,7 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.agent.context_steps import ContextSteps
 from mini_claude.agent.history import History
-from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.hooks import HookRunner, LifecycleHooks
 from mini_claude.agent.mode_reminder import with_mode_reminder
 from mini_claude.agent.reminders import with_plan_reminder
 from mini_claude.agent.reply_stream import ReplyStream
@@ -26,6 +26,7 @@ from mini_claude.context.base import ResultStore
 from mini_claude.context.compact import SummaryContext
 from mini_claude.conversation import Conversation, user_text
 from mini_claude.pricing import CostTracker
+from mini_claude.project.rules import PathRules
 from mini_claude.protocol import (
     AuthenticationFailed,
     ContextStatus,
@@ -57,9 +58,13 @@ class Agent:
         clock: Callable[[], float] = time.monotonic,
         conversation: Conversation | None = None,
         hooks: HookRunner | None = None,
+        path_rules: PathRules | None = None,
+        lifecycle: LifecycleHooks | None = None,
     ) -> None:
         self.settings = settings
         self.hooks = hooks or HookRunner([], cwd=tool_context.root, env=None)
+        self.lifecycle = lifecycle or LifecycleHooks(continue_limit=settings.stop_hook_limit)
+        self.path_rules = path_rules or PathRules((), tool_context.root)
         self.provider = provider
         self.registry = registry
         self.tool_context = tool_context
@@ -71,9 +76,11 @@ class Agent:
         self.context = ContextSteps(
             store=store, tool_context=tool_context, clock=lambda: self.clock(),
             hooks=lambda: self.hooks, summary_context=self.summary_context,
+            path_rules=self.path_rules, lifecycle=self.lifecycle,
         )
         self.tool_calls = ToolCalls(registry=registry, tool_context=tool_context,
-                                    context=self.context, hooks=lambda: self.hooks)
+                                    context=self.context, hooks=lambda: self.hooks,
+                                    path_rules=self.path_rules, lifecycle=self.lifecycle)
         # Called at each turn start; new settings (a window the Models API reported) or None.
         self.settings_update: Callable[[], Settings | None] | None = None
         self.attach(transcript, conversation or Conversation())
@@ -138,13 +145,16 @@ class Agent:
         updated = self.settings_update() if self.settings_update is not None else None
         if updated is not None:
             self.reconfigure(updated)
+        async for event in self.lifecycle.before_prompt(self.hooks, text):
+            yield event
+        if self.lifecycle.blocked:
+            return
         reminder_after = self.settings.todo_reminder_calls
-        self.history.append(
-            with_mode_reminder(
-                with_plan_reminder(user_text(text), self.tool_context.plan, reminder_after),
-                self.tool_context.rules,
-            )
+        message = with_mode_reminder(
+            with_plan_reminder(user_text(text), self.tool_context.plan, reminder_after),
+            self.tool_context.rules,
         )
+        self.history.append(self.lifecycle.with_context(message))
         async for event in self.context.at_turn_start():
             yield event
         async for event in self._loop(max_requests):
@@ -178,11 +188,20 @@ class Agent:
             if not response.message.blocks:
                 yield ev.Notice(EMPTY_REPLY_NOTICE)
             uses = response.message.tool_uses
+            self.context.after_reply()  # session notes, beside the tools or the user's reading
             if not uses:
+                async for event in self.lifecycle.at_stop(self.hooks, self.history):
+                    yield event
+                if self.lifecycle.continuing:
+                    continue
                 yield ev.TurnFinished(response.message.text, response.stop_reason, requests)
                 return
             async for event in self.tool_calls.run(uses):
                 yield event
+            if self.lifecycle.stop_requested is not None:  # a hook answered "continue": false
+                for event in self.lifecycle.turn_stopped(requests):
+                    yield event
+                return
             if max_requests is not None and requests >= max_requests:
                 self.transcript.event("turn_limit", requests=requests)
                 yield ev.TurnLimitReached(requests)

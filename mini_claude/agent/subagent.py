@@ -2,7 +2,7 @@
 
 A sub-agent is a whole Agent of its own: its own conversation, pipeline, compaction
 (on its own window) and transcript, under the session's transcript folder; it shares
-the session's provider, its permission rules and the user's answers. Only its final
+the session's provider, its permission rules, its hooks and the user's answers. Only its final
 text goes back, as the task tool's result. Its calls, tokens and dollars count in the
 session's totals as they happen, and its progress reaches the status bar.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from mini_claude import events as ev
+from mini_claude.agent.hooks import HookRunner, LifecycleHooks
 from mini_claude.agent.loop import Agent
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import Conversation
@@ -90,6 +91,21 @@ def child_tools(registry: ToolRegistry, agent_type: AgentType) -> ToolRegistry:
     return ToolRegistry(tools)
 
 
+def child_hooks(parent: HookRunner, task_id: str, transcript: Transcript) -> HookRunner:
+    """The parent's hooks, as they stand when the task starts, naming the child's session.
+
+    A child is held to every guard of its parent: the user's PreToolUse hooks (and an
+    approved project's) see and can block each of its calls too.
+    """
+    return HookRunner(
+        list(parent.commands),
+        cwd=parent.cwd,
+        env=parent.env,
+        session_id=task_id,
+        transcript_path=str(transcript.path),
+    )
+
+
 class SubagentRunner:
     """Runs one task call to the end; several may run at once."""
 
@@ -158,6 +174,7 @@ class SubagentRunner:
             env=ctx.env,
             rules=ctx.rules,
             denials=ctx.denials,
+            checkpoints=ctx.checkpoints,  # the parent's: its user message caused the edit
         )
         child = Agent(
             settings=child_settings,
@@ -171,6 +188,8 @@ class SubagentRunner:
             store=DiskResultStore(child_settings, task_id),
             clock=session.clock,
             conversation=Conversation(),
+            hooks=child_hooks(session.agent.hooks, task_id, transcript),
+            lifecycle=LifecycleHooks("SubagentStop", settings.stop_hook_limit),
         )
         child.costs = RollupCosts(session.agent.costs)
         return child

@@ -19,9 +19,10 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.agent.context_steps import ContextSteps
 from mini_claude.agent.history import AdmittedResult
-from mini_claude.agent.hooks import HookOutcome, HookRunner
+from mini_claude.agent.hooks import HookOutcome, HookRunner, LifecycleHooks
 from mini_claude.agent.reminders import remind_in_results
 from mini_claude.conversation import ToolUseBlock
+from mini_claude.project.rules import PathRules
 from mini_claude.protocol import (
     CompactionRequested,
     PlanChanged,
@@ -48,11 +49,16 @@ class ToolCalls:
         tool_context: ToolContext,
         context: ContextSteps,
         hooks: Callable[[], HookRunner],
+        path_rules: PathRules | None = None,
+        lifecycle: LifecycleHooks | None = None,
     ) -> None:
         self.registry = registry
         self.tool_context = tool_context
         self.context = context
         self.hooks = hooks
+        self.path_rules = path_rules or PathRules((), tool_context.root)
+        # Notes a hook's "continue": false; the turn ends once the results are in.
+        self.lifecycle = lifecycle or LifecycleHooks()
         self._hook_warnings: list[str] = []
         self._side_events: asyncio.Queue[ev.Event] | None = None
 
@@ -157,6 +163,8 @@ class ToolCalls:
             self._hook_warnings.extend(before.warnings)
             if before.block_reason is not None:
                 return error_output(f"Blocked by a PreToolUse hook: {before.block_reason}")
+            if self.lifecycle.stops_turn(before):
+                return error_output(f"Stopped by a PreToolUse hook: {before.stop_reason}")
         output = await self.registry.execute(use.name, use.input, self.tool_context)
         content = clean_text(output.content)
         display = clean_text(output.display) if output.display else output.display
@@ -168,10 +176,16 @@ class ToolCalls:
                 use.name, use.input, output.content, output.is_error
             )
             output = self._with_hook_feedback(output, after)
-        return output
+        return self._with_rules(use, output)
+
+    def _with_rules(self, use: ToolUseBlock, output: ToolOutput) -> ToolOutput:
+        """A path-scoped rule the call brings in rides on its result (the newest message)."""
+        reminder = None if output.is_error else self.path_rules.reminder_for(use.name, use.input)
+        return replace(output, content=f"{output.content}\n\n{reminder}") if reminder else output
 
     def _with_hook_feedback(self, output: ToolOutput, outcome: HookOutcome) -> ToolOutput:
         self._hook_warnings.extend(outcome.warnings)
+        self.lifecycle.stops_turn(outcome)
         if not outcome.feedback:
             return output
         feedback = "\n".join(outcome.feedback)

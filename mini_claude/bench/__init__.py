@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "their waiting, and pipeline timings get noisier")
     parser.add_argument("--ablations", action="store_true",
                         help="also run mini-claude with each tier switched off in turn")
+    parser.add_argument("--no-million", action="store_true",
+                        help="skip the 1M-window run (capped threshold against a late one, at "
+                             "long-context prices); --quick skips it too")
     parser.add_argument("--no-startup", action="store_true", help="skip the start-up timings")
     parser.add_argument("--no-scaling", action="store_true", help="skip the scaling timings")
     return parser

@@ -129,7 +129,7 @@ def run(mode: Mode, provider: ProviderName, *, files: int = 8, lines: int = 300,
             session.agent.transcript.close()
         answered = [r for r in sim.requests if r.status == 200 and r.conversation is not None]
         parents = [r for r in answered if PARENT_MARKER in r.conversation.system  # type: ignore[union-attr]
-                   and not r.is_summary_request]
+                   and not r.is_side_request]
         costs = session.agent.costs
         return DelegationRow(
             mode=mode,

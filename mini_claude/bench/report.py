@@ -12,8 +12,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mini_claude.bench.runner import NeedCheck, RequestRecord, RunResult
-from mini_claude.models import SONNET
+from mini_claude.bench.runner import (
+    BENCH_PRICE,
+    CompactionMark,
+    NeedCheck,
+    RequestRecord,
+    RunResult,
+)
+from mini_claude.bench.timing import response_seconds
 from mini_claude.tiers import at_admission, cost_rows
 
 # Tiers whose edit changes old history and so breaks the prompt cache from that point on.
@@ -48,6 +54,11 @@ class Row:
     tool_calls: int
     turn_errors: int
     ablation: bool = False
+    notes_updates: int = 0  # background session-notes requests
+    from_notes: int = 0  # compactions the notes served without a call
+    wait_median_s: float = 0.0  # simulated seconds the user waited per compaction
+    wait_p95_s: float = 0.0
+    wait_total_s: float = 0.0
 
     @property
     def retention(self) -> float:
@@ -110,6 +121,53 @@ def estimate_errors(requests: Sequence[RequestRecord]) -> list[float]:
             for r in requests if r.estimate is not None and r.prompt_tokens > 0]
 
 
+def request_seconds(record: RequestRecord) -> float:
+    return response_seconds(record.input_tokens + record.cache_write_tokens,
+                            record.cache_read_tokens, record.output_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Waits:
+    """Simulated seconds the user waited at each compaction (see bench/timing.py)."""
+
+    per_compaction: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.per_compaction) if self.per_compaction else 0.0
+
+    @property
+    def p95(self) -> float:
+        if not self.per_compaction:
+            return 0.0
+        ordered = sorted(self.per_compaction)
+        return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+    @property
+    def total(self) -> float:
+        return sum(self.per_compaction)
+
+
+def compaction_waits(run: RunResult) -> Waits:
+    return Waits(tuple(_wait(run.requests, mark) for mark in run.compactions))
+
+
+def _wait(requests: Sequence[RequestRecord], mark: CompactionMark) -> float:
+    """A summary call is waited for whole; notes only for what their update still had to run
+    (none, when the notes had arrived, which is all the loop ever uses)."""
+    if mark.from_notes:
+        update = next((r for r in reversed(requests[: mark.request_index]) if r.is_notes), None)
+        if update is None:
+            return 0.0
+        return max(0.0, request_seconds(update) - (mark.notes_age_seconds or 0.0))
+    calls = []
+    for record in requests[mark.request_index:]:
+        if not record.is_summary:
+            break
+        calls.append(record)
+    return sum(request_seconds(r) for r in calls)
+
+
 def make_row(run: RunResult) -> Row:
     answered = _answered(run.requests)
     prompt = sum(r.prompt_tokens for r in answered)
@@ -117,6 +175,7 @@ def make_row(run: RunResult) -> Row:
     errors = estimate_errors(run.requests)
     pipeline_ms = [s * 1000 for s in run.pipeline_seconds] or [0.0]
     peak = max((r.prompt_tokens for r in run.requests), default=0)
+    waits = compaction_waits(run)
     return Row(
         strategy=run.strategy,
         title=run.title,
@@ -144,18 +203,29 @@ def make_row(run: RunResult) -> Row:
         tool_calls=run.tool_calls,
         turn_errors=len(run.turn_errors),
         ablation=run.ablation,
+        notes_updates=sum(1 for r in run.requests if r.is_notes),
+        from_notes=sum(1 for c in run.compactions if c.from_notes),
+        wait_median_s=round(waits.median, 2),
+        wait_p95_s=round(waits.p95, 2),
+        wait_total_s=round(waits.total, 1),
     )
 
 
 def cost_breakdown(run: RunResult) -> CostBreakdown:
     answered = _answered(run.requests)
     per_million = 1_000_000
+
+    def spent(tokens: str, rate: str) -> float:
+        total: float = sum(getattr(r, tokens) * getattr(BENCH_PRICE.for_prompt(r.prompt_tokens),
+                                                        rate) for r in answered)
+        return total / per_million
+
     return CostBreakdown(
-        uncached_input=sum(r.input_tokens for r in answered) * SONNET.input / per_million,
-        cache_write=sum(r.cache_write_tokens for r in answered) * SONNET.cache_write / per_million,
-        cache_read=sum(r.cache_read_tokens for r in answered) * SONNET.cache_read / per_million,
-        output=sum(r.output_tokens for r in answered) * SONNET.output / per_million,
-        summary_calls=sum(r.cost for r in answered if r.is_summary),
+        uncached_input=spent("input_tokens", "input"),
+        cache_write=spent("cache_write_tokens", "cache_write"),
+        cache_read=spent("cache_read_tokens", "cache_read"),
+        output=spent("output_tokens", "output"),
+        summary_calls=sum(r.cost for r in answered if r.is_summary or r.is_notes),
     )
 
 
@@ -175,8 +245,9 @@ def tier_costs(run: RunResult) -> list[TierCost]:
             freed = sum(max(0, c.tokens_before - c.tokens_after) for c in run.compactions)
         else:
             firings, freed = run.tier_events.get(tier, 0), run.tokens_freed.get(tier, 0)
-        out.append(TierCost(tier, firings, len(after), writes,
-                            writes * SONNET.cache_write / 1_000_000, freed))
+        write_usd = sum(r.cache_write_tokens * BENCH_PRICE.for_prompt(r.prompt_tokens).cache_write
+                        for r in after) / 1_000_000
+        out.append(TierCost(tier, firings, len(after), writes, write_usd, freed))
     return out
 
 
@@ -296,6 +367,7 @@ COLUMNS = (
     ("retention", "facts in context"), ("recovered", "recovered (calls, $)"),
     ("lost", "lost"), ("estimate", "estimate error mean / worst"),
     ("pipeline", "pipeline ms median / worst"),
+    ("wait", "compaction wait s median / p95 / total"),
 )
 
 
@@ -318,6 +390,7 @@ def _cells(row: Row) -> dict[str, str]:
         "lost": f"{row.lost} ({row.lost_share:.0%})",
         "estimate": f"{row.estimate_error_mean_pct:.1f}% / {row.estimate_error_worst_pct:.1f}%",
         "pipeline": f"{row.pipeline_ms_median:.2f} / {row.pipeline_ms_worst:.1f}",
+        "wait": f"{row.wait_median_s:.1f} / {row.wait_p95_s:.1f} / {row.wait_total_s:.0f}",
     }
 
 
@@ -333,7 +406,7 @@ def markdown_table(rows: Sequence[Row]) -> str:
 
 def breakdown_table(runs: Sequence[RunResult]) -> str:
     lines = ["| strategy | window | uncached input | cache writes | cache reads | output | "
-             "of which summary calls |", "|---|---|---|---|---|---|---|"]
+             "of which summary and notes calls |", "|---|---|---|---|---|---|---|"]
     for run in runs:
         b = cost_breakdown(run)
         lines.append(f"| {run.title} | {run.window // 1000}K | ${b.uncached_input:.2f} | "
@@ -346,12 +419,12 @@ def tier_table(run: RunResult) -> str:
     lines = [f"mini-claude at {run.window // 1000}K: requests sent right after a history edit",
              "", "| tier | times fired | requests after it | their cache writes | cost of "
              "those writes | tokens freed |", "|---|---|---|---|---|---|"]
-    summary_cost = sum(r.cost for r in run.requests if r.is_summary)
+    summary_cost = sum(r.cost for r in run.requests if r.is_summary or r.is_notes)
     for cost in tier_costs(run):
         lines.append(f"| {cost.tier} | {cost.firings} | {cost.requests} | "
                      f"{cost.cache_write_tokens:,} | ${cost.cache_write_usd:.2f} | "
                      f"{cost.tokens_freed:,} |")
-    lines.append(f"| (summary calls themselves) | {run.compaction_attempts} | - | - | "
+    lines.append(f"| (summary and notes calls themselves) | {run.compaction_attempts} | - | - | "
                  f"${summary_cost:.2f} in all | - |")
     for tier in at_admission():
         if run.tokens_freed.get(tier):
@@ -359,6 +432,34 @@ def tier_table(run: RunResult) -> str:
                          f"{run.tier_events.get(tier, 0)} | - | - | - | "
                          f"{run.tokens_freed[tier]:,} |")
     return "\n".join(lines)
+
+
+# The real products' policies; ours must cost at most GOAL_COST_RATIO of the cheapest of them.
+REAL_PRODUCTS = ("claude-code", "claude-code-memory", "codex", "server")
+GOAL_COST_RATIO = 0.80
+GOAL_WAIT_P95_SECONDS = 1.0
+
+
+def goal_lines(rows: Sequence[Row], window: int) -> list[str]:
+    """This round's goals at one window: cost against the real products, and the wait."""
+    ours = next((r for r in rows if r.window == window and r.ours), None)
+    rivals = [r for r in rows if r.window == window and r.strategy in REAL_PRODUCTS]
+    if ours is None or not rivals:
+        return []
+    cheapest = min(rivals, key=lambda r: r.cost_usd)
+    ratio = ours.cost_usd / cheapest.cost_usd if cheapest.cost_usd else 0.0
+    cost_met = ratio <= GOAL_COST_RATIO and ours.overflowed == 0 and (
+        ours.lost_share <= LOST_LIMIT)
+    wait_met = ours.wait_p95_s <= GOAL_WAIT_P95_SECONDS
+    return [
+        f"- {window // 1000}K cost goal: **{'MET' if cost_met else 'NOT MET'}** "
+        f"({ratio:.2f}x {cheapest.title} ${cheapest.cost_usd:.2f}, the cheapest real product; "
+        f"goal <= {GOAL_COST_RATIO:.2f}x with 0 overflows and <= {LOST_LIMIT:.0%} lost)",
+        f"- {window // 1000}K wait goal: **{'MET' if wait_met else 'NOT MET'}** "
+        f"(p95 {ours.wait_p95_s:.1f} s per compaction, median {ours.wait_median_s:.1f} s, "
+        f"{ours.from_notes} of {ours.compactions} compactions from session notes; "
+        f"goal p95 <= {GOAL_WAIT_P95_SECONDS:.0f} s)",
+    ]
 
 
 def verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:

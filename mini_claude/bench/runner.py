@@ -18,7 +18,8 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
 from mini_claude.bench.strategies import Strategy
-from mini_claude.models import SONNET
+from mini_claude.bench.timing import usage_seconds
+from mini_claude.models import SONNET, Price
 from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
 from mini_claude.scenario.policy import HISTORY_TOOL, ScriptPolicy
@@ -32,6 +33,10 @@ from mini_claude.tools.base import allow_all
 from mini_claude.tools.registry import ToolRegistry, default_registry
 
 MODEL = "sim-sonnet"
+# Sonnet's prices, with its long-context rates for a prompt over 200K tokens (the 1M window):
+# every token of such a request at $6 input and $22.50 output a million, caches alike.
+BENCH_PRICE = Price(SONNET.input, SONNET.cache_write, SONNET.cache_read, SONNET.output,
+                    200_000, Price(6.00, 7.50, 0.60, 22.50))
 MODEL_SECONDS = 4.0  # simulated time a model reply takes
 TOOL_SECONDS = 1.0  # simulated time a tool call takes
 CLOCK_START = 1_000_000.0
@@ -56,6 +61,7 @@ class RequestRecord:
     estimate: int | None  # the agent's estimate just before the call
     tiers: tuple[str, ...]  # tiers (and compaction) that fired since the previous call
     error: str | None = None  # the server's message when it refused the call
+    is_notes: bool = False  # a background session-notes update (paid like a summary)
 
     @property
     def answered(self) -> bool:
@@ -71,7 +77,7 @@ class RequestRecord:
             return 0.0
         usage = Usage(self.input_tokens, self.cache_read_tokens, self.cache_write_tokens,
                       self.output_tokens)
-        return SONNET.cost(usage)
+        return BENCH_PRICE.cost(usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,8 @@ class CompactionMark:
     reason: str
     tokens_before: int
     tokens_after: int
+    from_notes: bool = False  # session notes stood in for the summary
+    notes_age_seconds: float | None = None  # simulated time since those notes were asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +172,8 @@ class _Recorder:
             self.pending_tiers.append("compact")
         elif isinstance(event, ev.CompactionFinished):
             self.result.compactions.append(CompactionMark(
-                self.compaction_started_at, event.reason, event.tokens_before, event.tokens_after))
+                self.compaction_started_at, event.reason, event.tokens_before, event.tokens_after,
+                event.from_notes, event.notes_age_seconds))
         elif isinstance(event, ev.AssistantMessage):
             self.clock.advance(MODEL_SECONDS)
         elif isinstance(event, ev.ToolFinished):
@@ -192,6 +201,9 @@ def bench_settings(strategy: Strategy, *, window: int, base_url: str, home: Path
         anthropic_base_url=base_url,
         context_window=window,
         home=home,
+        # Notes updates are waited for, so every run sends its requests in one order; their
+        # time is counted as background time (see bench/timing.py).
+        session_memory_background=False,
     )
     return strategy.configure(base)
 
@@ -219,6 +231,7 @@ async def run_strategy(
             session = Session(settings, project, provider, allow_all, clock=clock.now,
                               wall_clock=clock.now, registry=registry_for(strategy))
             agent = session.start_new(SESSION_ID)
+            agent.context.memory.arrival_delay = usage_seconds  # notes arrive as a real reply would
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:
@@ -260,7 +273,7 @@ def _join(records: list[RecordedRequest], marks: list[CallMark],
     by_index = {mark.request_index: mark for mark in marks}
     joined = []
     for index, record in enumerate(records):
-        mark = by_index.get(index) if not record.is_summary_request else None
+        mark = by_index.get(index) if not record.is_side_request else None
         usage = record.usage or {}
         joined.append(RequestRecord(
             index=index,
@@ -268,6 +281,7 @@ def _join(records: list[RecordedRequest], marks: list[CallMark],
             prompt_tokens=record.prompt_tokens,
             status=record.status,
             is_summary=record.is_summary_request,
+            is_notes=record.is_notes_request,
             input_tokens=int(usage.get("input_tokens") or 0),
             cache_read_tokens=record.cache_read_tokens,
             cache_write_tokens=record.cache_write_tokens,
@@ -294,7 +308,7 @@ def body_strings(value: Any) -> Iterator[str]:
 def _first_answered(records: list[RecordedRequest], start: int, end: int) -> int | None:
     for index in range(start, end):
         record = records[index]
-        if record.status == 200 and not record.is_summary_request:
+        if record.status == 200 and not record.is_side_request:
             return index
     return None
 
@@ -328,7 +342,7 @@ def _check_recoveries(checks: list[NeedCheck], policy: ScriptPolicy, script: Scr
             continue
         fact = script.facts[check.fact_id]
         later = range((check.request_index or turn_starts[check.turn]) + 1, ends[check.turn])
-        found = any(records[i].status == 200 and not records[i].is_summary_request
+        found = any(records[i].status == 200 and not records[i].is_side_request
                     and fact.seen_in("\n".join(body_strings(records[i].body))) for i in later)
         out.append(replace(check, recovered=found))
     return out
@@ -340,7 +354,7 @@ def recovery_cost(policy: ScriptPolicy, records: list[RecordedRequest],
     extra = []
     for index, record in enumerate(records):
         conv = record.conversation
-        if conv is None or record.is_summary_request:
+        if conv is None or record.is_side_request:
             continue
         ids = {r.tool_use_id for r in conv.last_tool_results()}
         if ids and ids <= policy.recovery_ids:
@@ -369,7 +383,7 @@ def explain_losses(checks: list[NeedCheck], records: list[RecordedRequest],
     """
     if all(check.retained for check in checks):
         return checks
-    calls = [i for i, r in enumerate(records) if r.status == 200 and not r.is_summary_request]
+    calls = [i for i, r in enumerate(records) if r.status == 200 and not r.is_side_request]
     carried = {i: _facts_carried(records[i].body, script.facts) for i in calls}
     explained = []
     for check in checks:

@@ -50,6 +50,7 @@ def _tiers_off(settings: Settings) -> Settings:
         summary_min_work=0,
         summary_keep_pointers=False,
         ledger_tokens=0,
+        session_memory=False,
         # our own defaults that a peer's published policy does not have
         autocompact_max_tokens=HUGE_TOKENS,
         post_compact_target_pct=0.30,
@@ -90,6 +91,31 @@ def _claude_code(settings: Settings) -> Settings:
     )
     return base.with_overrides(compact_tail_share=0.0, kept_user_tokens=0,
                                autocompact_pct=_pct_of_effective(base, threshold))
+
+
+CLAUDE_CODE_NOTES_INIT_TOKENS = 10_000
+CLAUDE_CODE_NOTES_UPDATE_TOKENS = 5_000
+
+
+def _claude_code_memory(settings: Settings) -> Settings:
+    """Claude Code with session memory, from its public behaviour: notes in the background
+    once the conversation reaches 10K tokens, updated after every 5K more
+    (minimumMessageTokensToInit, minimumTokensBetweenUpdate as public analyses of its code
+    give them), each update a side request that reuses the main call's cached prefix; at the
+    threshold the notes replace what they cover and the messages after them stay. Assumed:
+    its tool-call condition (3 calls between updates) is always met in this workload."""
+    base = _claude_code(settings)
+    threshold = base.autocompact_tokens
+    return base.with_overrides(
+        session_memory=True,
+        session_memory_start_pct=min(1.0, CLAUDE_CODE_NOTES_INIT_TOKENS / threshold),
+        session_memory_update_pct=min(1.0, CLAUDE_CODE_NOTES_UPDATE_TOKENS / threshold),
+    )
+
+
+def _mini_late(settings: Settings) -> Settings:
+    """Ours with the threshold uncapped (85% of the window): the trade-off on a 1M window."""
+    return settings.with_overrides(autocompact_max_tokens=HUGE_TOKENS)
 
 
 def _codex(settings: Settings) -> Settings:
@@ -147,6 +173,10 @@ STRATEGIES: tuple[Strategy, ...] = (
              "Claude Code's published policy: summary at window - 20K - 13K (167K of 200K), 5 "
              "files re-attached, results over 50,000 chars saved with a preview, old results "
              "cleared only after an hour idle", _claude_code),
+    Strategy("claude-code-memory", "Claude Code + session memory",
+             "Claude Code's policy with its session memory: notes kept in the background from "
+             "10K tokens, updated every 5K, standing in for the summary at the threshold",
+             _claude_code_memory),
     Strategy("codex", "Codex CLI",
              "Codex CLI's published policy: a handoff summary at 90% of the window, checked "
              "after every call, plus up to 20K tokens of the user's own messages; results cut "
@@ -166,6 +196,11 @@ def _without(**changes: object) -> Callable[[Settings], Settings]:
 
     return configure
 
+
+# Compared on a 1M window only: the capped threshold against a late one.
+LATE_THRESHOLD = Strategy("mini-late", "mini-claude, threshold uncapped",
+                          "the full pipeline with the summary threshold at 85% of the window "
+                          "instead of capped at 72K", _mini_late, ablation=True)
 
 ABLATIONS: tuple[Strategy, ...] = (
     Strategy("mini-no-persist", "mini-claude without persist",
@@ -187,7 +222,7 @@ ABLATIONS: tuple[Strategy, ...] = (
 
 
 def strategy_named(key: str) -> Strategy:
-    for strategy in (*STRATEGIES, *ABLATIONS):
+    for strategy in (*STRATEGIES, *ABLATIONS, LATE_THRESHOLD):
         if strategy.key == key:
             return strategy
     raise KeyError(key)

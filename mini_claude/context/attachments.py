@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from mini_claude.context.reattach import Reattachment
 from mini_claude.conversation import Message
 from mini_claude.plan import Plan
+from mini_claude.project.rules import PathRules
 from mini_claude.project.skills import LoadedSkills, SkillCatalog, within_budget
 
 PLAN_TITLE = "your todo list, as you last wrote it with todo_write"
@@ -68,3 +69,18 @@ class SkillSource:
                 )
             )
         return blocks
+
+
+class RuleSource:
+    """The path-scoped rules the model has already been shown: they still apply after a summary."""
+
+    def __init__(self, rules: PathRules) -> None:
+        self.rules = rules
+
+    def reattachments(self, history: Sequence[Message]) -> list[Reattachment]:
+        return [
+            Reattachment(f"rule:{rule.path}",
+                         f"project rule {rule.path.name} (applies to {', '.join(rule.globs)})",
+                         rule.body)
+            for rule in self.rules.loaded
+        ]

@@ -17,6 +17,7 @@ from typing import get_args
 
 from mini_claude.context.base import ResultStore
 from mini_claude.context.meter import TokenMeter
+from mini_claude.context.notes import SessionNotes
 from mini_claude.context.reattach import Reattachment, ReattachSource, collect
 from mini_claude.context.rebuild import (
     Limits,
@@ -100,6 +101,7 @@ class CompactionResult:
     files_reattached: list[str]
     escalations: list[str]
     reattached: list[Reattachment] = field(default_factory=list)
+    from_notes: bool = False  # session notes stood in for the summary: no call was made
 
 
 class CompactionError(Exception):
@@ -269,9 +271,12 @@ class Compactor:
         reason: CompactReason,
         focus: str | None = None,
         instructions: str | None = None,
+        notes: Sequence[SessionNotes] = (),
     ) -> CompactionResult:
         """Summarize and rebuild ``conversation`` in place, or raise and leave it untouched.
 
+        With ``notes`` (session memory, newest first) the first that fits stands in for the
+        summary and no call is made; when none can, a summary call is made as usual.
         Runs whenever called: the breaker, the manual rule and thrash protection
         only gate the automatic triggers above.
         """
@@ -279,7 +284,10 @@ class Compactor:
             raise ValueError(f"unknown compaction reason {reason!r}")
         work = self._new_work(conversation)
         try:
-            result = await self._compact(conversation, ctx, focus, instructions)
+            result = next((r for n in notes if (r := self._from_notes(conversation, ctx, n))),
+                          None)
+            if result is None:
+                result = await self._compact(conversation, ctx, focus, instructions)
         except CompactionError:
             self._failures += 1
             self._failed_at = _state_of(conversation)
@@ -295,6 +303,38 @@ class Compactor:
         else:
             self._back_to_back = 0
         return result
+
+    def notes_fit(
+        self, conversation: Conversation, ctx: SummaryContext, notes: Sequence[SessionNotes]
+    ) -> bool:
+        """Whether one of ``notes`` would stand in for a summary now (nothing is changed)."""
+        messages = list(conversation.messages)
+        reattached = collect(self._sources, messages)
+        before = self.meter.estimate(conversation)
+        for candidate in notes:
+            try:
+                self._rebuild(messages, candidate.text, ctx, reattached, before,
+                              max_cut=candidate.covered)
+            except CompactionError:
+                continue
+            return True
+        return False
+
+    def _from_notes(
+        self, conversation: Conversation, ctx: SummaryContext, notes: SessionNotes
+    ) -> CompactionResult | None:
+        """Replace what the notes cover with them; None when no rebuild fits (stale notes)."""
+        tokens_before = self.meter.estimate(conversation)
+        messages = list(conversation.messages)
+        reattached = collect(self._sources, messages)
+        try:
+            rebuilt = self._rebuild(messages, notes.text, ctx, reattached, tokens_before,
+                                    max_cut=notes.covered)
+        except CompactionError:
+            return None
+        return self._install(conversation, messages, rebuilt, tokens_before, _Summary(
+            notes.text, ["session notes replaced the history; no summary call was needed"]
+        ), reattached, from_notes=True)
 
     async def _compact(
         self,
@@ -315,6 +355,19 @@ class Compactor:
             raise CompactionError("the conversation changed while it was being summarized")
         reattached = collect(self._sources, messages)
         rebuilt = self._rebuild(messages, summary.text, ctx, reattached, tokens_before)
+        return self._install(conversation, messages, rebuilt, tokens_before, summary, reattached)
+
+    def _install(
+        self,
+        conversation: Conversation,
+        messages: list[Message],
+        rebuilt: Rebuilt,
+        tokens_before: int,
+        summary: _Summary,
+        reattached: list[Reattachment],
+        *,
+        from_notes: bool = False,
+    ) -> CompactionResult:
         conversation.replace_all(rebuilt.messages)
         self._last = _LastCompaction(
             conversation.epoch,
@@ -330,6 +383,7 @@ class Compactor:
             files_reattached=rebuilt.files,
             escalations=[*summary.notes, *rebuilt.escalations],
             reattached=reattached,
+            from_notes=from_notes,
         )
 
     # ---- the summary call -------------------------------------------------------------
@@ -431,6 +485,8 @@ class Compactor:
         ctx: SummaryContext,
         reattached: Sequence[Reattachment],
         tokens_before: int,
+        *,
+        max_cut: int | None = None,
     ) -> Rebuilt:
         # Short of the target, a history that is smaller than before and no longer due
         # for a summary is still taken: throwing away a summary 3% over helps nobody.
@@ -445,6 +501,7 @@ class Compactor:
             estimate=self.meter.estimate_messages,  # the new history has no anchor yet
             size_of=self._size_of,
             reattached=reattached,
+            max_cut=max_cut,
         )
         try:
             return planner.plan()

@@ -465,6 +465,8 @@ class Planner:
     size_of: Callable[[Message], int]
     # Kept verbatim in every candidate: escalation never drops the plan or a loaded skill.
     reattached: Sequence[Reattachment] = ()
+    # The kept tail begins at or before this index (session notes describe only that much).
+    max_cut: int | None = None
     _files: dict[str, Attachment | None] = field(default_factory=dict)
     _tails: dict[tuple[int, bool, int | None, bool], tuple[list[Message], int, int]] = field(
         default_factory=dict
@@ -472,6 +474,8 @@ class Planner:
 
     def plan(self) -> Rebuilt:
         cuts = cut_points(self.messages)
+        if self.max_cut is not None:
+            cuts = [cut for cut in cuts if cut <= self.max_cut]
         if not cuts:
             raise RebuildError("nothing to compact yet")
         start = _Choice(self._first_cut(cuts))

@@ -77,6 +77,7 @@ UNPUBLISHED: tuple[type, ...] = (
     ev.TurnFinished,
     ev.TurnLimitReached,
     ev.TaskProgress,  # the sub-agent's answer is the task tool's result
+    ev.NotesUpdated,  # background work: its cost is in the usage totals, its use in compactions
 )
 
 
@@ -118,8 +119,9 @@ def init_line(info: RunInfo) -> Line:
 
 
 def assistant_line(
-    message: Message, session_id: str, model: str, usage: Usage | None
+    message: Message, session_id: str, model: str, usage: Usage | None, message_id: str = ""
 ) -> Line:
+    """``uuid`` is the id the transcript recorded the message under (``--resume-at`` takes it)."""
     content: list[Line] = []
     for block in message.blocks:
         if isinstance(block, TextBlock):
@@ -141,8 +143,16 @@ def assistant_line(
         },
         "parent_tool_use_id": None,
         "session_id": session_id,
-        "uuid": _uuid(),
+        "uuid": _uuid_for(message_id),
     }
+
+
+def _uuid_for(message_id: str) -> str:
+    """The transcript's id in the usual uuid form, or a fresh one when there is none."""
+    try:
+        return str(uuid.UUID(hex=message_id))
+    except ValueError:
+        return _uuid()
 
 
 def tool_result_line(event: ev.ToolFinished, session_id: str) -> Line:
@@ -190,6 +200,7 @@ def own_line(event: ev.Event, session_id: str) -> Line | None:
             "reason": event.reason,
             "tokens_before": event.tokens_before,
             "tokens_after": event.tokens_after,
+            "from_session_notes": event.from_notes,
         }
     elif isinstance(event, ev.CompactionFailed):
         body = {

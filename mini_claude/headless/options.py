@@ -6,6 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from mini_claude.safe_read import read_limited
 from mini_claude.tools.permission_rules import Rule, flag_rules
 
 MAX_SYSTEM_PROMPT_CHARS = 100_000
@@ -36,7 +37,7 @@ class HeadlessOptions:
             path = Path(self.system_prompt_file).expanduser()
             path = path if path.is_absolute() else cwd / path
             try:
-                text = path.read_text(encoding="utf-8")[:MAX_SYSTEM_PROMPT_CHARS]
+                text = read_limited(path).decode("utf-8")[:MAX_SYSTEM_PROMPT_CHARS]
             except UnicodeDecodeError as exc:
                 raise OSError(f"{path} is not UTF-8 text ({exc.reason})") from None
             if not text.strip():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -11,9 +12,17 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mini_claude import __version__
 from mini_claude import events as ev
 from mini_claude.context.compact_notices import failure_notice
-from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from mini_claude.exit_codes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_OUTPUT_CLOSED,
+    EXIT_USAGE,
+)
 from mini_claude.headless import HeadlessReporter, RunInfo, stop_signals
 from mini_claude.headless.options import HeadlessOptions
+from mini_claude.headless.safe_json import OutputClosed, write_or_close
+from mini_claude.project.imports import held_lines
 from mini_claude.project.instructions import build_system_prompt
 from mini_claude.protocol import ProviderError
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE
@@ -22,6 +31,8 @@ from mini_claude.text import format_tokens
 from mini_claude.tools.base import deny_all
 from mini_claude.tools.permission_modes import mode_from_flags
 from mini_claude.tools.permission_rules import RuleError
+from mini_claude.tools.process import kill_live_groups
+from mini_claude.visible import visible
 
 if TYPE_CHECKING:
     from mini_claude.agent.loop import Agent
@@ -33,14 +44,21 @@ def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Na
     # a tool thread that cannot be stopped does not keep the process alive.
     restore_signals = stop_signals.install()
     run = PrintRun()
+    stop_signals.last_words.append(run.finish_interrupted)
     try:
         return asyncio.run(_run(settings, cwd, prompt, args, sys.stdout, sys.stderr, run))
+    except OutputClosed:
+        return EXIT_OUTPUT_CLOSED  # nobody reads on: no traceback, no result to give
     except (KeyboardInterrupt, asyncio.CancelledError):
-        print("mini-claude: interrupted", file=sys.stderr)
-        if run.headless is not None:
-            run.headless.finish(interrupted=True)  # the JSON formats still end with a result
+        if run.headless is not None and run.headless.output_closed:
+            return EXIT_OUTPUT_CLOSED  # the reader left; the turn was stopped for it
+        with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) cannot be written
+            print("mini-claude: interrupted", file=sys.stderr)
+        run.finish_interrupted()  # the JSON formats still end with a result
         return EXIT_INTERRUPTED
     finally:
+        kill_live_groups()  # no shell command outlives the run, however it ended
+        stop_signals.last_words.remove(run.finish_interrupted)
         restore_signals()
 
 
@@ -49,6 +67,12 @@ class PrintRun:
 
     def __init__(self) -> None:
         self.headless: HeadlessReporter | None = None
+
+    def finish_interrupted(self) -> None:
+        """The result line of an interrupted run (once; nothing when there is no reporter)."""
+        if self.headless is not None:
+            with contextlib.suppress(OSError, ValueError, OutputClosed):
+                self.headless.finish(interrupted=True)
 
 
 async def _run(
@@ -60,7 +84,10 @@ async def _run(
     err: TextIO,
     run: PrintRun | None = None,
 ) -> int:
+    from mini_claude.agent.hooks import end_session
     from mini_claude.providers import create_provider
+    from mini_claude.session.custom_commands import prompt_events
+    from mini_claude.session.rewind import RewindError, resume_at
     from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
 
     stop_signals.cancel_in_loop()
@@ -91,15 +118,19 @@ async def _run(
         print(f"mini-claude: {unapproved_settings_notice(session)}", file=err)
     try:
         if args.continue_session or args.resume:
-            agent = session.resume(args.resume)
+            agent = session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
+            if getattr(args, "resume_at", None):
+                resume_at(agent, args.resume_at)
         else:
             agent = session.start_new()
-    except SessionError as exc:
+    except (SessionError, RewindError) as exc:
         await session.provider.close()
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
+    for line in held_lines(list(session.instructions.held), cwd):
+        print(f"mini-claude: not loaded until approved in the REPL: {line}", file=err)
     for warning in session.warnings:
-        print(f"warning: {warning}", file=err)
+        print(f"warning: {visible(warning, one_line=True)}", file=err)
     reporter = PrintReporter(args.output_format, out, err)
     headless: HeadlessReporter | None = None
     try:
@@ -111,16 +142,20 @@ async def _run(
             headless.begin(run_info(session, agent, options), agent)
             if run is not None:
                 run.headless = headless
-        async for event in agent.turn(prompt, options.max_turns):
+        async for event in prompt_events(session, prompt, options.max_turns):
             if headless is not None:
                 headless.handle(event)
                 reporter.note_outcome(event)
             else:
                 reporter.handle(event)
+        for warning in await end_session(agent.hooks, "other"):
+            print(f"warning: {warning}", file=err)
     finally:
         await session.mcp.close()
         await session.provider.close()
         agent.transcript.close()
+        for notice in session.checkpointer.take_notices():
+            print(f"warning: {notice}", file=err)
         if agent.transcript.write_failed:
             print(
                 f"warning: the transcript could not be written ({agent.transcript.failure}); "
@@ -171,16 +206,19 @@ async def start_mcp_servers(session: Session, trust_project: bool, err: TextIO) 
         "approve them once in the REPL (mini-claude), or pass --trust-project-mcp"
     )
     if notice:
-        print(f"mini-claude: {notice}", file=err)
+        print(f"mini-claude: {visible(notice, one_line=True)}", file=err)
     manager.start()
     await manager.wait_settled(session.settings.mcp_startup_wait_seconds)
+    for skipped in manager.skipped_tools:
+        print(f"warning: {visible(skipped, one_line=True)}", file=err)
     for view in manager.views():
         if view.state.startswith("failed"):
-            print(f"warning: MCP server {view.name!r} {view.state}", file=err)
+            line = f"warning: MCP server {view.name!r} {view.state}"
+            print(visible(line, one_line=True), file=err)
     late = manager.connecting()
     if late:
-        print(f"warning: MCP server {', '.join(late)} still connecting after "
-              f"{session.settings.mcp_startup_wait_seconds:g}s; its tools may join later "
+        print(f"warning: MCP server {visible(', '.join(late), one_line=True)} still connecting "
+              f"after {session.settings.mcp_startup_wait_seconds:g}s; its tools may join later "
               "requests (MINI_CLAUDE_MCP_STARTUP_WAIT_SECONDS)", file=err)
 
 
@@ -205,7 +243,7 @@ class PrintReporter:
             self.final_text = event.final_text
         elif isinstance(event, ev.TurnError):
             self.error = event.message
-            print(f"mini-claude: {event.message}", file=self.err)
+            print(f"mini-claude: {visible(event.message, one_line=True)}", file=self.err)
         elif isinstance(event, ev.TurnLimitReached):
             self.limited = True
             print(
@@ -219,14 +257,18 @@ class PrintReporter:
 
     def _narrate(self, event: ev.Event) -> None:
         line = narration(event)
-        if line and isinstance(event, ev.Notice) and event.text == EMPTY_REPLY_NOTICE:
+        if not line:
+            return
+        line = visible(line, one_line=True)  # a file or a reply never drives the terminal
+        if isinstance(event, ev.Notice) and event.text == EMPTY_REPLY_NOTICE:
             line = f"\x1b[2m{line}\x1b[0m" if _is_terminal(self.err) else line  # dim
-        if line:
+        with contextlib.suppress(OSError):  # stderr closed: narration is not worth dying
             print(line, file=self.err, flush=True)
 
     def finish(self, session_id: str, stats: dict[str, Any]) -> None:
         if self.final_text:
-            print(self.final_text, file=self.out, flush=True)
+            text = visible(self.final_text) if _is_terminal(self.out) else self.final_text
+            write_or_close(self.out, text + "\n")
 
 
 def narration(event: ev.Event) -> str | None:

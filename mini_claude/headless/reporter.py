@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
+import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mini_claude import events as ev
 from mini_claude.headless.lines import (
@@ -19,12 +19,16 @@ from mini_claude.headless.lines import (
     result_line,
     tool_result_line,
 )
+from mini_claude.headless.safe_json import OutputClosed, dumps_line, json_safe, write_or_close
 from mini_claude.protocol import Usage
 
 if TYPE_CHECKING:
     from mini_claude.agent.loop import Agent
 
 INTERRUPTED = "interrupted"
+
+
+DENIED_PREFIX = "Permission denied"  # how the registry words a refused call
 
 
 class HeadlessReporter:
@@ -59,10 +63,11 @@ class HeadlessReporter:
         self.api_seconds = 0.0
         self.peak_context = 0
         self.finished = False
+        self.output_closed = False
         self._last_usage: Usage | None = None
         self._call_started: float | None = None
         self._compaction_started: float | None = None
-        self._denials_before: dict[str, int] = {}
+        self._claimed_denials: set[int] = set()  # indexes into the context's denials
         self._denials: list[Line] = []
 
     # ---- the run ----------------------------------------------------------------------
@@ -83,7 +88,9 @@ class HeadlessReporter:
         session_id = self.info.session_id
         if isinstance(event, ev.AssistantMessage):
             usage = self._last_usage
-            self._write(assistant_line(event.message, session_id, self.info.model, usage))
+            recorded = self.agent.transcript.last_message_id if self.agent is not None else ""
+            self._write(assistant_line(event.message, session_id, self.info.model, usage,
+                                       recorded))
         elif isinstance(event, ev.ToolFinished):
             self._write(tool_result_line(event, session_id))
         else:
@@ -111,8 +118,6 @@ class HeadlessReporter:
             if self._compaction_started is not None:
                 self.api_seconds += now - self._compaction_started
                 self._compaction_started = None
-        elif isinstance(event, ev.ToolStarted):
-            self._denials_before[event.id] = self._denial_count()
         elif isinstance(event, ev.ToolFinished):
             self._note_denial(event)
         elif isinstance(event, ev.TurnFinished):
@@ -129,21 +134,26 @@ class HeadlessReporter:
             self.api_seconds += now - self._call_started
             self._call_started = None
 
-    def _denial_count(self) -> int:
-        return len(self.agent.tool_context.denials) if self.agent is not None else 0
-
     def _note_denial(self, event: ev.ToolFinished) -> None:
-        before = self._denials_before.pop(event.id, None)
-        if before is None or self.agent is None or self._denial_count() <= before:
+        """A refused call: matched to the oldest unclaimed denial of that tool (calls of one
+        reply finish in any order, so counting before and after would mix them up)."""
+        result = event.result
+        if self.agent is None or not result.is_error:
             return
-        denied = self.agent.tool_context.denials[-1]
-        self._denials.append(
-            {
-                "tool_name": denied.tool_name,
-                "tool_use_id": event.id,
-                "tool_input": denied.tool_input,
-            }
-        )
+        if not result.content.startswith(DENIED_PREFIX):
+            return
+        for index, denied in enumerate(self.agent.tool_context.denials):
+            if index in self._claimed_denials or denied.tool_name != event.name:
+                continue
+            self._claimed_denials.add(index)
+            self._denials.append(
+                {
+                    "tool_name": denied.tool_name,
+                    "tool_use_id": event.id,
+                    "tool_input": json_safe(denied.tool_input),
+                }
+            )
+            return
 
     # ---- the result -------------------------------------------------------------------
 
@@ -195,5 +205,21 @@ class HeadlessReporter:
         return "tool_use" if self.last_had_tools else "end_turn"
 
     def _write(self, line: Line) -> None:
-        self.out.write(json.dumps(line, ensure_ascii=False) + "\n")
-        self.out.flush()
+        if self.output_closed:
+            return
+        try:
+            write_or_close(self.out, dumps_line(line) + "\n")
+        except OutputClosed:
+            # Nobody reads on (`| head -1`): stop the turn as an interrupt does, at its next
+            # await, so it winds down cleanly (its shell command killed, its transcript whole).
+            self.output_closed = True
+            task = _current_task()
+            if task is not None:
+                task.cancel()
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop: the result line after the loop ended
+        return None

@@ -1,7 +1,12 @@
-"""SIGTERM and SIGINT always end print mode, even when a tool thread cannot be stopped.
+"""SIGTERM, SIGINT and SIGHUP always end print mode cleanly, even when a tool thread
+cannot be stopped.
 
-The first signal interrupts the turn the usual way (``KeyboardInterrupt``: the
-transcript records it, a running shell command is killed). A thread stuck in a
+Inside the event loop a signal cancels the running task at its next await (the
+transcript records the interruption, a running shell command is killed, the JSON
+formats still write their result line); a Python signal handler raising
+``KeyboardInterrupt`` in the middle of whatever runs (a half-spawned shell command)
+could leave a child running and print a traceback. Outside the loop (start-up, the
+way out) the signal raises ``KeyboardInterrupt`` as usual. A thread stuck in a
 system call (a hung network file system) cannot be interrupted, and the event
 loop would wait for it forever on the way out, so a watchdog ends the process
 shortly after. Transcript lines are flushed as they are written: nothing is lost.
@@ -21,12 +26,19 @@ from mini_claude.exit_codes import EXIT_INTERRUPTED
 from mini_claude.tools.process import kill_live_groups
 
 EXIT_GRACE_SECONDS = 2.0
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# SIGHUP: the terminal was closed (or ``kill -HUP``); ended like the others.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Called (once each) before a forced exit: print mode's result line.
+last_words: list[Callable[[], None]] = []
 
 
 def _force_exit() -> None:
     kill_live_groups()  # shell commands go with us, as on a normal interrupt
-    os.write(2, b"mini-claude: interrupted (a tool did not stop; exiting)\n")
+    with contextlib.suppress(OSError):
+        os.write(2, b"mini-claude: interrupted (a tool did not stop; exiting)\n")
+    for words in list(last_words):
+        with contextlib.suppress(Exception):
+            words()
     os._exit(EXIT_INTERRUPTED)
 
 
@@ -42,9 +54,9 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def cancel_in_loop() -> None:
-    """Inside the event loop, SIGTERM cancels the running task at its next await, as Ctrl-C
-    does, rather than raising in the middle of whatever runs (a half-spawned shell command);
-    the watchdog still ends the process if a tool thread will not stop."""
+    """Inside the event loop, every stop signal cancels the running task at its next
+    await, rather than raising in the middle of whatever runs (a half-spawned shell
+    command); the watchdog still ends the process if a tool thread will not stop."""
     task = asyncio.current_task()
     if task is None:
         return
@@ -53,8 +65,10 @@ def cancel_in_loop() -> None:
         _start_watchdog()
         task.cancel()
 
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop)
 
 
 def install() -> Callable[[], None]:

@@ -4,6 +4,13 @@
 program over stdio; ``{"type": "http", "url": ..., "headers": {...}}`` talks
 streamable HTTP. ``${VAR}`` and ``${VAR:-default}`` are expanded in every string,
 as Claude Code does, so a shared file need not hold secrets.
+
+The user's own file (``~/.mini-claude/mcp.json``) may use any variable. A project's
+``.mcp.json`` comes with a clone, so it may only use the variables the user listed in
+``MINI_CLAUDE_MCP_PROJECT_VARIABLES`` (the environment or the home ``.env``; a project
+``.env`` cannot set it), and never a provider key nor a value equal to one: otherwise
+a header ``"X-Client": "${ANTHROPIC_API_KEY}"`` would hand the key to the server. A
+variable refused is left empty (or its ``:-default``) and named in one problem line.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mini_claude.safe_read import read_limited
+
 PROJECT_CONFIG_NAME = ".mcp.json"
 USER_CONFIG_NAME = "mcp.json"
 
@@ -23,6 +32,46 @@ Scope = Literal["user", "project"]
 Transport = Literal["stdio", "http"]
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+NEVER_EXPANDED_IN_PROJECT = frozenset({"ANTHROPIC_API_KEY", "OPENAI_API_KEY"})
+ALLOW_SETTING = "MINI_CLAUDE_MCP_PROJECT_VARIABLES"
+
+
+@dataclass
+class Expander:
+    """``${VAR}`` expansion for one file: any variable, or (a project's) only allowed ones."""
+
+    environ: Mapping[str, str]
+    allowed: frozenset[str] | None = None  # None: every variable (the user's own file)
+    secrets: tuple[str, ...] = ()
+    refused: list[str] = field(default_factory=list)
+
+    def __call__(self, text: str) -> str:
+        return _VARIABLE.sub(self._one, text)
+
+    def _one(self, match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2) or ""
+        value = self.environ.get(name)
+        if value is None:
+            return default
+        if self.allowed is not None and not self._may_read(name, value):
+            if name not in self.refused:
+                self.refused.append(name)
+            return default
+        return value
+
+    def _may_read(self, name: str, value: str) -> bool:
+        if name in NEVER_EXPANDED_IN_PROJECT or name not in (self.allowed or ()):
+            return False
+        return not any(secret and secret in value for secret in self.secrets)
+
+    def problem(self) -> str | None:
+        if not self.refused:
+            return None
+        names = ", ".join(f"${{{name}}}" for name in self.refused)
+        return (
+            f"{names} not expanded: a project .mcp.json may only use the variables listed in "
+            f"{ALLOW_SETTING}, never a provider key"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +107,19 @@ class ConfigFile:
         return [server.name for server in self.servers]
 
 
-def load_config(path: Path, scope: Scope, environ: Mapping[str, str]) -> ConfigFile | None:
-    """The servers in ``path``; None when there is no such file. Never raises."""
+def load_config(
+    path: Path,
+    scope: Scope,
+    environ: Mapping[str, str],
+    allowed: frozenset[str] = frozenset(),
+    secrets: tuple[str, ...] = (),
+) -> ConfigFile | None:
+    """The servers in ``path``; None when there is no such file. Never raises.
+
+    ``allowed`` names the variables a project file may expand (a user file: any).
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path).decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -77,30 +135,32 @@ def load_config(path: Path, scope: Scope, environ: Mapping[str, str]) -> ConfigF
     servers: list[ServerConfig] = []
     problems: list[str] = []
     for name, entry in raw_servers.items():
-        server, problem = _parse_server(str(name), entry, scope, environ)
+        expand = Expander(environ, allowed if scope == "project" else None, secrets)
+        server, problem = _parse_server(str(name), entry, scope, expand)
         if server is not None:
             servers.append(server)
-        if problem is not None:
-            problems.append(f"{path}: server {name!r}: {problem}")
+        for found in (problem, expand.problem()):
+            if found is not None:
+                problems.append(f"{path}: server {name!r}: {found}")
     trusted = json.dumps(raw_servers, sort_keys=True, ensure_ascii=False).encode("utf-8")
     return ConfigFile(path, scope, tuple(servers), tuple(problems), trusted)
 
 
 def _parse_server(
-    name: str, entry: Any, scope: Scope, environ: Mapping[str, str]
+    name: str, entry: Any, scope: Scope, expand: Expander
 ) -> tuple[ServerConfig | None, str | None]:
     if not isinstance(entry, dict):
         return None, "must be an object"
     kind = entry.get("type", "http" if "url" in entry else "stdio")
     if kind in ("http", "streamable-http", "streamable_http"):
         raw_url = entry.get("url")
-        url = _expand(raw_url, environ) if isinstance(raw_url, str) else ""
+        url = expand(raw_url) if isinstance(raw_url, str) else ""
         if not url.startswith(("http://", "https://")):
             return None, "needs a http:// or https:// url"
         headers = _string_map(entry.get("headers"))
         if headers is None:
             return None, "headers must map names to strings"
-        expanded = _expand_map(headers, environ)
+        expanded = {key: expand(value) for key, value in headers.items()}
         return ServerConfig(name, scope, "http", url=url, headers=expanded), None
     if kind != "stdio":
         return None, f"transport {kind!r} is not supported (use stdio or http)"
@@ -117,9 +177,9 @@ def _parse_server(
         name,
         scope,
         "stdio",
-        command=_expand(command, environ),
-        args=tuple(_expand(a, environ) for a in args),
-        env=_expand_map(env, environ),
+        command=expand(command),
+        args=tuple(expand(a) for a in args),
+        env={key: expand(value) for key, value in env.items()},
     ), None
 
 
@@ -131,20 +191,6 @@ def _string_map(value: Any) -> dict[str, str] | None:
     return {str(k): v for k, v in value.items()}
 
 
-def _expand(text: str, environ: Mapping[str, str]) -> str:
-    def replace(match: re.Match[str]) -> str:
-        value = environ.get(match.group(1))
-        if value is None:
-            return match.group(2) or ""
-        return value
-
-    return _VARIABLE.sub(replace, text)
-
-
-def _expand_map(values: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
-    return {key: _expand(value, environ) for key, value in values.items()}
-
-
 def project_config_path(project: Path) -> Path:
     return project / PROJECT_CONFIG_NAME
 
@@ -154,11 +200,20 @@ def user_config_path(home: Path) -> Path:
 
 
 def load_configs(
-    project: Path, home: Path, environ: Mapping[str, str] | None = None
+    project: Path,
+    home: Path,
+    environ: Mapping[str, str] | None = None,
+    allowed: frozenset[str] = frozenset(),
+    secrets: tuple[str, ...] = (),
 ) -> tuple[ConfigFile | None, ConfigFile | None]:
     """(user file, project file), each None when absent."""
     env = os.environ if environ is None else environ
     return (
         load_config(user_config_path(home), "user", env),
-        load_config(project_config_path(project), "project", env),
+        load_config(project_config_path(project), "project", env, allowed, secrets),
     )
+
+
+def allowed_variables(setting: str | None) -> frozenset[str]:
+    """The names in ``MINI_CLAUDE_MCP_PROJECT_VARIABLES`` (commas or spaces between)."""
+    return frozenset(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", setting or ""))

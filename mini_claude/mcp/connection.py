@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import logging.handlers
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from mini_claude.mcp.capped_log import LOG_CAP_BYTES, capped_log
 from mini_claude.mcp.config import ServerConfig
 from mini_claude.private_dirs import make_private_dirs
 
@@ -160,8 +162,7 @@ class ServerConnection:
             return contextlib.nullcontext()
         try:
             make_private_dirs(self.log_dir)
-            fd = os.open(self._log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_FILE_MODE)
-            return os.fdopen(fd, "a", encoding="utf-8")
+            return capped_log(self._log_path())
         except OSError:
             return open(os.devnull, "w", encoding="utf-8")
 
@@ -270,8 +271,10 @@ def route_sdk_logs(log_dir: Path) -> None:
     logger.propagate = False
     try:
         make_private_dirs(log_dir)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_FILE_MODE)
-        handler: logging.Handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_FILE_MODE))
+        handler: logging.Handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=LOG_CAP_BYTES, backupCount=1, encoding="utf-8"
+        )
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     except OSError:
         handler = logging.NullHandler()

@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mini_claude.mcp.config import ConfigFile, ServerConfig, load_configs
+from mini_claude.mcp.config import ConfigFile, ServerConfig, allowed_variables, load_configs
 from mini_claude.mcp.connection import RemoteTool, ServerConnection, route_sdk_logs
 from mini_claude.mcp.tool import McpTool, tool_name
 from mini_claude.project.trust import ProjectTrust, TrustStatus
+from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
 from mini_claude.tools.registry import ToolRegistry
 
@@ -48,12 +49,19 @@ class McpManager:
         self.project = project
         self.registry = registry
         self.trust = ProjectTrust(settings.home)
-        self.user_file, self.project_file = load_configs(project, settings.home, environ)
+        self.user_file, self.project_file = load_configs(
+            project,
+            settings.home,
+            environ,
+            allowed_variables(settings.mcp_project_variables),
+            api_keys(settings),
+        )
         self.connections: dict[str, ServerConnection] = {}
         self.on_tools_changed: list[Callable[[], None]] = []
         # Called when a server connects or fails, with one line for the user.
         self.on_server_news: list[Callable[[str], None]] = []
         self.notices: list[str] = []  # config problems, for the UI to show at start-up
+        self.skipped_tools: list[str] = []  # tools not added: their name was taken
         self._project_allowed = False
         self._started = False
         self._tools_by_server: dict[str, list[str]] = {}
@@ -170,10 +178,12 @@ class McpManager:
             elif self.registry.add(McpTool(name, connection, remote)):
                 added.append(name)
             else:
-                self._tell(
+                skipped = (
                     f"MCP server {connection.name}: tool {remote.name!r} skipped, "
                     f"the name {name} is already taken"
                 )
+                self.skipped_tools.append(skipped)  # print mode has no one listening to news
+                self._tell(skipped)
         self._tools_by_server[connection.name] = added
         for callback in self.on_tools_changed:
             callback()

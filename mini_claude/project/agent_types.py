@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from mini_claude.safe_read import leaves_folder, read_text_limited
+
 TEMPLATE_PACKAGE = "mini_claude.templates"
 READ_ONLY_TOOLS = ("read_file", "grep_search", "list_files")
 DEFAULT_TYPE = "explore"
@@ -114,6 +116,12 @@ def load_catalog(cwd: Path, home: Path) -> AgentCatalog:
         except OSError:
             continue
         for path in paths:
+            if folder != home / "agents" and leaves_folder(path, cwd):
+                catalog.warnings.append(
+                    f"agent file {path} links outside the project; skipped (a project's "
+                    "files may not bring in files from elsewhere without asking)"
+                )
+                continue
             try:
                 agent = parse_agent_file(path)
             except AgentFileError as exc:
@@ -129,7 +137,7 @@ class AgentFileError(ValueError):
 
 def parse_agent_file(path: Path) -> AgentType:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")[:MAX_AGENT_FILE_CHARS]
+        text = read_text_limited(path)[:MAX_AGENT_FILE_CHARS]
     except OSError as exc:
         raise AgentFileError(exc.strerror or str(exc)) from None
     fields, body = split_front_matter(text)

@@ -7,11 +7,22 @@ prefix, and a single changed byte would make every later request pay in full.
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-INSTRUCTION_FILES = ("MINI-CLAUDE.md", "CLAUDE.md", "AGENTS.md")
-MAX_INSTRUCTION_CHARS = 40_000
+from mini_claude.project.imports import (
+    HeldImport,
+    ImportExpander,
+    ImportGate,
+    InstructionFile,
+    project_root,
+)
+from mini_claude.project.rules import RULES_DIR, Rule, find_rules
+from mini_claude.project.trust import ProjectTrust
+
+INSTRUCTION_FILES = ("MINI-CLAUDE.md", "CLAUDE.md", "AGENTS.md", ".claude/CLAUDE.md")
+LOCAL_FILE = "CLAUDE.local.md"
+USER_INSTRUCTION_FILE = "MINI-CLAUDE.md"
 
 BASE_PROMPT = """\
 You are mini-claude, a coding agent working in the user's project folder through tools.
@@ -33,30 +44,96 @@ How to work:
 
 @dataclass(frozen=True)
 class ProjectInstructions:
-    paths: tuple[Path, ...]
+    """What the instruction files put into the system prompt, and what they held back."""
+
+    paths: tuple[Path, ...]  # the top-level files (imports are listed in ``files``)
     text: str
+    files: tuple[InstructionFile, ...] = ()
+    warnings: tuple[str, ...] = ()
+    held: tuple[HeldImport, ...] = ()  # imports waiting for the user's approval
+    path_rules: tuple[Rule, ...] = ()  # rules loaded when a matching file is touched
+    root: Path = field(default_factory=Path)
 
 
-def find_instructions(cwd: Path, home: Path) -> ProjectInstructions:
-    """Instruction files from the user's home folder, then from the root down to ``cwd``."""
-    found: list[Path] = []
-    user_file = home / "MINI-CLAUDE.md"
-    if user_file.is_file():
-        found.append(user_file)
+def find_instructions(cwd: Path, home: Path, user_home: Path | None = None) -> ProjectInstructions:
+    """The user's files first, then the project's from the root folder down to ``cwd``
+    (each with what it imports), then the rules that always apply.
+
+    ``home`` is our own home folder; ``user_home`` the user's (for ``~/.claude``).
+    """
+    user_home = user_home or Path.home()
+    root = project_root(cwd)
+    trust = ProjectTrust(home)
+    gate = ImportGate(root, (home, user_home / ".claude"),
+                      lambda source, target: import_approved(trust, root, source, target),
+                      user_home)
+    expander = ImportExpander(gate, user_home)
+    for path in (home / USER_INSTRUCTION_FILE, user_home / ".claude" / "CLAUDE.md"):
+        if path.is_file():
+            expander.add(path, "user", trusted=True)
+    rules = find_rules([(user_home / ".claude" / "rules", "user"), (cwd / RULES_DIR, "project")])
+    for rule in (r for r in rules.always if r.scope == "user"):
+        expander.add(rule.path, "rule", trusted=True, text=rule.body)
+    top: list[Path] = [f.path for f in expander.result.files]
     for folder in reversed([cwd, *cwd.parents]):
-        for name in INSTRUCTION_FILES:
-            candidate = folder / name
-            if candidate.is_file():
-                found.append(candidate)
-                break  # one file per folder: the most specific name wins
-    parts: list[str] = []
-    for path in found:
-        try:
-            body = path.read_text(encoding="utf-8", errors="replace")[:MAX_INSTRUCTION_CHARS]
-        except OSError:
-            continue
-        parts.append(f"Instructions from {path}:\n{body.strip()}")
-    return ProjectInstructions(tuple(found), "\n\n".join(parts))
+        for path in _folder_files(folder):
+            expander.add(path, "local" if path.name == LOCAL_FILE else "project", trusted=False)
+            top.append(path)
+    for rule in (r for r in rules.always if r.scope == "project"):
+        expander.add(rule.path, "rule", trusted=False, text=rule.body)
+        top.append(rule.path)
+    result = expander.result
+    return ProjectInstructions(
+        paths=tuple(p for p in top if any(f.path == p for f in result.files)),
+        text="\n\n".join(_section(f) for f in result.files),
+        files=tuple(result.files),
+        warnings=tuple([*rules.warnings, *result.warnings]),
+        held=tuple(result.held),
+        path_rules=tuple(rules.by_path),
+        root=cwd,
+    )
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """One instruction file per folder (the most specific name wins), and ``CLAUDE.local.md``."""
+    found: list[Path] = []
+    for name in INSTRUCTION_FILES:
+        if (folder / name).is_file():
+            found.append(folder / name)
+            break
+    if (folder / LOCAL_FILE).is_file():
+        found.append(folder / LOCAL_FILE)
+    return found
+
+
+def _section(file: InstructionFile) -> str:
+    if file.kind == "import":
+        return f"Instructions from {file.path} (imported by {file.imported_by}):\n{file.text}"
+    if file.kind == "rule":
+        return f"Rule from {file.path}:\n{file.text}"
+    return f"Instructions from {file.path}:\n{file.text}"
+
+
+def import_approved(trust: ProjectTrust, root: Path, source: Path, target: Path) -> bool:
+    return trust.status(root, target, _import_marker(root, source)) == "approved"
+
+
+def approve_imports(home: Path, cwd: Path, held: tuple[HeldImport, ...], approved: bool) -> None:
+    """Remember the user's answer for each held import (which file imports which path)."""
+    trust = ProjectTrust(home)
+    root = project_root(cwd)
+    for item in held:
+        record = trust.approve if approved else trust.deny
+        record(root, item.target, _import_marker(root, item.source))
+
+
+def _import_marker(root: Path, source: Path) -> bytes:
+    """What an approval is bound to: the importing file (the target is the record's key)."""
+    try:
+        shown = source.resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        shown = str(source)
+    return f"import from {shown}".encode()
 
 
 def build_system_prompt(

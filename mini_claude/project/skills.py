@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_claude.safe_read import leaves_folder, read_limited
+
 SKILL_FILE = "SKILL.md"
 PROJECT_SKILL_DIRS = (Path(".mini-claude") / "skills", Path(".claude") / "skills")
 HOME_SKILL_DIR = "skills"
@@ -81,6 +83,12 @@ def find_skills(cwd: Path, home: Path) -> SkillCatalog:
     catalog = SkillCatalog()
     for root, scope in skill_roots(cwd, home):
         for folder in _skill_folders(root):
+            if scope == "project" and leaves_folder(folder / SKILL_FILE, cwd):
+                catalog.warnings.append(
+                    f"skill {folder / SKILL_FILE} links outside the project; skipped (a "
+                    "project's files may not bring in files from elsewhere without asking)"
+                )
+                continue
             try:
                 skill = read_skill(folder, scope)
             except SkillError as exc:
@@ -98,7 +106,7 @@ def find_skills(cwd: Path, home: Path) -> SkillCatalog:
 
 def _skill_folders(root: Path) -> list[Path]:
     try:
-        return sorted(p for p in root.iterdir() if (p / SKILL_FILE).is_file())
+        return sorted(p for p in root.iterdir() if (p / SKILL_FILE).exists())  # pipes too: warned
     except OSError:
         return []
 
@@ -106,7 +114,7 @@ def _skill_folders(root: Path) -> list[Path]:
 def read_skill(folder: Path, scope: str) -> Skill:
     path = folder / SKILL_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillError(f"cannot read {path}: {exc}") from None
     fields, body = split_front_matter(text, path)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mini_claude.private_dirs import make_private_dirs
+from mini_claude.safe_read import read_limited
 
 TRUST_FILE_NAME = "trusted-projects.json"
 LOCK_FILE_NAME = ".trusted-projects.lock"
@@ -81,7 +82,7 @@ class ProjectTrust:
     def _load(self) -> dict[str, dict[str, Any]]:
         """The stored records; a missing or unreadable file counts as no decisions yet."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(read_limited(self.path))
         except (OSError, ValueError):
             return {}
         projects = data.get("projects") if isinstance(data, dict) else None

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from mini_claude.agent.hooks import HookCommand, hook_commands
 from mini_claude.project.trust import ProjectTrust, TrustStatus
+from mini_claude.safe_read import read_limited
 from mini_claude.tools.permission_modes import MODES, PermissionMode
 from mini_claude.tools.permission_rules import (
     CLAUDE_TOOL_NAMES,
@@ -188,7 +189,7 @@ def _read(
     path: Path, scope: Scope, cwd: Path, hook_timeout: float, warnings: list[str]
 ) -> SettingsFile | None:
     try:
-        content = path.read_bytes()
+        content = read_limited(path)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -8,11 +8,20 @@ next compaction re-attaches them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mini_claude.plan import TodoItem, items_from_dicts
+from mini_claude.transcript_check import read_record
+
+
+@dataclass(frozen=True, slots=True)
+class SavedNotes:
+    """The last complete session notes of the history as it stands (see session_memory)."""
+
+    text: str
+    covered: int
+    history_tokens: int
 
 
 @dataclass
@@ -20,6 +29,7 @@ class SavedState:
     todos: tuple[TodoItem, ...] = ()
     skills: list[str] = field(default_factory=list)  # oldest first
     approved_plan: str | None = None  # the plan approved when leaving plan mode
+    notes: SavedNotes | None = None
 
 
 def read_saved_state(path: Path) -> SavedState:
@@ -30,18 +40,44 @@ def read_saved_state(path: Path) -> SavedState:
     except OSError:
         return state
     for line in lines:
-        if '"kind"' not in line:
+        if '"kind"' not in line and '"type": "compaction"' not in line and (
+            '"type": "fold"' not in line
+        ):
+            continue  # a message: nothing of the saved state
+        record = read_record(line)
+        if record is None:
             continue
-        try:
-            record = json.loads(line)
-        except ValueError:
+        if record.get("type") == "compaction":
+            state.notes = None  # notes of a history that is no longer there
             continue
-        if not isinstance(record, dict) or record.get("type") != "event":
+        if record.get("type") == "fold":
+            state.notes = _after_fold(state.notes, record.get("removed"))
             continue
-        if record.get("kind") == "todos" and isinstance(record.get("todos"), list):
+        if record.get("type") != "event":
+            continue
+        if record.get("kind") == "session_notes":
+            state.notes = _notes_of(record) or state.notes
+        elif record.get("kind") == "todos" and isinstance(record.get("todos"), list):
             state.todos = items_from_dicts(record["todos"])
         elif record.get("kind") == "skill_loaded" and isinstance(record.get("name"), str):
             state.skills.append(record["name"])
         elif record.get("kind") == "plan_approved" and isinstance(record.get("plan"), str):
             state.approved_plan = record["plan"]
     return state
+
+
+def _notes_of(record: dict[str, object]) -> SavedNotes | None:
+    text, covered, tokens = record.get("text"), record.get("covered"), record.get("history_tokens")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    if not isinstance(covered, int) or not isinstance(tokens, int) or covered < 0:
+        return None
+    return SavedNotes(text, covered, tokens)
+
+
+def _after_fold(notes: SavedNotes | None, removed: object) -> SavedNotes | None:
+    """A fold took messages out: the notes cover the same messages at their new positions."""
+    if notes is None or not isinstance(removed, list):
+        return None
+    gone = sum(1 for i in removed if isinstance(i, int) and i < notes.covered)
+    return SavedNotes(notes.text, notes.covered - gone, notes.history_tokens)

@@ -11,18 +11,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.hooks import HookRunner, LifecycleHooks
 from mini_claude.agent.subagent import add_task_tool, task_transcripts_dir
+from mini_claude.checkpoints.recorder import Checkpointer
+from mini_claude.checkpoints.restore import recover
+from mini_claude.checkpoints.store import CheckpointStore, project_folder
 from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.context.window import WindowWatch, adopt_rejected_window, keep_learnt_window
 from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
 from mini_claude.private_dirs import ensure_private_dir
+from mini_claude.project.commands import CommandCatalog, find_commands
 from mini_claude.project.instructions import (
     ProjectInstructions,
+    approve_imports,
     build_system_prompt,
     find_instructions,
 )
+from mini_claude.project.rules import PathRules
 from mini_claude.project.skills import SkillCatalog, find_skills
 from mini_claude.protocol import PromptTooLong, Provider
 from mini_claude.providers import PLACEHOLDER_KEY
@@ -41,6 +47,7 @@ from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
 from mini_claude.transcript import (
     LoadedSession,
     Transcript,
+    fork_transcript,
     list_sessions,
     load_session,
     new_session_id,
@@ -84,13 +91,21 @@ class Session:
     skills: SkillCatalog = field(init=False)
     permission_setup: PermissionSetup = field(init=False)
     _recorded_plan: str | None = field(init=False, default=None)
+    commands: CommandCatalog = field(init=False)
+    checkpoints: CheckpointStore = field(init=False)
+    checkpointer: Checkpointer = field(init=False)
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
             ensure_private_dir(self.settings.home)
+        self.checkpoints = CheckpointStore(project_folder(self.settings.checkpoints_dir, self.cwd))
+        self._recover_rewind()
         self.instructions = find_instructions(self.cwd, self.settings.home)
+        self.warnings.extend(self.instructions.warnings)
         self.skills = find_skills(self.cwd, self.settings.home)
         self.warnings.extend(self.skills.warnings)
+        self.commands = find_commands(self.cwd, self.settings.home)
+        self.warnings.extend(self.commands.warnings)
         if not self.skills.skills:
             self.registry.remove("skill")  # nothing to load: no tool to offer
         self.system_prompt = build_system_prompt(
@@ -110,6 +125,23 @@ class Session:
         self.warnings.extend(self.mcp.notices)
         self.mcp.notices.clear()
 
+    def _recover_rewind(self) -> None:
+        """A rewind killed half-way is finished or undone before anything else happens."""
+        try:
+            done = recover(self.checkpoints)
+        except OSError as exc:
+            done = f"an interrupted rewind could not be finished: {exc.strerror or exc}"
+        if done is not None:
+            self.warnings.append(done)
+
+    def _checkpointer_for(self, transcript: Transcript) -> Checkpointer:
+        self.checkpointer = Checkpointer(
+            self.checkpoints, self.session_id, transcript.write,
+            max_file_bytes=self.settings.checkpoint_max_file_bytes,
+            max_store_bytes=self.settings.checkpoint_store_max_bytes,
+        )
+        return self.checkpointer
+
     def _tools_changed(self) -> None:
         """An MCP server's tools arrived: the running conversation sees them from now on."""
         agent: Agent | None = getattr(self, "agent", None)
@@ -124,7 +156,8 @@ class Session:
         settings = self.settings
         return {"cwd": str(self.cwd), "provider": settings.provider, "model": settings.model}
 
-    def _build_agent(self, transcript: Transcript, conversation: Conversation) -> Agent:
+    def _build_agent(self, transcript: Transcript, conversation: Conversation,
+                     source: str = "startup") -> Agent:
         from mini_claude.agent.loop import Agent
 
         self._look_up_model()
@@ -141,6 +174,7 @@ class Session:
             results_folder=store.folder,
             rules=self.permission_setup.permissions,
             skills=self.skills,
+            checkpoints=self._checkpointer_for(transcript),
         )
         agent = Agent(
             settings=self.settings,
@@ -153,9 +187,29 @@ class Session:
             clock=self.clock,
             conversation=conversation,
             hooks=self._hook_runner(context.env, transcript),
+            path_rules=PathRules(self.instructions.path_rules, self.cwd),
+            lifecycle=LifecycleHooks(continue_limit=self.settings.stop_hook_limit),
         )
+        agent.lifecycle.session_source = source  # SessionStart runs before the first message
         agent.settings_update = self._reported_settings
         return agent
+
+    # ---- imports held for approval ------------------------------------------------------
+
+    def decide_imports(self, approved: bool) -> None:
+        """Remember the answer about the project's imports from outside it; approved ones
+        go into the instructions now (before the first request, so no cache is lost)."""
+        approve_imports(self.settings.home, self.cwd, self.instructions.held, approved)
+        if not approved:
+            return
+        self.instructions = find_instructions(self.cwd, self.settings.home)
+        self.system_prompt = build_system_prompt(
+            self.cwd, self.instructions, skills=self.skills.prompt_section()
+        )
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None and not agent.conversation.messages:
+            agent.system_prompt = self.system_prompt
+            agent.context.meter.schemas_changed(agent.fixed_chars)
 
     # ---- project settings and hooks --------------------------------------------------------
 
@@ -197,6 +251,7 @@ class Session:
 
     def start_new(self, session_id: str | None = None) -> Agent:
         """A fresh conversation with its own transcript (also what /clear does)."""
+        source = "clear" if self.session_id else "startup"
         self.session_id = session_id or new_session_id()
         self.permission_setup.permissions.approved_plan = None  # a plan belongs to its talk
         transcript = Transcript.create(
@@ -204,12 +259,18 @@ class Session:
         )
         self._adopt(self._lock_for(transcript.path), transcript)
         self.resumed = None
-        self.agent = self._build_agent(transcript, Conversation())
+        self.agent = self._build_agent(transcript, Conversation(), source)
         return self.agent
 
-    def resume(self, session_id: str | None) -> Agent:
-        """Continue the newest session of this folder, or the one named."""
+    def resume(self, session_id: str | None, *, fork: bool = False) -> Agent:
+        """Continue the newest session of this folder, or the one named.
+
+        With ``fork`` a new session starts from a copy of that one's history; the
+        original is only read.
+        """
         path = self._find_transcript(session_id)
+        if fork:
+            path = self._fork(path)
         lock = self._lock_for(path)  # before loading: the other process may still be writing
         try:
             loaded = load_session(path)
@@ -225,7 +286,7 @@ class Session:
         if loaded.repair is not None:
             transcript.message(loaded.repair)
         transcript.event("resumed")
-        self.agent = self._build_agent(transcript, loaded.conversation)
+        self.agent = self._build_agent(transcript, loaded.conversation, "resume")
         saved = read_saved_state(path)
         context = self.agent.tool_context
         context.plan.replace(saved.todos)
@@ -235,8 +296,22 @@ class Session:
         if saved.approved_plan is not None:  # the mode itself comes from this start's settings
             self.permission_setup.permissions.approved_plan = saved.approved_plan
             self._recorded_plan = saved.approved_plan
+        if saved.notes is not None:
+            self.agent.context.memory.restore(saved.notes.text, saved.notes.covered,
+                                              saved.notes.history_tokens,
+                                              self.agent.conversation)
         self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
         return self.agent
+
+    def _fork(self, origin: Path) -> Path:
+        forked_id = new_session_id()
+        try:
+            path = fork_transcript(origin, self.settings.transcripts_dir, forked_id)
+        except OSError as exc:
+            raise SessionError(f"cannot fork {origin.stem}: {exc.strerror or exc}") from None
+        with contextlib.suppress(OSError):  # its checkpoints are the fork's too
+            self.checkpoints.copy_refs(origin.stem, forked_id)
+        return path
 
     def _lock_for(self, path: Path) -> SessionLock | None:
         """The lock of the session at ``path``: ours already, or taken now (or SessionError)."""

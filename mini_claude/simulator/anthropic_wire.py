@@ -441,7 +441,7 @@ def _content(completion: Completion, raw_inputs: bool) -> list[dict[str, Any]]:
         if raw_inputs:
             try:
                 tool_input = json.loads(call.arguments)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested past Python's stack
                 tool_input = call.arguments
         content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input})
     return content

@@ -64,8 +64,8 @@ class Fault:
             raise ValueError("a fault must apply at least once")
 
     def matches(self, index: int, conv: SimConversation) -> bool:
-        if self.kind in SUMMARY_FAULTS and not conv.is_summary_request:
-            return False
+        if self.kind in SUMMARY_FAULTS and (not conv.is_summary_request or conv.is_notes_request):
+            return False  # summary faults hit a compaction's summary, not a notes update
         if self.on_request is not None and index < self.on_request:
             return False
         return self.when is None or bool(self.when(conv))

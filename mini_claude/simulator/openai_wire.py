@@ -230,7 +230,7 @@ def _parse_arguments(arguments: Any) -> dict[str, Any]:
         return arguments
     try:
         value = json.loads(arguments) if isinstance(arguments, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past Python's stack
         value = None
     return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: str(arguments)}
 

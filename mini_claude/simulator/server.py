@@ -319,7 +319,8 @@ class Simulator:
         conv = parsed.conversation
         conv.request_index = index
         record.prompt_tokens = parsed.prompt_tokens
-        record.is_summary_request = conv.is_summary_request
+        record.is_notes_request = conv.is_notes_request
+        record.is_summary_request = conv.is_summary_request and not record.is_notes_request
         record.conversation = conv
         fault = self._faults.take(index, conv)
         if fault is not None:

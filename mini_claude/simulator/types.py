@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from mini_claude.prompts import SUMMARY_HEADING
+from mini_claude.prompts import NOTES_LINE, SUMMARY_HEADING
 
 Protocol_ = Literal["anthropic", "openai"]
 
@@ -121,6 +121,11 @@ class SimConversation:
             return False
         return self.messages[-1].text.lstrip().startswith(SUMMARY_HEADING)
 
+    @property
+    def is_notes_request(self) -> bool:
+        """A summary asked for as background session notes, not for a compaction."""
+        return self.is_summary_request and NOTES_LINE in self.messages[-1].text
+
     def tool_results(self) -> list[ToolResultPart]:
         return [r for m in self.messages for r in m.tool_results]
 
@@ -168,7 +173,8 @@ class RecordedRequest:
     prompt_tokens: int = 0
     status: int = 0
     usage: dict[str, Any] | None = None
-    is_summary_request: bool = False
+    is_summary_request: bool = False  # a compaction's summary (notes updates not included)
+    is_notes_request: bool = False  # a background session-notes update
     error: str | None = None
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
@@ -176,6 +182,11 @@ class RecordedRequest:
     reply: Reply | None = None
     conversation: SimConversation | None = None
     cache_miss: dict[str, Any] | None = None  # the ``cache_miss_reason`` the answer carried
+
+    @property
+    def is_side_request(self) -> bool:
+        """A summary or a notes update: not one of the conversation's own calls."""
+        return self.is_summary_request or self.is_notes_request
 
 
 class WireError(Exception):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from mini_claude.checkpoints.recorder import Checkpoints
 from mini_claude.plan import Plan
 from mini_claude.project.skills import LoadedSkills, SkillCatalog
 from mini_claude.protocol import ToolOutput, ToolSpec
@@ -23,6 +24,9 @@ class PermissionRequest:
     subject: str  # what "allow for the session" remembers: the command, or the tool name
     detail: str | None = None  # e.g. the diff of an edit
     rule: str | None = None  # what "don't ask again" would allow instead: ``run_shell(cat:*)``
+    # Asked even under bypassPermissions (reads of mini-claude's home: other sessions, the
+    # home .env); only the user at a prompt or an explicit allow rule lets it through.
+    beyond_yes: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,8 @@ class ToolContext:
     plan: Plan = field(default_factory=Plan)  # the todo list todo_write keeps
     skills: SkillCatalog = field(default_factory=SkillCatalog)  # what the skill tool can load
     loaded_skills: LoadedSkills = field(default_factory=LoadedSkills)
+    # Keeps each file's content before write_file or edit_file changes it (for /rewind).
+    checkpoints: Checkpoints = field(default_factory=Checkpoints)
 
 
 class Tool(Protocol):

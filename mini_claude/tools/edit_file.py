@@ -153,6 +153,7 @@ class EditFileTool:
                 f"{edit.target.shown} changed while the edit waited for approval; nothing was "
                 "written. Read it again and retry, so the change can be approved as it is now"
             )
+        ctx.checkpoints.before_write(edit.target.path, edit.updated)
         try:
             atomic_write(edit.target.path, edit.updated.encode(_ENCODING, errors=_ERRORS),
                          edit.mode)

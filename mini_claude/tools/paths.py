@@ -5,9 +5,13 @@ inside the project that points elsewhere counts as elsewhere. Reads outside
 the project need the user's approval, except for this session's own files under
 the mini-claude home (its saved results, spilled output and transcript), which
 placeholders name for the model to page through. The rest of the home (other
-sessions, other projects, the home ``.env``) asks like any other outside read.
+sessions, other projects, the home ``.env``) asks like any other outside read, and
+``--yes`` does not cover it (see :attr:`ResolvedPath.needs_its_own_approval`).
 Writes outside the project are refused, except in the additional directories the
-settings name (``permissions.additionalDirectories``), which count as the project's.
+settings name (``permissions.additionalDirectories``), which count as the project's;
+writes anywhere under the home (settings, transcripts, trust records, saved results)
+are refused even when the project folder holds the home: the model must never
+rewrite the rules it runs under.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ class ResolvedPath:
 
     @property
     def freely_readable(self) -> bool:
-        return self.inside_project or self.own_session_file
+        """Inside the project (but not the home, when the project holds it), or this
+        session's own files."""
+        return (self.inside_project and not self.inside_home) or self.own_session_file
 
 
 def project_root(ctx: ToolContext) -> Path:
@@ -102,12 +108,19 @@ def read_permission(tool_name: str, raw: str, ctx: ToolContext) -> PermissionReq
         tool_name=tool_name,
         summary=f"read {target.path} ({where})",
         subject=f"read:{folder}",
+        beyond_yes=target.inside_home,
     )
 
 
 def writable(raw: str, ctx: ToolContext) -> ResolvedPath:
-    """Resolve a write target, refusing anything outside the project."""
+    """Resolve a write target, refusing anything outside the project or under the home."""
     target = resolve(raw, ctx)
+    if target.inside_home:
+        raise ToolError(
+            f"refusing to write inside mini-claude's home ({home_folder(ctx)}: settings, "
+            f"transcripts, trust records, saved results are never written by a tool): "
+            f"{target.path}"
+        )
     if not target.inside_project and not in_additional_directory(target.path, ctx):
         raise ToolError(
             f"refusing to write {target.path}: it is outside the project folder "

@@ -5,7 +5,8 @@ In order, as Claude Code decides:
 1. a **deny** rule refuses the call, in every mode;
 2. **plan** mode refuses anything that is not read-only;
 3. an **ask** rule asks, in every mode (print mode, which cannot ask, refuses);
-4. **bypassPermissions** runs it;
+4. **bypassPermissions** (``--yes``) runs it, except a read of mini-claude's own home
+   (other sessions, the home ``.env``), which only an allow rule or a person lets through;
 5. an **allow** rule (from a file, a flag, or "don't ask again") runs it;
 6. a tool that needs no approval (a read inside the project) runs;
 7. **acceptEdits** runs edits and new files inside the project and its additional
@@ -44,9 +45,14 @@ from mini_claude.tools.shell_parse import analyse
 
 EXIT_PLAN_TOOL = "exit_plan_mode"
 PLAN_MODE_REFUSAL = (
-    "Plan mode is on: only read-only tools run, so {name} was not run and nothing changed. "
+    "Permission denied: plan mode is on: only read-only tools run, so {name} was not run and "
+    "nothing changed. "
     "Keep exploring with read-only tools; when your plan is ready, call exit_plan_mode "
     "with it for the user's approval."
+)
+BEYOND_BYPASS = (
+    "reading mini-claude's home (other sessions, the home .env) is not covered by --yes "
+    "or bypassPermissions; only an explicit allow rule or the user in the REPL allows it"
 )
 
 
@@ -73,7 +79,7 @@ async def check_permission(
     request = prepared.request
     if verdict is not None and verdict.behavior == "ask":
         return await _ask(ctx, prepared, request or _plain_request(name, args), args, verdict)
-    if permissions.mode == "bypassPermissions":
+    if permissions.mode == "bypassPermissions" and not (request and request.beyond_yes):
         return prepared
     if verdict is not None or request is None:
         return prepared  # an allow rule answered for the user, or nothing needs approval
@@ -119,6 +125,8 @@ async def _ask(
     if not decision.allowed and not decision.asked and verdict is not None:
         decision = replace(decision, reason=f"{verdict.reason} asks first, and nobody can be "
                                             "asked here")
+    elif not decision.allowed and not decision.asked and request.beyond_yes:
+        decision = replace(decision, reason=BEYOND_BYPASS)
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
         who = " by the user" if decision.asked else ""

@@ -60,6 +60,7 @@ class Permissions:
     bypass_available: bool = False  # Shift+Tab reaches bypassPermissions only if started so
     bypass_disabled: bool = False  # a settings file set disableBypassPermissionsMode
     session_allow: list[Rule] = field(default_factory=list)
+    turn_allow: tuple[Rule, ...] = ()  # a custom command's allowed-tools, for its turn only
     removed: set[int] = field(default_factory=set)  # ids of rules /permissions took away
     approved_plan: str | None = None  # the plan the user approved, kept across compactions
     proposed_plan: str | None = None  # print mode: the plan handed back unapproved
@@ -80,7 +81,7 @@ class Permissions:
             return tuple(r for r in rules if id(r) not in self.removed)
 
         return PermissionRules(
-            allow=kept((*self.rules.allow, *self.session_allow)),
+            allow=kept((*self.rules.allow, *self.session_allow, *self.turn_allow)),
             deny=kept(self.rules.deny),
             ask=kept(self.rules.ask),
         )

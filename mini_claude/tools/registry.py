@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mini_claude.protocol import RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
+from mini_claude.protocol import ARGUMENTS_REFUSED_KEY, RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
 from mini_claude.sanitize import has_non_finite
 from mini_claude.text import shorten
 from mini_claude.tools.base import Tool, ToolContext
@@ -93,6 +93,8 @@ class ToolRegistry:
                 f"The arguments for {name} must be a JSON object, not {_json_type(args)}. "
                 f"Expected {signature(tool.spec)}"
             )
+        if ARGUMENTS_REFUSED_KEY in args:
+            return error_output(str(args[ARGUMENTS_REFUSED_KEY]))
         if RAW_ARGUMENTS_KEY in args:
             sent = shorten(str(args[RAW_ARGUMENTS_KEY]), 200, marker="...")
             if has_invalid_number(str(args[RAW_ARGUMENTS_KEY])):

@@ -30,6 +30,7 @@ from mini_claude.text import shorten
 from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool, SearchRequest
+from mini_claude.transcript_check import read_record
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -125,9 +126,8 @@ def _records(path: Path, view: HistoryView) -> list[tuple[int, dict[str, Any]]]:
             view.transcript_lines = number
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except ValueError:
+            record = read_record(line)
+            if record is None:
                 view.damaged.append(number)
                 continue
             if isinstance(record, dict):

@@ -127,6 +127,7 @@ class WriteFileTool:
                 "written. Read it again and retry, so the change can be approved as it is now"
             )
         path = plan.target.path
+        ctx.checkpoints.before_write(path, plan.data)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, plan.data, plan.mode)

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from mini_claude.project.commands import split_invocation
 from mini_claude.ui.render import note
+from mini_claude.ui.rewind_view import checkpoint_store_line, rewind
 from mini_claude.ui.statusbar import cost_label, format_money, short_tokens
 
 if TYPE_CHECKING:
@@ -39,18 +41,7 @@ class Command:
     argument: str = ""
 
 
-def parse_command(text: str) -> tuple[str, str] | None:
-    """``("compact", "keep the API notes")`` for ``/compact keep the API notes``.
-
-    A message that starts with a path (``/usr/bin/env is missing``) is not a command.
-    """
-    stripped = text.strip()
-    if not stripped.startswith("/"):
-        return None
-    parts = stripped[1:].split(maxsplit=1)
-    if not parts or "/" in parts[0]:
-        return None
-    return parts[0].lower(), parts[1].strip() if len(parts) > 1 else ""
+parse_command = split_invocation  # custom commands are recognised the same way
 
 
 def find_command(name: str) -> Command | None:
@@ -76,6 +67,10 @@ async def dispatch(repl: ReplHost, text: str) -> Outcome:
     name, argument = parsed
     command = find_command(name)
     if command is None:
+        from mini_claude.ui.claude_view import run_custom_command
+
+        if await run_custom_command(repl, text):
+            return Outcome.CONTINUE
         guess = suggest(name)
         hint = f" Did you mean /{guess}?" if guess else " Type /help for the list."
         repl.console.print(Text(f"Unknown command /{name}.{hint}", style="yellow"))
@@ -94,11 +89,16 @@ async def help_command(repl: ReplHost, argument: str) -> Outcome:
         names = " ".join(f"/{n}" for n in (command.name, *command.aliases))
         usage = f"{names} {command.argument}".strip()
         table.add_row(Text(usage), Text(command.summary))  # Text: "[name]" is not markup
+    from mini_claude.ui.claude_view import command_rows
+
+    for usage, description in command_rows(repl):
+        table.add_row(Text(usage), Text(description))
     repl.console.print(table)
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
-        "interrupts a turn · Ctrl-C twice or Ctrl-D exits · Ctrl-R searches history · "
-        "Tab completes commands · Shift+Tab cycles the permission mode", style="dim"))
+        "interrupts a turn · Esc twice on an empty prompt rewinds (/rewind) · Ctrl-C twice or "
+        "Ctrl-D exits · Ctrl-R searches history · Tab completes commands · Shift+Tab cycles the "
+        "permission mode", style="dim"))
     return Outcome.CONTINUE
 
 
@@ -118,6 +118,10 @@ async def context_command(repl: ReplHost, argument: str) -> Outcome:
     repl.console.print(render_breakdown(view, repl.session.settings.model))
     repl.console.print(note(f"window {agent.settings.window:,} tokens, from "
                             f"{agent.settings.window_source}"))
+    from mini_claude.ui.claude_view import instruction_table
+
+    repl.console.print(instruction_table(repl))
+    repl.console.print(note(checkpoint_store_line(repl.session)))
     return Outcome.CONTINUE
 
 
@@ -158,6 +162,7 @@ async def cost_command(repl: ReplHost, argument: str) -> Outcome:
             f"{repl.session.settings.model} per million tokens: input {format_money(price.input)}, "
             f"cache write {format_money(price.cache_write)}, cache read "
             f"{format_money(price.cache_read)}, output {format_money(price.output)}"))
+    repl.console.print(note(checkpoint_store_line(repl.session)))
     return Outcome.CONTINUE
 
 
@@ -167,7 +172,11 @@ def _duration(seconds: float) -> str:
 
 
 async def clear_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.agent.hooks import end_session
+
     previous = repl.session.session_id
+    for warning in await end_session(repl.agent.hooks, "clear"):
+        repl.console.print(note(warning, "warning"))
     repl.agent.transcript.close()
     repl.session.start_new()
     repl.show_resumed()
@@ -207,8 +216,9 @@ async def resume_command(repl: ReplHost, argument: str) -> Outcome:
     session = repl.session
     if argument:
         return _resume(repl, argument.split()[0])
-    earlier = [s for s in list_sessions(session.settings.transcripts_dir, session.cwd)
-               if s.session_id != session.session_id][:RESUME_MENU_SIZE]
+    earlier = forks_under_origins(
+        [s for s in list_sessions(session.settings.transcripts_dir, session.cwd)
+         if s.session_id != session.session_id])[:RESUME_MENU_SIZE]
     if not earlier:
         repl.console.print(note(f"no earlier sessions in {session.cwd}"))
         return Outcome.CONTINUE
@@ -245,7 +255,33 @@ def _resume(repl: ReplHost, session_id: str) -> Outcome:
 def _session_label(info: SessionInfo) -> str:
     age = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.modified))
     prompt = " ".join(info.first_prompt.split()) or "(no prompt)"
-    return f"{info.session_id}  {age}  {prompt[:60]}"
+    fork = "  ↳ fork " if info.forked_from else ""
+    return f"{fork}{info.session_id}  {age}  {prompt[:60]}"
+
+
+def forks_under_origins(sessions: list[SessionInfo]) -> list[SessionInfo]:
+    """Newest first, each fork right under the session it was forked from (when listed)."""
+    listed = {s.session_id for s in sessions}
+    forks: dict[str, list[SessionInfo]] = {}
+    for info in sessions:
+        if info.forked_from in listed:
+            forks.setdefault(info.forked_from, []).append(info)
+    ordered: list[SessionInfo] = []
+
+    def add(info: SessionInfo) -> None:
+        ordered.append(info)
+        for fork in forks.get(info.session_id, []):
+            add(fork)
+
+    for info in sessions:
+        if info.forked_from not in listed:
+            add(info)
+    return ordered
+
+
+async def rewind_command(repl: ReplHost, argument: str) -> Outcome:
+    await rewind(repl)
+    return Outcome.CONTINUE
 
 
 async def exit_command(repl: ReplHost, argument: str) -> Outcome:
@@ -290,6 +326,20 @@ async def permissions_list_command(repl: ReplHost, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
+async def memory_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.claude_view import memory_command as edit_memory
+
+    await edit_memory(repl, argument)
+    return Outcome.CONTINUE
+
+
+async def init_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.claude_view import init_command as write_claude_md
+
+    await write_claude_md(repl, argument)
+    return Outcome.CONTINUE
+
+
 async def verbose_command(repl: ReplHost, argument: str) -> Outcome:
     repl.verbose = not repl.verbose
     repl.console.print(note("verbose: every tier report on its own line" if repl.verbose else
@@ -310,6 +360,12 @@ async def expand_command(repl: ReplHost, argument: str) -> Outcome:
 
 async def summary_command(repl: ReplHost, argument: str) -> Outcome:
     repl.console.print(repl.recall.full_summary())
+    agent = repl.agent
+    notes = agent.context.memory.current(agent.conversation)
+    if notes is not None:
+        repl.console.print(Text(f"── session notes (kept in the background; they cover the first "
+                                f"{notes.covered} messages and stand in for the next summary)",
+                                style="bold"), Text(notes.text))
     return Outcome.CONTINUE
 
 
@@ -324,6 +380,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("think", "turn extended thinking on or off", think_command, argument="[tokens]"),
     Command("resume", "continue an earlier session of this folder", resume_command,
             argument="[id]"),
+    Command("rewind", "go back to an earlier message: code, conversation or both (Esc Esc)",
+            rewind_command, ("checkpoint",)),
     Command("mcp", "MCP servers, their status and tools", mcp_servers_command,
             argument="[approve|reconnect [name]]"),
     Command("verbose", "show every context tier report, or one line per call", verbose_command),
@@ -336,5 +394,8 @@ COMMANDS: tuple[Command, ...] = (
             argument="[approve]"),
     Command("permissions", "the permission rules in force, and their sources; remove one",
             permissions_list_command, argument="[remove N]"),
+    Command("memory", "edit a memory file (CLAUDE.md) in $EDITOR", memory_command),
+    Command("init", "study the project and write its CLAUDE.md", init_command,
+            argument="[focus]"),
     Command("exit", "leave mini-claude", exit_command, ("quit",)),
 )

@@ -8,7 +8,6 @@ output is saved to disk and only a preview enters the conversation.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,14 +16,13 @@ from typing import TYPE_CHECKING
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from mini_claude.conversation import ToolResultBlock, ToolUseBlock
+from mini_claude.conversation import ToolUseBlock
 
 if TYPE_CHECKING:  # the agent chain loads after the first prompt is drawn
     from mini_claude import events as ev
     from mini_claude.agent.loop import Agent
 
 SHELL_PREFIX = "!"
-MENTION = re.compile(r"(?<![\w@])@([^\s@]+)")
 MAX_PATH_COMPLETIONS = 50
 
 # Current model names per provider, for `/model <Tab>`; any other name can still be typed.
@@ -70,34 +68,6 @@ async def run_user_shell(agent: Agent, command: str,
     context.pending.append(f"[I ran a shell command myself: `{command}`]\n{block.content}")
     yield ev.Notice("the output goes to the model with your next message")
 
-
-async def attach_mentions(agent: Agent, text: str) -> tuple[str, list[ev.Event]]:
-    """`@path` words that name files: their text is appended, read the way read_file reads."""
-    from mini_claude import events as ev
-    from mini_claude.context.persist import admit_result
-    from mini_claude.context.placeholders import count_lines
-
-    events: list[ev.Event] = []
-    attachments: list[str] = []
-    root = agent.tool_context.root
-    for index, path in enumerate(dict.fromkeys(MENTION.findall(text))):
-        if not (root / path).is_file():
-            continue
-        use = ToolUseBlock(f"user-mention-{index}", "read_file", {"path": path})
-        output = await agent.registry.execute(use.name, use.input, agent.tool_context)
-        block, report = admit_result(output, use, agent.store, agent.settings)
-        if report is not None:
-            events.append(ev.TierFired(report))
-        if block.is_error:
-            events.append(ev.Notice(f"could not attach @{path}: {_first_line(block)}", "warning"))
-            continue
-        attachments.append(f"[Attached @{path}]\n{block.content}")
-        events.append(ev.Notice(f"attached @{path} ({count_lines(output.content)} lines)"))
-    return "\n\n".join([text, *attachments]), events
-
-
-def _first_line(block: ToolResultBlock) -> str:
-    return block.content.strip().split("\n", 1)[0]
 
 
 class PathCompleter(Completer):

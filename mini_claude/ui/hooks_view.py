@@ -14,11 +14,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from mini_claude.agent.hooks import HookCommand
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.render import note
+from mini_claude.visible import visible
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the hooks module loads with the agent chain, after the first frame
+    from mini_claude.agent.hooks import HookCommand
     from mini_claude.ui.host import ReplHost
 
 APPROVE, DENY = 0, 1
@@ -32,7 +33,8 @@ def hooks_table(commands: list[HookCommand]) -> Table:
     table.add_column(style="dim")
     table.add_column()
     for command in commands:
-        table.add_row(command.event, command.matcher or "*", command.command)
+        table.add_row(command.event, visible(command.matcher or "*", one_line=True),
+                      visible(command.command, one_line=True))
     return table
 
 
@@ -55,12 +57,12 @@ async def ask_project_settings(repl: ReplHost) -> None:
     for settings_file in session.permission_setup.layers.project_files():
         parts.append(Text())
         parts.append(Text(str(settings_file.path.relative_to(session.cwd)), style="bold"))
-        parts.extend(Text(f"  • {line}") for line in settings_file.grants)
+        parts.extend(Text(f"  • {visible(line, one_line=True)}") for line in settings_file.grants)
     parts += [Text(), Text(
         "Hooks and commands run on your machine with your permissions. Approve only if you "
         "trust this repository; a change to any of these files asks again. Their deny rules "
         "apply either way.", style="dim")]
-    repl.console.print(Panel(Group(*parts), title="[bold]Project settings[/]",
+    repl.console.print(Panel(Group(*parts), title=Text("Project settings", style="bold"),
                              title_align="left", border_style="yellow"))
     try:
         index = await choose(["Yes, use them (remembered for this project)",

@@ -7,16 +7,20 @@ import them without either module importing the other.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     import asyncio
+    from pathlib import Path
 
     from rich.console import Console
 
     from mini_claude import events as ev
     from mini_claude.agent.loop import Agent
     from mini_claude.session.wiring import Session
+    from mini_claude.settings import Settings
+    from mini_claude.ui.conveniences import ShellContext
     from mini_claude.ui.live import LiveView, TurnActivity
     from mini_claude.ui.recall import Recall
 
@@ -29,9 +33,21 @@ class ReplHost(Protocol):
     view: LiveView  # the live area of a running turn
     activity: TurnActivity  # the spinner's label
     at_prompt: asyncio.Event  # set while waiting for input
+    shell_context: ShellContext  # what goes before the next message (``!`` output, # notes)
 
     @property
     def session(self) -> Session: ...
+
+    @property
+    def built_session(self) -> Session | None:
+        """The session if it is built already (never builds it)."""
+        ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def cwd(self) -> Path: ...
 
     @property
     def agent(self) -> Agent: ...
@@ -49,4 +65,16 @@ class ReplHost(Protocol):
 
     def refresh_status(self) -> None:
         """Redraw the status line now (the permission mode changed)."""
+        ...
+
+    def question(self) -> AbstractAsyncContextManager[None]:
+        """Borrow the terminal for a question."""
+        ...
+
+    def user_turn(self, text: str) -> AsyncIterator[ev.Event]:
+        """A turn for text as the user typed it (its ``@path`` files attached)."""
+        ...
+
+    def send(self, text: str) -> AsyncIterator[ev.Event]:
+        """A turn for text whose files are attached already (a custom command's prompt)."""
         ...

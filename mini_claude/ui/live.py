@@ -39,6 +39,7 @@ from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 
 from mini_claude.text import format_tokens
 from mini_claude.ui.statusbar import UI_STYLE
+from mini_claude.visible import visible
 
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 REFRESH_SECONDS = 0.1
@@ -81,6 +82,7 @@ class LiveView:
         on_submit: Callable[[str], None] | None = None,
         on_escape: Callable[[], None] | None = None,
         on_expand: Callable[[], None] | None = None,
+        on_end_of_input: Callable[[], None] | None = None,
         queued: Callable[[], list[str]] = list,
         on_cycle_mode: Callable[[], None] | None = None,
         extra_keys: KeyBindings | None = None,
@@ -92,6 +94,7 @@ class LiveView:
         self.on_submit = on_submit
         self.on_escape = on_escape or on_interrupt
         self.on_expand = on_expand
+        self.on_end_of_input = on_end_of_input
         self.queued = queued
         self.on_cycle_mode = on_cycle_mode  # Shift+Tab: the next permission mode
         self.extra_keys = extra_keys
@@ -228,6 +231,12 @@ class LiveView:
                 buffer.reset(append_to_history=False)
                 self.on_submit(text)
 
+        @keys.add("c-d", filter=Condition(lambda: not self.input.text))
+        def _end_of_input(event: KeyPressEvent) -> None:
+            """Ctrl-D on an empty box: what it means at the prompt, once the turn ends."""
+            if self.on_end_of_input is not None:
+                self.on_end_of_input()
+
         @keys.add("c-j")
         def _newline(event: KeyPressEvent) -> None:
             self.input.insert_text("\n")
@@ -255,7 +264,7 @@ class LiveView:
         return out
 
     def _tail_text(self) -> StyleAndTextTuples:
-        return [("class:tail", self.activity.tail)]
+        return [("class:tail", visible(self.activity.tail))]  # streamed text, never obeyed
 
     def _tail_end(self) -> Point:
         return Point(0, self.activity.tail.count("\n"))
@@ -276,7 +285,7 @@ class LiveView:
             details.append(f"↓ {format_tokens(tokens)} tokens")
         details.append("esc to interrupt")
         return [
-            ("class:spinner", f"{frame} {activity.label}"),
+            ("class:spinner", f"{frame} {visible(activity.label, one_line=True)}"),
             ("class:spinner.hint", f" ({' · '.join(details)})"),
         ]
 

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from mini_claude.mcp.manager import McpManager
 from mini_claude.mcp.tool import TOOL_PREFIX
+from mini_claude.secrets import api_keys, shown_setting
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.render import note
 
@@ -28,18 +29,27 @@ def trust_panel(manager: McpManager) -> Panel:
     lines = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
     lines.add_column(style="bold")
     lines.add_column()
+    secrets = api_keys(manager.settings)
     for server in manager.project_servers:
         lines.add_row(server.name, server.describe())
+        for name, value in server.env.items():
+            lines.add_row("", Text(f"env {name}={shown_setting(name, value, secrets)}",
+                                   style="dim"))
+        for name, value in server.headers.items():
+            lines.add_row("", Text(f"header {name}: {shown_setting(name, value, secrets)}",
+                                   style="dim"))
+    problems = list(manager.project_file.problems) if manager.project_file else []
     return Panel(
         Group(
             Text("This project's .mcp.json wants to start these MCP servers:"),
             Text(),
             lines,
             Text(),
+            *[Text(problem, style="yellow") for problem in problems],
             Text("They run on your machine with your permissions. Approve only if you trust "
                  "this repository; a change to .mcp.json asks again.", style="dim"),
         ),
-        title="[bold]Project MCP servers[/]",
+        title=Text("Project MCP servers", style="bold"),
         title_align="left",
         border_style="yellow",
     )

@@ -119,6 +119,7 @@ class TerminalApprover:
         self._interrupt: Callable[[], None] | None = None
         self._status_line: Callable[[], StyleAndTextTuples] | None = None
         self._shown: list[str] = []  # details (diffs) the user saw in a question
+        self.on_question: Callable[[PermissionRequest], None] | None = None  # notifications
 
     def shown_before(self, text: str) -> bool:
         """Whether the user saw this text in a question (an approved edit's diff)."""
@@ -135,6 +136,8 @@ class TerminalApprover:
         if self._console is None or self._pause is None:
             return PermissionDecision(False, reason=NOT_ATTACHED, asked=False)
         async with self._pause():
+            if self.on_question is not None:
+                self.on_question(request)
             return await self._ask(self._console, request)
 
     async def _ask(self, console: Console, request: PermissionRequest) -> PermissionDecision:

@@ -124,6 +124,10 @@ class TurnPresenter:
                     self.activity.set(step)
                 self.activity.plan = live_lines(event.items)  # updates in place while running
                 self._plan = event.items
+            case ev.NotesUpdated():
+                if self.verbose:
+                    await self._print(hanging_note(
+                        f"session notes updated ({event.covered_messages} messages covered)"))
             case ev.TurnStarted() | ev.UsageReported() | ev.TurnFinished():
                 pass  # the status bar and the REPL read these
             case _:
@@ -212,4 +216,6 @@ def compaction_line(event: ev.CompactionFinished) -> Text:
     line = Text("✓ compacted", style="green")
     line.append(f" ({_why(event.reason)}): {format_tokens(event.tokens_before)} → "
                 f"{format_tokens(event.tokens_after)} tokens", style="default")
+    if event.from_notes:
+        line.append(" · from session notes, no summary call", style="dim")
     return line

@@ -32,12 +32,18 @@ from rich.text import Text
 
 from mini_claude import __version__
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from mini_claude.session.mentions import attach_mentions
+from mini_claude.ui.claude_view import (
+    CustomCommandCompleter,
+    ask_held_imports,
+    completion_rows,
+    remember,
+)
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
 from mini_claude.ui.conveniences import (
     ModelCompleter,
     PathCompleter,
     ShellContext,
-    attach_mentions,
     is_shell_command,
     run_user_shell,
 )
@@ -53,6 +59,8 @@ from mini_claude.ui.prompt_input import (
 )
 from mini_claude.ui.recall import Recall, latest_summary, recap, recap_as_written
 from mini_claude.ui.render import error_line, note
+from mini_claude.ui.rewind_view import show_checkpoint_notices
+from mini_claude.ui.screen_guard import guard_console
 from mini_claude.ui.startup import (
     SessionStarter,
     can_start_before_session,
@@ -68,6 +76,7 @@ if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     from mini_claude.agent.loop import Agent
     from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
+    from mini_claude.tools.base import PermissionRequest
 
 NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
                   "for non-interactive use")
@@ -75,6 +84,8 @@ NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the pro
 INTERRUPT_REPEAT_SECONDS = 1.0
 INTERRUPTED_COMPACTION = "Interrupted · compaction cancelled; the conversation is as it was"
 EXIT_COMMANDS = ("exit", "quit")
+EXIT_AFTER_TURN = "/exit"  # what Ctrl-D typed during a turn queues
+REWIND_COMMAND = "/rewind"
 DEFAULT_API_HOSTS = ("api.anthropic.com", "api.openai.com")
 
 EventQueue = asyncio.Queue["ev.Event | None"]  # None: the turn is over
@@ -93,10 +104,11 @@ def run_repl(settings: Settings, cwd: Path, args: argparse.Namespace) -> int:
 
 
 async def _start(settings: Settings, cwd: Path, args: argparse.Namespace, console: Console) -> int:
-    if can_start_before_session(settings, cwd, args):
+    starter = SessionStarter(settings, cwd, args)
+    # Imports waiting for approval: their question comes before the prompt, as the others do.
+    if can_start_before_session(settings, cwd, args) and not starter.instructions.held:
         try:
-            repl = Repl(None, console, starter=SessionStarter(settings, cwd, args),
-                        first_message=first_message(args))
+            repl = Repl(None, console, starter=starter, first_message=first_message(args))
             return await repl.run()
         except Exception as exc:
             from mini_claude.session.wiring import SessionError  # loaded by then: it raised it
@@ -116,7 +128,7 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
     session = new_session(settings, cwd, args)
     try:
         if args.continue_session or args.resume:
-            session.resume(args.resume)
+            session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
         else:
             session.start_new()
     except SessionError as exc:
@@ -160,7 +172,7 @@ class Repl:
         self._session = session
         self.starter = starter  # builds the session after the first frame when given none
         self._building: asyncio.Task[None] | None = None
-        self.console = console
+        self.console = guard_console(console)  # no control character reaches the terminal
         self.banner = banner
         self.activity = TurnActivity()
         self.started = time.monotonic()  # for /cost's wall time
@@ -177,7 +189,9 @@ class Repl:
         self.view = LiveView(self.activity, self._status_line, self.interrupt,
                              lambda: self.agent.context.meter.chars_per_token,
                              on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
-                             on_expand=self._expand_during_turn, queued=lambda: self.queued,
+                             on_expand=self._expand_during_turn,
+                             on_end_of_input=self._end_of_input_during_turn,
+                             queued=lambda: self.queued,
                              on_cycle_mode=self.cycle_mode,
                              extra_keys=paste_keys(self.pastes))
         self.at_prompt = asyncio.Event()  # set while waiting for input
@@ -187,6 +201,7 @@ class Repl:
         self._prompt: PromptSession[str] | None = None
         self._warmed_up = False
         self._sdk_imported = False
+        self._notifications: set[asyncio.Future[None]] = set()
         if session is not None:
             self._attach_approver(session)
 
@@ -197,6 +212,11 @@ class Repl:
             assert self.starter is not None
             self._session = self.starter.build()
             self._attach_approver(self._session)
+        return self._session
+
+    @property
+    def built_session(self) -> Session | None:
+        """The session if it is built already (never builds it)."""
         return self._session
 
     @property
@@ -223,6 +243,21 @@ class Repl:
         if isinstance(session.approver, TerminalApprover):
             session.approver.attach(self.console, self.question, self.interrupt,
                                     self._status_line)
+            session.approver.on_question = self._question_waiting
+
+    def _question_waiting(self, request: PermissionRequest) -> None:
+        """A permission question waits: tell the terminal (and the Notification hooks)."""
+        message = f"mini-claude needs your permission to use {request.tool_name}"
+        task = asyncio.ensure_future(self._notify(message, "permission_prompt"))
+        self._notifications.add(task)
+        task.add_done_callback(self._notifications.discard)
+
+    async def _notify(self, message: str, kind: str) -> None:
+        from mini_claude.ui.notify import Notifier
+
+        notifier = Notifier(self.console.file, self.settings.notify)
+        for warning in await notifier.notify(message, kind, self.agent.hooks):
+            self.console.print(note(warning, "warning"))
 
     async def _build_session(self) -> None:
         """Right after the first frame: import the agent chain off the loop, then build.
@@ -272,6 +307,7 @@ class Repl:
             await ask_project_trust(self)
             watch_servers(self)
             await ask_project_settings(self)
+            await ask_held_imports(self)
         try:
             with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
                 while not self.exit_requested and (text := await self._next_message()) is not None:
@@ -282,15 +318,26 @@ class Repl:
                         if await dispatch(self, text) is Outcome.EXIT:
                             break
                         continue
+                    if await remember(self, text):
+                        continue
                     if is_shell_command(text):
                         await self.run_events(run_user_shell(self.agent, text[1:].strip(),
                                                              self.shell_context),
                                               label="running your command…")
                         continue
                     await self.run_events(self._turn(text))
+                    show_checkpoint_notices(self)
         finally:
             await self._close()
         return EXIT_INTERRUPTED if self.terminated else EXIT_OK
+
+    def user_turn(self, text: str) -> AsyncIterator[ev.Event]:
+        """A turn for text as the user typed it (``/init``'s prompt too)."""
+        return self._turn(text)
+
+    def send(self, text: str) -> AsyncIterator[ev.Event]:
+        """A turn for text whose files are attached already (a custom command's prompt)."""
+        return self.agent.turn(self.shell_context.with_message(text))
 
     async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
         """A message: its `@path` files attached, earlier `!command` output put before it."""
@@ -300,7 +347,7 @@ class Repl:
         text, attached = await attach_mentions(self.agent, text)
         for event in attached:
             yield event
-        async for event in self.agent.turn(self.shell_context.with_message(text)):
+        async for event in self.send(text):
             yield event
 
     async def _next_message(self) -> str | None:
@@ -325,6 +372,12 @@ class Repl:
             return
         self.queued.append(text)  # placeholders stay until it is sent
         self.view.refresh()
+
+    def _end_of_input_during_turn(self) -> None:
+        """Ctrl-D typed ahead leaves once the turn ends (a stop is Esc); Esc takes it back."""
+        if EXIT_AFTER_TURN not in self.queued:
+            self.queued.append(EXIT_AFTER_TURN)
+            self.view.refresh()
 
     def _escape_during_turn(self) -> None:
         """Esc takes queued messages back into the box first; otherwise it interrupts."""
@@ -405,6 +458,7 @@ class Repl:
         completer = merge_completers([
             SlashCommandCompleter(
                 [(n, c.summary) for c in COMMANDS for n in (c.name, *c.aliases)]),
+            CustomCommandCompleter(lambda: completion_rows(self)),
             PathCompleter(self.cwd),
             ModelCompleter(settings.provider, settings.model),
         ])
@@ -422,6 +476,15 @@ class Repl:
         @keys.add("s-tab")
         def _cycle_mode(event: KeyPressEvent) -> None:
             self.cycle_mode()
+
+        @keys.add("escape", "escape")
+        def _rewind(event: KeyPressEvent) -> None:
+            """Esc Esc: /rewind on an empty prompt; otherwise it clears the box (Up recalls it)."""
+            buffer = event.current_buffer
+            if buffer.text:
+                buffer.reset(append_to_history=True)
+            else:
+                event.app.exit(result=REWIND_COMMAND)
 
         return keys
 
@@ -442,6 +505,7 @@ class Repl:
         from mini_claude.ui.presenter import INTERRUPTED_TURN, TurnPresenter
 
         self.activity.restart(label)
+        began = time.monotonic()
         approver = self.session.approver
         shown = approver.shown_before if isinstance(approver, TerminalApprover) else None
         presenter = TurnPresenter(
@@ -470,6 +534,9 @@ class Repl:
             await self._stop_pump()
             await self.view.stop()
         await presenter.finish(interrupted=interrupted)
+        took = time.monotonic() - began
+        if not interrupted and 0 < self.settings.notify_after_seconds <= took:
+            await self._notify(f"done after {took:.0f}s; waiting for your input", "idle_prompt")
         return not interrupted
 
     async def _stop_pump(self) -> None:
@@ -585,11 +652,19 @@ class Repl:
             self.console.print(line)
 
     async def _close(self) -> None:
+        from mini_claude.agent.hooks import end_session
+
         if self._session is None and self._building is None:
             return  # nothing was built: the build failed, and said so
         await self.session_ready()
         agent = self.agent
-        kept = len(agent.conversation) > 0  # a session that never got a message is not kept
+        for warning in await end_session(agent.hooks, "other" if self.terminated
+                                         else "prompt_input_exit"):
+            self.console.print(note(warning, "warning"))
+        # A session that never got a message is not kept; one rewound to before its first
+        # message is (its transcript holds the messages, and the rewind to undo).
+        kept = (len(agent.conversation) > 0 or bool(agent.transcript.last_message_id)
+                or self.session.resumed is not None)
         if self.resumable and kept:
             self.console.print(note(f"transcript: {agent.transcript.path}"))
             self.console.print(note(f"resume with: mini-claude --resume "

@@ -101,7 +101,8 @@ def collect(events: AsyncIterator[ev.Event]) -> list[ev.Event]:
 
 @pytest.fixture
 def steps(tmp_path: Path) -> Steps:
-    return Steps(tmp_path)
+    # The summaries' own decisions; with session notes an idle summary waits for notes.
+    return Steps(tmp_path, session_memory=False)
 
 
 # ---- which tier -------------------------------------------------------------------------
@@ -298,3 +299,16 @@ def test_a_prompt_that_alone_outgrows_the_window_is_refused_up_front(steps: Step
     assert steps.steps.prompt_cannot_fit("fix the bug") is None
     refusal = steps.steps.prompt_cannot_fit(words(40_000))
     assert refusal is not None and "too long to send" in refusal
+
+
+def test_with_session_memory_a_cold_history_without_notes_is_left_to_microcompact(
+    tmp_path: Path,
+) -> None:
+    """Nobody waits for an idle summary: without notes that have arrived, none is made."""
+    with_notes = Steps(tmp_path)
+    assert with_notes.settings.session_memory
+    with_notes.work(calls=8, tokens_each=1_500)
+    with_notes.anchor()
+    with_notes.steps.call_ended()
+    with_notes.now += with_notes.settings.microcompact_idle_seconds + 1
+    assert with_notes.steps.turn_start_summary() is None

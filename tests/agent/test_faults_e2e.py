@@ -336,7 +336,8 @@ def test_three_failed_compactions_open_the_breaker_and_the_session_goes_on(
     provider: Provider, project: Path, simulator: Simulator,
     new_session: Callable[..., Session]
 ) -> None:
-    agent = new_session(simulator, provider, **SMALL_WINDOW).agent
+    # Session notes would stand in for the failing summaries: this is the summary call's path.
+    agent = new_session(simulator, provider, **SMALL_WINDOW, session_memory=False).agent
     fill_the_window(agent, simulator)
     simulator.inject(Fault("summary_error", times=2))  # the first attempt and its retry
     simulator.inject(Fault("empty_summary"))

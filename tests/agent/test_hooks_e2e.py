@@ -14,7 +14,7 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from tests.support.agent import PROVIDERS, Run, last_results
+from tests.support.agent import PROVIDERS, last_results, run_factory
 
 PY = sys.executable
 
@@ -61,16 +61,8 @@ def provider(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Any]:
-    runs: list[Run] = []
-
-    def make(provider: str, **overrides: Any) -> Run:
-        run = Run(simulator, provider, isolated_home, project, **overrides)
-        runs.append(run)
-        return run
-
-    yield make
-    for run in runs:
-        run.close()
+    with run_factory(simulator, isolated_home, project) as make:
+        yield make
 
 
 def shell(command: str) -> Reply:
@@ -188,11 +180,13 @@ def test_compaction_hooks_add_instructions_and_see_the_sizes(
 def test_failing_and_hanging_hooks_are_one_warning_each_and_the_session_goes_on(
     provider: str, make_run: Any, simulator: Simulator, isolated_home: Path, hooks_dir: Path,
 ) -> None:
+    """Hooks that cannot block (PostToolUse, compaction) warn and let the session go on;
+    a failing guard (PreToolUse) blocks its call instead (see test_guards_e2e)."""
     broken = script(hooks_dir, "broken", "print('config missing', file=sys.stderr)\nsys.exit(1)\n")
     hanging = script(hooks_dir, "hang", "import time\ntime.sleep(30)\n")
     write_settings(isolated_home / "settings.json", {
-        "PreToolUse": [hook_entry(broken, "run_shell"),
-                       hook_entry(hanging, "run_shell", timeout=0.3)],
+        "PostToolUse": [hook_entry(broken, "run_shell"),
+                        hook_entry(hanging, "run_shell", timeout=0.3)],
         "PostCompact": [hook_entry("exit 3")],
     })
     simulator.policy = ScriptedPolicy([shell("echo still-ran"), Reply("ok")])
@@ -208,6 +202,23 @@ def test_failing_and_hanging_hooks_are_one_warning_each_and_the_session_goes_on(
     compacted = run.compact()
     assert any(isinstance(e, ev.CompactionFinished) for e in compacted)
     assert ["failed (exit 3)" in w for w in warnings_of(compacted)] == [True]
+
+
+def test_a_failing_guard_blocks_its_call_with_one_warning(
+    provider: str, make_run: Any, simulator: Simulator, isolated_home: Path, hooks_dir: Path,
+) -> None:
+    broken = script(hooks_dir, "broken", "print('config missing', file=sys.stderr)\nsys.exit(1)\n")
+    write_settings(isolated_home / "settings.json",
+                   {"PreToolUse": [hook_entry(broken, "run_shell")]})
+    simulator.policy = ScriptedPolicy([shell("echo must-not-run"), Reply("ok")])
+    run = make_run(provider)
+    run.start()
+    events = run.turn("go")
+    (result,) = last_results(run.model_requests()[1])
+    assert result.startswith("Blocked by a PreToolUse hook: the hook ")
+    assert "failed (exit 1): config missing, so the call is blocked" in result
+    assert "must-not-run" not in result
+    assert ["failed (exit 1): config missing" in w for w in warnings_of(events)] == [True]
 
 
 def test_project_hooks_run_only_after_the_user_approved_that_file(

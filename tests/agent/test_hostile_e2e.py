@@ -25,26 +25,13 @@ from mini_claude.simulator import (
 )
 from tests.support.hostile import (
     KEY,
-    PROVIDERS,
     WAIT_SECONDS,
     Cli,
     Provider,
-    make_cli,
     refused,
     stored_blocks,
     wait_for,
 )
-
-
-@pytest.fixture(params=PROVIDERS)
-def cli(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    simulator: Simulator,
-    capsys: pytest.CaptureFixture[str],
-) -> Cli:
-    provider: Provider = request.param
-    return make_cli(tmp_path, simulator, provider, capsys)
 
 
 def assert_resumable(cli: Cli, expected: str = "still here") -> None:

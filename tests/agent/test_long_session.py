@@ -24,7 +24,7 @@ WINDOW = 24_000
 
 
 def model_requests(sim: Simulator) -> list:
-    return [r for r in sim.requests if not r.is_summary_request]
+    return [r for r in sim.requests if not r.is_side_request]
 
 
 def estimate_errors(record: RunRecord, sim: Simulator) -> list[float]:

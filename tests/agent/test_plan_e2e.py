@@ -14,7 +14,13 @@ from mini_claude.context.attachments import PLAN_TITLE
 from mini_claude.context.reattach import HEADER
 from mini_claude.plan import REMINDER_TAG
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from tests.support.agent import PROVIDERS, Run, first_message_text, last_results, request_text
+from tests.support.agent import (
+    PROVIDERS,
+    first_message_text,
+    last_results,
+    request_text,
+    run_factory,
+)
 
 SKILL_BODY = (
     "# Release notes\n\n"
@@ -57,16 +63,8 @@ def provider(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def make_run(simulator: Simulator, isolated_home: Path, project: Path
              ) -> Iterator[Any]:
-    runs: list[Run] = []
-
-    def make(provider: str, **overrides: Any) -> Run:
-        run = Run(simulator, provider, isolated_home, project, **overrides)
-        runs.append(run)
-        return run
-
-    yield make
-    for run in runs:
-        run.close()
+    with run_factory(simulator, isolated_home, project) as make:
+        yield make
 
 
 def reattached(text: str, title: str, body: str) -> str:
@@ -103,7 +101,7 @@ def test_plan_and_a_loaded_skill_survive_three_compactions_verbatim(
     skill_block = reattached("", "skill 'release-notes', which you loaded", SKILL_BODY)
     # The request after each compaction starts with the boundary: summary + re-attachments.
     after = [next(r for r in run.sim.requests[run.sim.requests.index(s) + 1:]
-                  if not r.is_summary_request) for s in summaries]
+                  if not r.is_side_request) for s in summaries]
     expected_plans = [plan_v1, plan_v1, plan_v2]
     compactions = [e for e in run.events if isinstance(e, ev.CompactionFinished)]
     assert [c.reason for c in compactions] == ["tool", "manual", "tool"]
@@ -227,5 +225,5 @@ def test_automatic_compactions_reattach_the_plan_too(
     block = reattached("", PLAN_TITLE, "[~] Read every data file")
     for summary in run.summary_requests():
         following = next(r for r in run.sim.requests[run.sim.requests.index(summary) + 1:]
-                         if not r.is_summary_request)
+                         if not r.is_side_request)
         assert first_message_text(following).count(block) == 1

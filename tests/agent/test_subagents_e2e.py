@@ -293,7 +293,8 @@ def test_a_child_compacts_on_its_own_small_window(
         kinds = [r["type"] for r in transcript_records(path)]
         assert "compaction" in kinds  # the child summarized its own history
         assert session.agent.context.compactions == 0
-        summaries = [r for r in simulator.requests if r.is_summary_request]
+        # Its summaries and session notes alike: a side request of the child's own history.
+        summaries = [r for r in simulator.requests if r.is_side_request]
         assert summaries and all(EXPLORE_SYSTEM in r.conversation.system  # type: ignore[union-attr]
                                  for r in summaries)
         assert session.agent.costs.summaries.requests == len(summaries)

@@ -111,7 +111,7 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
     whole = [r for r in sim.requests if isinstance(r.body, dict)]
     thinking_requests = [r for r in whole if r.body.get("thinking")]
     assert len(thinking_requests) > 100
-    summaries = [r for r in whole if r.is_summary_request]
+    summaries = [r for r in whole if r.is_side_request]  # summaries and session notes
     assert summaries and any(r.body.get("thinking") for r in summaries)  # same params, warm cache
     looped = [r for r in thinking_requests
               if any(b.get("type") == "thinking" for m in r.body["messages"]

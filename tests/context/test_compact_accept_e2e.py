@@ -59,8 +59,9 @@ def test_a_summary_a_little_over_the_target_is_kept_not_thrown_away(
                              final=Reply("Answered."))
     policy = SummaryOfSize(2_500, replies)
     with Simulator(policy) as sim, closing_sessions() as sessions:
+        # The summary call's acceptance is under test: session notes would stand in for it.
         settings = session_settings(sim, provider, tmp_path / "home",  # type: ignore[arg-type]
-                                    **WINDOW)
+                                    **WINDOW, session_memory=False)
         session = start_session(settings, project)
         sessions.append(session)
         agent = session.agent

@@ -44,7 +44,8 @@ def test_stdio_and_http_servers_with_variables_expanded(tmp_path: Path) -> None:
                     "headers": {"Authorization": "Bearer ${TOKEN}"}},
         },
     )
-    config = load_config(path, "project", {"TOOLS": "/opt/t", "TOKEN": "s3cret", "HOST": "h.io"})
+    environ = {"TOOLS": "/opt/t", "TOKEN": "s3cret", "HOST": "h.io"}
+    config = load_config(path, "project", environ, frozenset(environ))
     assert config is not None and config.problems == ()
     files, web = config.servers
     assert (files.transport, files.command) == ("stdio", "/opt/t/srv")

@@ -153,7 +153,7 @@ def test_hook_settings_problems_are_warnings_and_good_entries_still_count(tmp_pa
                                                 "timeout": -1}]},
             {"matcher": 3, "hooks": []},
         ],
-        "Stop": [],
+        "PermissionRequest": [],
         "PostCompact": {"oops": 1},
     }}))
     loaded = load_hook_settings(tmp_path / "project", home, 60.0)
@@ -162,7 +162,7 @@ def test_hook_settings_problems_are_warnings_and_good_entries_still_count(tmp_pa
         ("PreToolUse", "run_shell", "a", 60.0)]
     text = "\n".join(loaded.warnings)
     for problem in ('not {"type": "command"', "positive number of seconds",
-                    '"matcher" that is not a string', "unknown hook event 'Stop'",
+                    '"matcher" that is not a string', "unknown hook event 'PermissionRequest'",
                     '"hooks.PostCompact" must be a list'):
         assert problem in text
     assert loaded.project is None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -79,10 +80,25 @@ class Run:
         self.loop.close()
 
     def model_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.sim.requests if not r.is_summary_request]
+        return [r for r in self.sim.requests if not r.is_side_request]
 
     def summary_requests(self) -> list[RecordedRequest]:
         return [r for r in self.sim.requests if r.is_summary_request]
+
+
+@contextmanager
+def run_factory(sim: Simulator, home: Path, project: Path) -> Iterator[Callable[..., Run]]:
+    """Makes :class:`Run` objects for a test and closes them all at its end."""
+    runs: list[Run] = []
+
+    def make(provider: str, **overrides: Any) -> Run:
+        run = Run(sim, provider, home, project, **overrides)
+        runs.append(run)
+        return run
+
+    yield make
+    for run in runs:
+        run.close()
 
 
 def request_text(request: RecordedRequest) -> str:

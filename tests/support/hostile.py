@@ -144,3 +144,16 @@ def wait_for(condition: Callable[[], bool], what: str, seconds: float = WAIT_SEC
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+@pytest.fixture(params=PROVIDERS)
+def cli(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    simulator: Simulator,
+    capsys: pytest.CaptureFixture[str],
+) -> Cli:
+    """The command line in a small project, once per provider (a test file may define its
+    own ``cli`` to prepare more)."""
+    provider: Provider = request.param
+    return make_cli(tmp_path, simulator, provider, capsys)

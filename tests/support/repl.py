@@ -30,7 +30,7 @@ from mini_claude.tools.permission_modes import PermissionMode
 from mini_claude.ui.permissions import TerminalApprover
 from mini_claude.ui.repl import Repl
 
-WAIT_SECONDS = 20.0
+WAIT_SECONDS = 90.0  # generous: a loaded 2-core machine is slow, never stuck
 
 
 def sim_settings(sim: Simulator, home: Path, **overrides: Any) -> Settings:

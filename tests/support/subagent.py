@@ -45,7 +45,7 @@ def requests_of(sim: Simulator, system_marker: str) -> list[RecordedRequest]:
     """Answered, non-summary requests whose system prompt has the marker."""
     return [
         r for r in sim.requests
-        if r.status == 200 and r.conversation is not None and not r.is_summary_request
+        if r.status == 200 and r.conversation is not None and not r.is_side_request
         and system_marker in r.conversation.system
     ]
 

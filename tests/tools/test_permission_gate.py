@@ -47,7 +47,7 @@ def test_plan_mode_runs_only_read_only_tools(tmp_path: Path) -> None:
         ("run_shell", {"command": "ls > listing.txt"}),
     ]:
         output = execute(name, args, ctx)
-        assert output.is_error and "Plan mode is on" in output.content, name
+        assert output.is_error and "plan mode is on" in output.content, name
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
     assert (tmp_path / "a.txt").read_text() == "alpha\n"
     assert not execute("read_file", {"path": "a.txt"}, ctx).is_error

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mini_claude.protocol import ToolOutput
+from mini_claude.secrets import MASK
 from mini_claude.settings import Settings
 from mini_claude.tools.base import NOTHING_TO_ASK
 from mini_claude.tools.run_shell import RunShellTool, child_environment
@@ -108,14 +110,18 @@ def test_background_job_holding_the_output_does_not_hang_the_call(tmp_path: Path
 def test_api_keys_are_not_in_the_child_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-one")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret-two")
-    monkeypatch.setenv("COPIED_TOKEN", "sk-ant-secret-one")
+    """The key values themselves are checked (never a word the machine's own environment
+    may hold), and the output must not need masking: masked output would hide a leak."""
+    anthropic_key = f"sk-ant-{uuid.uuid4().hex}"
+    openai_key = f"sk-oai-{uuid.uuid4().hex}"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", anthropic_key)
+    monkeypatch.setenv("OPENAI_API_KEY", openai_key)
+    monkeypatch.setenv("COPIED_TOKEN", anthropic_key)
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
-    out = shell(tmp_path, "env", anthropic_api_key="sk-ant-secret-one",
-                openai_api_key="sk-openai-secret-two")
-    assert "secret" not in out.content
-    assert "ANTHROPIC_API_KEY" not in out.content
+    out = shell(tmp_path, "env", anthropic_api_key=anthropic_key, openai_api_key=openai_key)
+    assert anthropic_key not in out.content and openai_key not in out.content
+    assert MASK not in out.content  # nothing had to be masked: the values were never there
+    assert "ANTHROPIC_API_KEY=" not in out.content and "OPENAI_API_KEY=" not in out.content
     assert "COPIED_TOKEN" not in out.content
     assert "HARMLESS_SETTING=visible" in out.content
 

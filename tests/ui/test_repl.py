@@ -303,6 +303,8 @@ def test_esc_interrupts_a_slow_reply_and_the_session_stays_usable(
     async def scenario(repl: ReplDriver) -> None:
         mark = await repl.submit("take your time")
         await repl.turn_running()
+        # Esc before the request reaches the server would leave the slow answer to the next.
+        await until(lambda: len(simulator.requests) >= 1, "the first request to arrive")
         await repl.keys("\x1b")
         await repl.wait_for("Interrupted", after=mark)
         assert "never shown" not in repl.text
@@ -672,6 +674,26 @@ def test_esc_takes_a_queued_message_back_before_it_interrupts(
         await until(lambda: not app.current_buffer.text, "an empty line")
 
     drive(scenario)
+
+
+def test_ctrl_d_during_a_turn_lets_it_finish_then_leaves(
+        simulator: Simulator, isolated_home: Path, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="Finished anyway."), Reply(text="Never sent.")])
+    simulator.inject(Fault("slow", delay_s=1.0))
+
+    async def scenario() -> None:
+        async with running_repl(sim_settings(simulator, isolated_home), project) as repl:
+            mark = await repl.submit("slow one")
+            await repl.turn_running()
+            await repl.keys("\x04")
+            await until(lambda: repl.repl.queued == ["/exit"], "the exit, queued")
+            assert repl.repl.turn_running  # Ctrl-D is no stop: the turn goes on
+            await asyncio.wait_for(repl.task, 30)
+            assert "Finished anyway." in repl.text[mark:]
+            assert "Interrupted" not in repl.text[mark:]
+            assert len(simulator.requests) == 1
+
+    run(scenario())
 
 
 async def _queued_messages_wait_in_the_box(repl: ReplDriver, simulator: Simulator,

@@ -69,7 +69,9 @@ LONG_ANSWER = "FACT-9 the parser keeps its state per file. " + " ".join(
 
 
 def test_failed_auto_compaction_is_said_once_and_the_status_stops_promising(
-        spawn: Spawn) -> None:
+        spawn: Spawn, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Failing summary calls are under test: session notes would stand in for them.
+    monkeypatch.setenv("MINI_CLAUDE_SESSION_MEMORY", "0")
     policy = ScriptedPolicy([Reply(text=LONG_ANSWER), Reply(text=LONG_ANSWER + " Again.")],
                             final=Reply(text="Answered anyway."))
     with Simulator(policy) as sim:

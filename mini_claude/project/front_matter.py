@@ -1,0 +1,82 @@
+"""YAML front matter of Claude Code's Markdown files (commands, rules), read with PyYAML.
+
+Claude Code's own files use real YAML there (``paths:`` lists, quoted globs,
+``allowed-tools`` lists), so a YAML parser reads them as their authors meant.
+A file without front matter is all body; broken YAML is an error naming the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class FrontMatterError(ValueError):
+    """Front matter that is not a YAML mapping; the message names the file."""
+
+
+def split(text: str, path: Path) -> tuple[dict[str, Any], str]:
+    """``(fields, body)``; no leading ``---`` line means no fields."""
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}, text.lstrip("\ufeff")
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    if end is None:
+        raise FrontMatterError(f"{path}: the front matter is not closed with '---'")
+    try:
+        data = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 2})" if where is not None else ""
+        raise FrontMatterError(f"{path}: the front matter is not valid YAML{line}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise FrontMatterError(f"{path}: the front matter must be 'key: value' lines")
+    return {str(k): v for k, v in data.items()}, "\n".join(lines[end + 1 :])
+
+
+def read(path: Path, what: str, warnings: list[str],
+         max_chars: int | None = None) -> tuple[dict[str, Any], str] | None:
+    """``split`` of a file's text; a file that cannot be read or parsed is one warning naming
+    ``what`` it is (``"command"``, ``"rule"``) and None."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")[:max_chars]
+        return split(text, path)
+    except OSError as exc:
+        warnings.append(f"cannot read the {what} {path} ({exc.strerror or exc}); not used")
+    except FrontMatterError as exc:
+        warnings.append(f"{exc}; the {what} is not used")
+    return None
+
+
+def string_list(value: Any) -> list[str]:
+    """A YAML list, or one comma-separated string, as a list of non-empty strings."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [part.strip() for part in _split_commas(value) if part.strip()]
+    if isinstance(value, list):
+        return [str(item).strip() for item in value if str(item).strip()]
+    return [str(value)]
+
+
+def _split_commas(text: str) -> list[str]:
+    """Split on commas outside parentheses and braces: ``Bash(a, b), Read`` is two items."""
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for char in text:
+        if char in "({":
+            depth += 1
+        elif char in ")}" and depth:
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts

@@ -1,0 +1,406 @@
+"""Session memory: when notes are updated, when they stand in for a summary, and what resumes.
+
+The schedule and the stand-in are tested without HTTP; the whole path (background updates
+over the real SDKs, compaction from the notes, the transcript, resume, thinking) against the
+simulator for both providers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mini_claude import events as ev
+from mini_claude.context.compact import Compactor, SummaryContext
+from mini_claude.context.meter import TokenMeter
+from mini_claude.context.notes import SessionNotes
+from mini_claude.context.session_memory import SessionMemory
+from mini_claude.context.store import DiskResultStore
+from mini_claude.conversation import Conversation, Message, SummaryBlock
+from mini_claude.protocol import ModelRequest, StreamEvent
+from mini_claude.settings import Settings
+from mini_claude.simulator import Fault, Reply, ScriptedPolicy, Simulator, ToolCall
+from tests.support.agent import PROVIDERS, Run
+from tests.support.compact import read, reply, user, words
+
+# ---- the schedule, without HTTP ---------------------------------------------------------
+
+
+@pytest.fixture
+def memory_settings(tmp_path: Path) -> Settings:
+    return Settings(home=tmp_path / "home", context_window=100_000, output_reserve=20_000)
+
+
+def grow(conversation: Conversation, meter: TokenMeter, tokens: int) -> None:
+    """Finished exchanges until the history holds at least ``tokens`` estimated tokens."""
+    n = 0
+    while meter.estimate(conversation) < tokens:
+        conversation.append(user(f"question {n}"))
+        conversation.append(reply(words(400)))
+        n += 1
+
+
+def notes_now(memory: SessionMemory, conversation: Conversation) -> SessionNotes:
+    tokens = memory.meter.estimate(conversation)
+    return SessionNotes("## Notes\n- all so far", conversation.epoch, len(conversation), tokens)
+
+
+def test_no_update_before_the_history_reaches_the_start_share(memory_settings: Settings) -> None:
+    meter = TokenMeter(memory_settings, fixed_chars=0)
+    memory = SessionMemory(memory_settings, meter)
+    conversation = Conversation()
+    threshold = memory_settings.autocompact_tokens
+    grow(conversation, meter, int(threshold * 0.4))
+    assert not memory.due(conversation)
+    grow(conversation, meter, int(threshold * memory_settings.session_memory_start_pct) + 10)
+    assert memory.due(conversation)
+
+
+def test_the_next_update_waits_for_the_history_to_grow_by_the_update_share(
+    memory_settings: Settings,
+) -> None:
+    meter = TokenMeter(memory_settings, fixed_chars=0)
+    memory = SessionMemory(memory_settings, meter)
+    conversation = Conversation()
+    threshold = memory_settings.autocompact_tokens
+    grow(conversation, meter, int(threshold * 0.7))
+    memory.notes = notes_now(memory, conversation)
+    assert not memory.due(conversation)
+    step = threshold * memory_settings.session_memory_update_pct
+    grow(conversation, meter, int(meter.estimate(conversation) + step * 0.5))
+    assert not memory.due(conversation)
+    grow(conversation, meter, int(meter.estimate(conversation) + step * 0.6))
+    assert memory.due(conversation)
+
+
+def test_no_update_while_off_or_while_a_thinking_tool_loop_is_open(
+    memory_settings: Settings,
+) -> None:
+    from mini_claude.conversation import ThinkingBlock, ToolUseBlock
+
+    meter = TokenMeter(memory_settings, fixed_chars=0)
+    conversation = Conversation()
+    grow(conversation, meter, memory_settings.autocompact_tokens)
+    assert not SessionMemory(memory_settings.with_overrides(session_memory=False), meter).due(
+        conversation)
+    assert not SessionMemory(memory_settings.with_overrides(auto_compact=False), meter).due(
+        conversation)
+    conversation.append(user("go on"))
+    conversation.append(Message("assistant", [
+        ThinkingBlock("let me look", "sig"), ToolUseBlock("toolu_x", "read_file", {"path": "a"})]))
+    assert not SessionMemory(memory_settings, meter).due(conversation)
+
+
+def test_notes_follow_a_fold_and_are_void_after_a_summary(memory_settings: Settings) -> None:
+    meter = TokenMeter(memory_settings, fixed_chars=0)
+    memory = SessionMemory(memory_settings, meter)
+    conversation = Conversation()
+    grow(conversation, meter, 5_000)
+    memory.notes = SessionNotes("n", conversation.epoch, 6, 100)
+    memory.note_fold([1, 2, 9], conversation.epoch + 1)
+    assert memory.notes.covered == 4 and memory.notes.epoch == conversation.epoch + 1
+    memory.note_compacted()
+    assert memory.current(conversation) is None
+
+
+def test_notes_of_another_epoch_are_not_used(memory_settings: Settings) -> None:
+    meter = TokenMeter(memory_settings, fixed_chars=0)
+    memory = SessionMemory(memory_settings, meter)
+    conversation = Conversation()
+    grow(conversation, meter, 5_000)
+    memory.notes = notes_now(memory, conversation)
+    assert memory.usable(conversation)
+    conversation.replace_all(list(conversation.messages))
+    assert not memory.usable(conversation)
+
+
+# ---- standing in for a summary, without HTTP --------------------------------------------
+
+
+class NoCalls:
+    """A provider that fails the test if anything is sent: notes must need no call."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        raise AssertionError("a model call was made")
+        yield  # pragma: no cover
+
+    async def close(self) -> None:
+        return None
+
+
+def compactor_and_history(settings: Settings, tmp_path: Path) -> tuple[Compactor, Conversation]:
+    meter = TokenMeter(settings, fixed_chars=0)
+    compactor = Compactor(settings, meter, DiskResultStore(settings, "notes-unit"))
+    conversation = Conversation()
+    for turn in range(8):
+        conversation.append(user(f"turn {turn}: read the logs"))
+        for i in range(3):
+            for message in read(f"logs/{turn}-{i}.log", words(600)):
+                conversation.append(message)
+        conversation.append(reply(f"Turn {turn} done."))
+    return compactor, conversation
+
+
+def test_notes_replace_what_they_cover_and_nothing_is_sent(
+    memory_settings: Settings, tmp_path: Path
+) -> None:
+    settings = memory_settings.with_overrides(context_window=40_000, output_reserve=8_000)
+    compactor, conversation = compactor_and_history(settings, tmp_path)
+    covered = len(conversation) - 5  # the newest turn's last messages are not described
+    before = list(conversation.messages)
+    notes = SessionNotes("## Notes\n- FACT every log was read", conversation.epoch, covered, 1)
+    ctx = SummaryContext(NoCalls(), "sim-model", "system", [], tmp_path,  # type: ignore[arg-type]
+                         str(tmp_path / "t.jsonl"))
+    result = asyncio.run(compactor.compact(conversation, ctx, reason="auto", notes=[notes]))
+    assert result.from_notes and result.summary == notes.text
+    boundary = conversation.messages[0]
+    assert any(isinstance(b, SummaryBlock) and "FACT every log was read" in b.summary
+               for b in boundary.blocks)
+    kept = result.messages_kept
+    assert kept >= 1 and len(before) - kept <= covered  # nothing past the notes was dropped
+    assert [m.text for m in conversation.messages[-kept:]] == [m.text for m in before[-kept:]]
+
+
+def test_stale_notes_fall_back_to_a_summary_call(
+    memory_settings: Settings, tmp_path: Path
+) -> None:
+    settings = memory_settings.with_overrides(context_window=40_000, output_reserve=8_000)
+    compactor, conversation = compactor_and_history(settings, tmp_path)
+    notes = SessionNotes("## Notes\n- nothing yet", conversation.epoch, 0, 1)  # covers no cut
+    ctx = SummaryContext(NoCalls(), "sim-model", "system", [], tmp_path,  # type: ignore[arg-type]
+                         str(tmp_path / "t.jsonl"))
+    with pytest.raises(AssertionError, match="a model call was made"):
+        asyncio.run(compactor.compact(conversation, ctx, reason="auto", notes=[notes]))
+
+
+# ---- end to end over HTTP ---------------------------------------------------------------
+
+LOG = "".join(f"2026-11-26 10:{i % 60:02d} worker processed batch {i} in {i % 97} ms\n"
+              for i in range(120))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "logs").mkdir(parents=True)
+    for i in range(40):
+        (root / "logs" / f"part-{i:02d}.log").write_text(f"FACT-{i} part {i}\n{LOG}")
+    return root
+
+
+def reading_policy(count: int, final: str = "All parts read.") -> ScriptedPolicy:
+    steps: list[Reply] = [
+        Reply(f"Reading part {i}.", [ToolCall("read_file", {"path": f"logs/part-{i:02d}.log"})])
+        for i in range(count)
+    ]
+    return ScriptedPolicy([*steps, Reply(final)])
+
+
+@pytest.fixture(params=PROVIDERS)
+def run(request: pytest.FixtureRequest, simulator: Simulator, isolated_home: Path,
+        project: Path) -> Iterator[Run]:
+    # The simulator answers at once, so a background update would race the loop's own calls;
+    # waiting for each update keeps every run's requests in one order.
+    r = Run(simulator, request.param, isolated_home, project, context_window=24_000,
+            output_reserve=4_000, session_memory_background=False)
+    yield r
+    r.close()
+
+
+def strip_cache_marks(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: strip_cache_marks(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [strip_cache_marks(v) for v in value]
+    return value
+
+
+def wire_messages(record: Any) -> list[Any]:
+    return list(strip_cache_marks(record.body["messages"]))
+
+
+def transcript_events(r: Run, kind: str) -> list[dict[str, Any]]:
+    lines = r.agent.transcript.path.read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    return [rec for rec in records if rec.get("type") == "event" and rec.get("kind") == kind]
+
+
+def notes_of_the_current_history(r: Run) -> str | None:
+    """The newest notes written after the last compaction (older ones describe a history
+    that is gone)."""
+    text: str | None = None
+    for line in r.agent.transcript.path.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("type") == "compaction":
+            text = None
+        elif record.get("type") == "event" and record.get("kind") == "session_notes":
+            text = record["text"]
+    return text
+
+
+def test_a_long_turn_compacts_from_notes_without_a_summary_call(run: Run) -> None:
+    r = run
+    r.sim.policy = reading_policy(36)
+    r.start()
+    events = r.turn("read every log part and tell me the facts")
+    assert isinstance(events[-1], ev.TurnFinished)
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    from_notes = [e for e in finished if e.from_notes]
+    assert from_notes, "no compaction used the session notes"
+    assert any(isinstance(e, ev.NotesUpdated) for e in events)
+    notes_requests = [q for q in r.sim.requests if q.is_notes_request]
+    assert notes_requests and all(q.status == 200 for q in notes_requests)
+    # Only the compactions the notes could not serve made a summary call.
+    summaries = [q for q in r.sim.requests if q.is_summary_request]
+    assert len(summaries) == len(finished) - len(from_notes)
+    assert all(q.status == 200 for q in r.sim.requests)
+    assert transcript_events(r, "session_notes")
+
+
+def test_a_notes_request_repeats_the_last_call_as_its_prefix(run: Run) -> None:
+    r = run
+    r.sim.policy = reading_policy(36)
+    r.start()
+    r.turn("read every log part")
+    requests = r.sim.requests
+    for index, record in enumerate(requests):
+        if not record.is_notes_request:
+            continue
+        # It runs beside the loop, so the loop's next call may arrive first: the one it
+        # repeats is the newest earlier call that is a prefix of it.
+        sent = wire_messages(record)
+        earlier = [wire_messages(q) for q in requests[:index] if not q.is_side_request]
+        repeated = [w for w in earlier if sent[: len(w)] == w]
+        assert repeated and len(repeated[-1]) >= len(sent) - 3
+
+
+def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
+    run: Run, project: Path, isolated_home: Path
+) -> None:
+    r = run
+    r.sim.policy = reading_policy(14, final="first batch read")
+    r.start()
+    r.turn("read the first log parts")
+    assert transcript_events(r, "session_notes"), "the first turn wrote no notes"
+    # A long answer makes the next update due at the turn's end; that update hangs, and the
+    # process is stopped while it runs. Nobody waited for it: the turn itself finished.
+    r.sim.inject(Fault("hang", when=lambda conv: conv.is_notes_request))
+    r.sim.policy = ScriptedPolicy([Reply(LOG * 12)])
+    assert isinstance(r.turn("summarize the logs at length")[-1], ev.TurnFinished)
+    assert r.agent.context.memory.updating
+
+    def hung() -> list[Any]:
+        return [q for q in r.sim.requests if q.is_notes_request and q.reply is None]
+
+    async def until_sent() -> None:
+        for _ in range(600):
+            if hung():
+                return
+            await asyncio.sleep(0.05)
+
+    r.run(until_sent())  # the update goes on while the user would be typing
+    assert len(hung()) == 1 and r.agent.context.memory.updating  # sent, and never answered
+    written = transcript_events(r, "session_notes")
+    last_complete = notes_of_the_current_history(r)
+    assert last_complete is not None
+    r.run(r.agent.context.memory.cancel())
+    assert transcript_events(r, "session_notes") == written
+    session_id = r.session.session_id
+    r.agent.transcript.close()
+    resumed = Run(r.sim, r.settings.provider, isolated_home, project, context_window=24_000,
+                  output_reserve=4_000, session_memory_background=False)
+    try:
+        agent = resumed.session.resume(session_id)
+        assert agent.context.memory.notes is not None
+        assert agent.context.memory.notes.text == last_complete
+    finally:
+        resumed.close()
+
+
+def test_updates_never_break_a_thinking_tool_loop(
+    simulator: Simulator, isolated_home: Path, project: Path
+) -> None:
+    r = Run(simulator, "anthropic", isolated_home, project, context_window=24_000,
+            output_reserve=4_000, model="sim-sonnet", thinking_tokens=2_048,
+            session_memory_background=False, session_memory_start_pct=0.2)
+    try:
+        r.sim.policy = reading_policy(10, final="done with the first")
+        r.start()
+        r.turn("read some parts")
+        r.sim.policy = reading_policy(10, final="done with the second")
+        r.turn("read some more")
+        notes = [q for q in r.sim.requests if q.is_notes_request]
+        assert notes, "no notes update ran"
+        for record in notes:
+            assert record.conversation is not None
+            messages = record.body["messages"]
+            assert messages[-2]["role"] == "assistant", "an update came inside a tool loop"
+            assert not any(b.get("type") == "tool_use" for b in messages[-2]["content"])
+        assert all(q.status == 200 for q in r.sim.requests)
+    finally:
+        r.close()
+
+
+def test_manual_compact_makes_a_fresh_summary_even_with_notes(run: Run) -> None:
+    r = run
+    r.sim.policy = reading_policy(14, final="read")
+    r.start()
+    r.turn("read the parts")
+    assert r.agent.context.memory.notes is not None
+    before = len([q for q in r.sim.requests if q.is_summary_request])
+    events = r.compact()
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert finished and not finished[0].from_notes
+    assert len([q for q in r.sim.requests if q.is_summary_request]) == before + 1
+
+
+def test_the_repl_keeps_notes_in_the_background_and_summary_shows_them(
+    simulator: Simulator, isolated_home: Path, project: Path
+) -> None:
+    """The REPL's own path: the update runs while the user is at the prompt, nobody waits."""
+    from tests.support.repl import running_repl, sim_settings, until
+
+    simulator.policy = reading_policy(3, final="all read")  # notes early, no summary yet
+    settings = sim_settings(simulator, isolated_home, context_window=24_000,
+                            output_reserve=4_000, session_memory_start_pct=0.2)
+    assert settings.session_memory_background
+
+    async def scenario() -> None:
+        async with running_repl(settings, project) as repl:
+            await repl.submit("read the log parts")
+            try:
+                await until(lambda: "all read" in repl.text, "the reply", timeout=120)
+            except AssertionError:
+                raise AssertionError(repl.text[-3000:]) from None
+            agent = repl.session.agent
+            await until(lambda: agent.context.memory.current(agent.conversation) is not None,
+                        "notes of this history", timeout=60)
+            mark = await repl.submit("/summary")
+            await repl.wait_for("session notes (kept in the background", after=mark)
+            assert await repl.exit() == 0
+
+    asyncio.run(scenario())
+    assert any(q.is_notes_request and q.status == 200 for q in simulator.requests)
+
+
+def test_notes_still_on_their_way_give_way_to_earlier_ones(memory_settings: Settings) -> None:
+    """With a simulated clock an update's reply arrives when a real one would: until then the
+    earlier notes of the same history are the ones that stand in."""
+    now = [100.0]
+    meter = TokenMeter(memory_settings, fixed_chars=0)
+    memory = SessionMemory(memory_settings, meter, clock=lambda: now[0])
+    conversation = Conversation()
+    grow(conversation, meter, 5_000)
+    older = SessionNotes("older", conversation.epoch, 4, 100, started_at=10.0, ready_at=40.0)
+    newer = SessionNotes("newer", conversation.epoch, 8, 200, started_at=90.0, ready_at=130.0)
+    memory.notes = older
+    memory.notes = newer
+    assert memory.current(conversation) is newer  # the schedule counts from the newest
+    assert memory.usable(conversation) == [older]
+    now[0] = 131.0
+    assert memory.usable(conversation) == [newer, older]
