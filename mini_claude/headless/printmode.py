@@ -151,6 +151,7 @@ async def _run(
         for warning in await end_session(agent.hooks, "other"):
             print(f"warning: {warning}", file=err)
     finally:
+        await agent.context.memory.cancel()  # notes nobody will read: not waited for
         await session.mcp.close()
         await session.provider.close()
         agent.transcript.close()

@@ -397,7 +397,8 @@ class Repl:
             lambda: self.console.print(self.recall.full_result())))
 
     def terminate(self) -> None:
-        """SIGTERM: stop the turn (its shell children die with it), leave the prompt, close up."""
+        """SIGTERM or SIGHUP: stop the turn (its shell children die with it), leave the prompt,
+        close up."""
         self.terminated = self.exit_requested = True
         self.interrupt()
         app = get_app_or_none()
@@ -669,6 +670,7 @@ class Repl:
             self.console.print(note(f"transcript: {agent.transcript.path}"))
             self.console.print(note(f"resume with: mini-claude --resume "
                                     f"{self.session.session_id}"))
+        await agent.context.memory.cancel()  # the user is leaving: no notes request outlives it
         agent.transcript.close()
         if not kept:
             with contextlib.suppress(OSError):
@@ -699,18 +701,24 @@ def _sigint_calls(callback: Callable[[], None]) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+# SIGHUP: the terminal was closed; the session ends as on SIGTERM (children stopped).
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
 def _sigterm_calls(callback: Callable[[], None]) -> Iterator[None]:
-    """SIGTERM ends the REPL the orderly way: terminal restored, transcript closed."""
+    """SIGTERM or SIGHUP ends the REPL the orderly way: terminal restored, transcript closed."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, callback)
+    for number in ENDING_SIGNALS:
+        loop.add_signal_handler(number, callback)
     try:
         yield
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+        for number in ENDING_SIGNALS:
+            loop.remove_signal_handler(number)
 
 
 def _endpoint_label(base_url: str | None) -> str:
