@@ -85,7 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
         "-y",
         "--yes",
         action="store_true",
-        help="allow run_shell, write_file, edit_file and web_fetch without asking",
+        help="allow run_shell, write_file, edit_file and web_fetch without asking "
+        "(the same as --permission-mode bypassPermissions)",
+    )
+    parser.add_argument(
+        "--permission-mode",
+        type=_permission_mode,
+        metavar="MODE",
+        help="start in this permission mode: default, acceptEdits, plan or bypassPermissions "
+        "(Shift+Tab changes it in the REPL)",
     )
     add_headless_arguments(parser)
     parser.add_argument(
@@ -185,17 +193,32 @@ def _refuse_print_only_flags(args: argparse.Namespace) -> None:
         raise UsageError(f"{', '.join(given)} only {verb} to print mode (-p)")
 
 
-def _check_rules(args: argparse.Namespace) -> None:
+def _check_rules(args: argparse.Namespace, cwd: Path) -> None:
     """A bad --allowed-tools / --disallowed-tools rule is a usage error before anything starts."""
-    from mini_claude.tools.permission_rules import RuleError, parse_rule, split_rule_list
+    from mini_claude.tools.permission_rules import RuleError, flag_rules
 
-    for values, source in ((args.allowed_tools, "--allowed-tools"),
-                           (args.disallowed_tools, "--disallowed-tools")):
-        try:
-            for text in split_rule_list(values or ()):
-                parse_rule(text, source)
-        except RuleError as exc:
-            raise UsageError(str(exc)) from None
+    try:
+        flag_rules(args.allowed_tools, args.disallowed_tools, cwd)
+    except RuleError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _permission_mode(text: str) -> str:
+    from mini_claude.tools.permission_modes import parse_mode
+
+    try:
+        return parse_mode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _check_permission_flags(args: argparse.Namespace) -> None:
+    from mini_claude.tools.permission_modes import mode_from_flags
+
+    try:
+        mode_from_flags(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -266,7 +289,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     prompt = _print_prompt(args)
     if prompt is None:
         _refuse_print_only_flags(args)
-        _check_rules(args)
+        _check_rules(args, cwd)  # print mode reports a bad rule itself, the same way
+    _check_permission_flags(args)  # a contradiction is a usage error before anything starts
     settings = load_settings(args, cwd)
     if prompt is not None:
         from mini_claude.headless.printmode import run_print_mode

@@ -191,6 +191,9 @@ class Settings:
     # Sub-agents (the task tool): off removes the tool; the model for children (None: the same)
     task_tool: bool = True
     task_model: str | None = None
+    # Permissions: also read Claude Code's settings files (~/.claude/settings.json,
+    # .claude/settings.json, .claude/settings.local.json) beside our own.
+    read_claude_settings: bool = True
 
     # The window a server proved by refusing a prompt ("prompt is too long: 63289 tokens >
     # 60000 maximum"): it outranks every other source, a setting included, because the

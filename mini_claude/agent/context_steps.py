@@ -20,8 +20,15 @@ from dataclasses import replace
 from mini_claude import events as ev
 from mini_claude.agent.history import History
 from mini_claude.agent.hooks import HookRunner, LifecycleHooks
+from mini_claude.agent.mode_reminder import approved_plan
 from mini_claude.agent.summaries import run_summary
-from mini_claude.context.attachments import PlanSource, RuleSource, ShellSource, SkillSource
+from mini_claude.context.attachments import (
+    ApprovedPlanSource,
+    PlanSource,
+    RuleSource,
+    ShellSource,
+    SkillSource,
+)
 from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
 from mini_claude.context.compact import Compactor, SummaryContext
@@ -97,6 +104,7 @@ class ContextSteps:
         self.compactor.add_reattach_source(Ledger(settings, self._chars_per_token))
         context = self.tool_context
         self.compactor.add_reattach_source(PlanSource(context.plan))
+        self.compactor.add_reattach_source(ApprovedPlanSource(lambda: approved_plan(context)))
         skill_chars = int(settings.reattach_skills_tokens * settings.chars_per_token)
         self.compactor.add_reattach_source(
             SkillSource(context.skills, context.loaded_skills, skill_chars)

@@ -13,8 +13,9 @@ a tool call, and the reason goes to the model; a ``PreCompact`` hook's stdout
 is added to the summary instructions. A PreToolUse hook is a guard: when it
 fails, times out, cannot start or answers something unreadable, the call is
 blocked (fail closed), never let through. Any other hook that fails is one
-warning line: it never stops the session. A project file's hooks run only after
-the user approved that file (the project-trust record).
+warning line: it never stops the session. Which files count, and when a
+project's hooks may run (only after the user approved that file), is decided
+with the permission settings (``session/settings_files.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from mini_claude import events as ev
 from mini_claude.context.reattach import Reattachment
 from mini_claude.conversation import Message, TextBlock, user_text
-from mini_claude.project.trust import ProjectTrust
 from mini_claude.safe_read import read_limited
 from mini_claude.text import shorten
 from mini_claude.tools.process import terminate_group
@@ -117,10 +117,17 @@ def _read_file(path: Path, default_timeout: float, warnings: list[str]) -> HookF
     hooks = data.get("hooks") if isinstance(data, dict) else None
     if hooks is None:
         return None
-    found = HookFile(path, content=content)
+    return HookFile(path, hook_commands(path, hooks, default_timeout, warnings), content)
+
+
+def hook_commands(
+    path: Path, hooks: object, default_timeout: float, warnings: list[str]
+) -> list[HookCommand]:
+    """The commands of one settings file's ``"hooks"`` value (ours or Claude Code's)."""
     if not isinstance(hooks, dict):
         warnings.append(f'{path}: "hooks" must be an object; its hooks are not used')
-        return found
+        return []
+    commands: list[HookCommand] = []
     for event, groups in hooks.items():
         if event not in HOOK_EVENTS:
             known = ", ".join(HOOK_EVENTS)
@@ -130,8 +137,8 @@ def _read_file(path: Path, default_timeout: float, warnings: list[str]) -> HookF
             warnings.append(f'{path}: "hooks.{event}" must be a list; it is not used')
             continue
         for group in groups:
-            found.commands.extend(_commands(event, group, path, default_timeout, warnings))
-    return found
+            commands.extend(_commands(event, group, path, default_timeout, warnings))
+    return commands
 
 
 def _commands(
@@ -167,14 +174,6 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
     except OSError:
         return False
-
-
-def project_hooks_status(settings: HookSettings, cwd: Path, home: Path) -> str:
-    """"none" when the project has no hooks, else the trust record's word for its file."""
-    project = settings.project
-    if project is None or not project.commands:
-        return "none"
-    return ProjectTrust(home).status(cwd, project.path, project.content)
 
 
 # ---- running ----------------------------------------------------------------------------

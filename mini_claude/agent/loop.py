@@ -17,6 +17,7 @@ from mini_claude import events as ev
 from mini_claude.agent.context_steps import ContextSteps
 from mini_claude.agent.history import History
 from mini_claude.agent.hooks import HookRunner, LifecycleHooks
+from mini_claude.agent.mode_reminder import with_mode_reminder
 from mini_claude.agent.reminders import with_plan_reminder
 from mini_claude.agent.reply_stream import ReplyStream
 from mini_claude.agent.requests import fixed_chars, next_request, summary_context
@@ -154,7 +155,10 @@ class Agent:
         reminder_after = self.settings.todo_reminder_calls
         message = user_text(text)
         message.blocks.extend(images)
-        message = with_plan_reminder(message, self.tool_context.plan, reminder_after)
+        message = with_mode_reminder(
+            with_plan_reminder(message, self.tool_context.plan, reminder_after),
+            self.tool_context.rules,
+        )
         self.history.append(self.lifecycle.with_context(message))
         async for event in self.context.at_turn_start():
             yield event

@@ -35,6 +35,7 @@ from mini_claude.tools.base import (
     ToolContext,
 )
 from mini_claude.tools.common import error_output
+from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.tools.task import TOOL_NAME, TaskRequest, TaskTool
 from mini_claude.transcript import Transcript
@@ -85,7 +86,7 @@ def child_tools(registry: ToolRegistry, agent_type: AgentType) -> ToolRegistry:
     tools: list[Tool] = []
     for name in names:
         tool = registry.get(name)
-        if tool is not None and name != TOOL_NAME:
+        if tool is not None and name not in (TOOL_NAME, EXIT_PLAN_TOOL):
             tools.append(tool)
     return ToolRegistry(tools)
 

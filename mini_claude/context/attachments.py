@@ -7,7 +7,7 @@ boundary said, so the blocks are replaced at each compaction, not nested.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -19,6 +19,7 @@ from mini_claude.project.skills import LoadedSkills, SkillCatalog, within_budget
 
 PLAN_TITLE = "your todo list, as you last wrote it with todo_write"
 SHELLS_TITLE = "background shells you started with run_shell"
+APPROVED_PLAN_TITLE = "the plan the user approved (exit_plan_mode); carry it out"
 
 
 class PlanSource:
@@ -31,6 +32,19 @@ class PlanSource:
         if not self.plan.items:
             return []
         return [Reattachment("plan", PLAN_TITLE, self.plan.checklist())]
+
+
+class ApprovedPlanSource:
+    """The plan the user approved when leaving plan mode, verbatim, once there is one."""
+
+    def __init__(self, plan_text: Callable[[], str | None]) -> None:
+        self.plan_text = plan_text
+
+    def reattachments(self, history: Sequence[Message]) -> list[Reattachment]:
+        text = self.plan_text()
+        if not text:
+            return []
+        return [Reattachment("approved-plan", APPROVED_PLAN_TITLE, text)]
 
 
 class SkillSource:

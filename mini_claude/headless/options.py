@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mini_claude.safe_read import read_limited
-from mini_claude.tools.permission_rules import LoadedRules, load_rules
+from mini_claude.tools.permission_rules import Rule, flag_rules
 
 MAX_SYSTEM_PROMPT_CHARS = 100_000
 
@@ -47,11 +47,6 @@ class HeadlessOptions:
             parts["append"] = self.append_system_prompt.strip()
         return parts
 
-    def load_rules(self, cwd: Path, home: Path, tools: list[str]) -> LoadedRules:
-        return load_rules(
-            allowed=self.allowed_tools,
-            disallowed=self.disallowed_tools,
-            cwd=cwd,
-            home=home,
-            known_tools=tools,
-        )
+    def flag_rules(self, cwd: Path) -> tuple[list[Rule], list[Rule]]:
+        """The allow and deny rules of the flags; RuleError (a usage error) for a bad one."""
+        return flag_rules(self.allowed_tools, self.disallowed_tools, cwd)

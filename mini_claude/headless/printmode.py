@@ -28,11 +28,10 @@ from mini_claude.protocol import ProviderError
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens
-from mini_claude.tools.base import deny_all, yes_approver
+from mini_claude.tools.base import deny_all
+from mini_claude.tools.permission_modes import mode_from_flags
 from mini_claude.tools.permission_rules import RuleError
 from mini_claude.tools.process import kill_live_groups
-from mini_claude.tools.registry import default_registry
-from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
 from mini_claude.visible import visible
 
 if TYPE_CHECKING:
@@ -101,8 +100,7 @@ async def _run(
         print(f"mini-claude: cannot read --system-prompt-file: {exc}", file=err)
         return EXIT_USAGE
     try:
-        known = [*default_registry().names(), *([TASK_TOOL] if settings.task_tool else [])]
-        loaded = options.load_rules(cwd, settings.home, known)
+        flag_allow, flag_deny = options.flag_rules(cwd)
     except RuleError as exc:
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
@@ -111,17 +109,14 @@ async def _run(
     except ProviderError as exc:
         print(f"mini-claude: {exc.message}", file=err)
         return EXIT_USAGE
-    approver = yes_approver() if args.yes else deny_all
-    session = Session(settings, cwd, provider, approver, rules=loaded.rules)
+    # Nobody can be asked: what no rule or mode allows is refused (--yes allows it all).
+    session = Session(settings, cwd, provider, deny_all, flag_allow=flag_allow,
+                      flag_deny=flag_deny, mode_flag=mode_from_flags(args))
     session.system_prompt = build_system_prompt(
         cwd, session.instructions, skills=session.skills.prompt_section(), **extra_prompt
     )
     if session.project_hooks_status() in ("unknown", "denied"):
-        print(
-            "mini-claude: the hooks in this project's .mini-claude/settings.json are not run: "
-            "approve them once in the REPL (mini-claude)",
-            file=err,
-        )
+        print(f"mini-claude: {unapproved_settings_notice(session)}", file=err)
     try:
         if args.continue_session or args.resume:
             agent = session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
@@ -135,7 +130,7 @@ async def _run(
         return EXIT_USAGE
     for line in held_lines(list(session.instructions.held), cwd):
         print(f"mini-claude: not loaded until approved in the REPL: {line}", file=err)
-    for warning in [*session.warnings, *loaded.warnings]:
+    for warning in session.warnings:
         print(f"warning: {visible(warning, one_line=True)}", file=err)
     reporter = PrintReporter(args.output_format, out, err)
     headless: HeadlessReporter | None = None
@@ -145,7 +140,7 @@ async def _run(
         if args.output_format in ("json", "stream-json"):
             narrate = reporter.narrate_only if args.output_format == "json" else None
             headless = HeadlessReporter(args.output_format, out, narrate)
-            headless.begin(run_info(session, agent, options, yes=bool(args.yes)), agent)
+            headless.begin(run_info(session, agent, options), agent)
             if run is not None:
                 run.headless = headless
         async for event in prompt_events(session, prompt, options.max_turns):
@@ -158,6 +153,7 @@ async def _run(
             print(f"warning: {warning}", file=err)
     finally:
         session.shells.stop_all()  # no thread: the loop may be shutting down after a signal
+        await agent.context.memory.cancel()  # notes nobody will read: not waited for
         await session.mcp.close()
         await session.provider.close()
         agent.transcript.close()
@@ -176,7 +172,7 @@ async def _run(
     return EXIT_OK if reporter.error is None and not reporter.limited else EXIT_FAILED
 
 
-def run_info(session: Session, agent: Agent, options: HeadlessOptions, *, yes: bool) -> RunInfo:
+def run_info(session: Session, agent: Agent, options: HeadlessOptions) -> RunInfo:
     settings = session.settings
     status = agent.status()
     return RunInfo(
@@ -185,13 +181,20 @@ def run_info(session: Session, agent: Agent, options: HeadlessOptions, *, yes: b
         model=settings.model,
         provider=settings.provider,
         tools=tuple(session.registry.names()),
-        permission_mode="bypassPermissions" if yes else "default",
+        permission_mode=session.permission_setup.permissions.mode,
         version=__version__,
         context_window=status.window,
         effective_window=status.effective_window,
         autocompact_at=status.autocompact_at,
         max_turns=options.max_turns,
     )
+
+
+def unapproved_settings_notice(session: Session) -> str:
+    files = ", ".join(str(f.path.relative_to(session.cwd))
+                      for f in session.permission_setup.layers.project_files())
+    return (f"this project's settings ({files}) are not used beyond their deny rules: "
+            "approve them once in the REPL (mini-claude)")
 
 
 async def start_mcp_servers(session: Session, trust_project: bool, err: TextIO) -> None:

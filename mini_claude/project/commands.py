@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mini_claude.project.claude_tools import our_tool_name
 from mini_claude.project.front_matter import read, string_list
 from mini_claude.text import shorten
 
@@ -172,20 +171,3 @@ async def run_shell_lines(text: str, run: Callable[[str], Awaitable[str]]) -> st
         last = match.end()
     parts.append(text[last:])
     return "".join(parts)
-
-
-def our_rule(rule: str) -> str | None:
-    """``Bash(git status:*)`` as ``run_shell(git status:*)``, ``WebFetch(domain:x.org)`` as
-    ``web_fetch(x.org)``; a name of ours stays; a path pattern on a file tool
-    (``Edit(src/**)``) is not ours to read (None)."""
-    match = re.fullmatch(r"\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*", rule)
-    if match is None:
-        return None
-    tool, pattern = match.group(1), match.group(2)
-    ours = our_tool_name(tool)
-    if pattern is None or pattern.strip() in ("", "*"):
-        return ours
-    if ours == "web_fetch" and pattern.strip().startswith("domain:"):
-        host = pattern.strip().removeprefix("domain:").strip()
-        return f"web_fetch({host})" if host else None
-    return f"{ours}({pattern})" if ours == "run_shell" else None

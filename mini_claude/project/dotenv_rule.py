@@ -54,6 +54,8 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     "hook_timeout_seconds": "refused",
     # which of the user's variables a project's .mcp.json may read
     "mcp_project_variables": "refused",
+    # off would drop the deny rules and hooks of the user's own ~/.claude/settings.json
+    "read_claude_settings": "refused",
     # a short retention deletes other sessions' saved results
     "result_retention_days": "stricter",
     # model choice and context tuning: cost and quality, no guard

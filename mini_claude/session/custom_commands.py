@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mini_claude import events as ev
@@ -20,7 +21,6 @@ from mini_claude.conversation import ToolUseBlock
 from mini_claude.project.commands import (
     SHELL_LINE,
     CustomCommand,
-    our_rule,
     run_shell_lines,
     split_invocation,
     with_arguments,
@@ -29,7 +29,8 @@ from mini_claude.project.skills import Skill, load_text
 from mini_claude.project.trust import ProjectTrust
 from mini_claude.secrets import api_keys, mask
 from mini_claude.session.mentions import attach_mentions
-from mini_claude.tools.permission_rules import PermissionRules, Rule, RuleError, parse_rule
+from mini_claude.tools.permission_gate import permissions_of
+from mini_claude.tools.permission_rules import Rule, RuleError, parse_rule
 
 if TYPE_CHECKING:
     from mini_claude.agent.loop import Agent
@@ -102,7 +103,8 @@ async def invocation_events(
                         f"commands; they are not run until you approve {command.path}",
                         "warning")
     text = with_arguments(command.body, invocation.arguments)
-    rules, warnings = allowed_rules(command) if trusted else ((), [])
+    rules, warnings = (allowed_rules(command, agent.tool_context.root) if trusted
+                       else ((), []))
     for warning in warnings:
         yield ev.Notice(warning, "warning")
     with turn_overrides(agent, rules, command.model):
@@ -130,37 +132,33 @@ async def _trusted(session: Session, command: CustomCommand, ask: AskTrust | Non
     return approved
 
 
-def allowed_rules(command: CustomCommand) -> tuple[tuple[Rule, ...], list[str]]:
-    """The command's ``allowed-tools`` as our rules; what we cannot read is a warning."""
+def allowed_rules(command: CustomCommand, root: Path) -> tuple[tuple[Rule, ...], list[str]]:
+    """The command's ``allowed-tools`` as rules (Claude Code's syntax or our tool names);
+    what cannot be read is a warning, and is asked about as usual."""
     rules: list[Rule] = []
     warnings: list[str] = []
     source = f"allowed-tools of /{command.name}"
     for written in command.allowed_tools:
-        ours = our_rule(written)
         try:
-            if ours is None:
-                raise RuleError(written)
-            rules.append(parse_rule(ours, source))
-        except RuleError:
-            warnings.append(f"/{command.name}: allowed-tools entry {written!r} is not "
-                            "understood here; it is asked about as usual")
+            rules.append(parse_rule(written, source, root))
+        except RuleError as exc:
+            warnings.append(f"/{command.name}: allowed-tools entry {written!r} is not used "
+                            f"({exc}); it is asked about as usual")
     return tuple(rules), warnings
 
 
 @contextlib.contextmanager
 def turn_overrides(agent: Agent, allowed: tuple[Rule, ...], model: str | None) -> Iterator[None]:
     """The command's allowed tools and model, for this turn only."""
-    context = agent.tool_context
-    rules, settings = context.rules, agent.settings
-    if allowed:
-        current = rules or PermissionRules()
-        context.rules = replace(current, allow=(*current.allow, *allowed))
+    permissions = permissions_of(agent.tool_context)
+    settings = agent.settings
+    permissions.turn_allow = allowed
     if model:
         agent.settings = settings.with_overrides(model=model)
     try:
         yield
     finally:
-        context.rules = rules
+        permissions.turn_allow = ()
         if model:
             agent.settings = settings
 

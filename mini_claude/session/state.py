@@ -1,8 +1,9 @@
 """What a session keeps besides its messages, read back from the transcript on resume.
 
-The todo plan and the loaded skills are written as transcript events when they
-change (``todos``, ``skill_loaded``); replaying those events gives a resumed
-session the plan and the skills it had, so the next compaction re-attaches them.
+The todo plan, the loaded skills and the plan approved in plan mode are written as
+transcript events when they change (``todos``, ``skill_loaded``, ``plan_approved``);
+replaying those events gives a resumed session the plans and the skills it had, so the
+next compaction re-attaches them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class SavedNotes:
 class SavedState:
     todos: tuple[TodoItem, ...] = ()
     skills: list[str] = field(default_factory=list)  # oldest first
+    approved_plan: str | None = None  # the plan approved when leaving plan mode
     notes: SavedNotes | None = None
 
 
@@ -59,6 +61,8 @@ def read_saved_state(path: Path) -> SavedState:
             state.todos = items_from_dicts(record["todos"])
         elif record.get("kind") == "skill_loaded" and isinstance(record.get("name"), str):
             state.skills.append(record["name"])
+        elif record.get("kind") == "plan_approved" and isinstance(record.get("plan"), str):
+            state.approved_plan = record["plan"]
     return state
 
 

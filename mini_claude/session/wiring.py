@@ -11,13 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mini_claude.agent.hooks import (
-    HookRunner,
-    HookSettings,
-    LifecycleHooks,
-    load_hook_settings,
-    project_hooks_status,
-)
+from mini_claude.agent.hooks import HookRunner, LifecycleHooks
 from mini_claude.agent.subagent import add_task_tool, task_transcripts_dir
 from mini_claude.checkpoints.recorder import Checkpointer
 from mini_claude.checkpoints.restore import recover
@@ -36,17 +30,18 @@ from mini_claude.project.instructions import (
 )
 from mini_claude.project.rules import PathRules
 from mini_claude.project.skills import SkillCatalog, find_skills
-from mini_claude.project.trust import ProjectTrust
 from mini_claude.protocol import PromptTooLong, Provider
 from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
 from mini_claude.session.lock import SessionBusy, SessionLock, lock_path, sweep_stale_locks
+from mini_claude.session.permission_setup import PermissionSetup
 from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
 from mini_claude.tools.background import BackgroundShells
 from mini_claude.tools.base import Approver, ToolContext
-from mini_claude.tools.permission_rules import PermissionRules, load_rules
+from mini_claude.tools.permission_modes import PermissionMode
+from mini_claude.tools.permission_rules import Rule
 from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment
 from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
@@ -87,15 +82,17 @@ class Session:
     resumed: LoadedSession | None = field(init=False, default=None)
     _last_thinking: int = field(init=False, default=0)
     lock: SessionLock | None = field(init=False, default=None)
-    rules: PermissionRules | None = None  # None: the rules of the settings files and flags below
-    allowed_tools: tuple[str, ...] = ()  # the REPL's --allowed-tools, added to the files' rules
-    disallowed_tools: tuple[str, ...] = ()
+    # --allowed-tools / --disallowed-tools (REPL and print mode), and --permission-mode (or --yes)
+    flag_allow: list[Rule] = field(default_factory=list)
+    flag_deny: list[Rule] = field(default_factory=list)
+    mode_flag: PermissionMode | None = None
     mcp: McpManager = field(init=False)
     # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
     wall_clock: Callable[[], float] = time.time
     skills: SkillCatalog = field(init=False)
+    permission_setup: PermissionSetup = field(init=False)
+    _recorded_plan: str | None = field(init=False, default=None)
     commands: CommandCatalog = field(init=False)
-    hook_settings: HookSettings = field(init=False)
     # Background shells outlive /clear and a model switch; they end with the session.
     shells: BackgroundShells = field(default_factory=BackgroundShells)
     checkpoints: CheckpointStore = field(init=False)
@@ -117,22 +114,14 @@ class Session:
         self.system_prompt = build_system_prompt(
             self.cwd, self.instructions, skills=self.skills.prompt_section()
         )
-        self.hook_settings = load_hook_settings(
-            self.cwd, self.settings.home, self.settings.hook_timeout_seconds
-        )
-        self.warnings.extend(self.hook_settings.warnings)
         if self.settings.task_tool and self.registry.get(TASK_TOOL) is None:
             self.warnings.extend(add_task_tool(self))
-        if self.rules is None:
-            loaded = load_rules(
-                allowed=self.allowed_tools,
-                disallowed=self.disallowed_tools,
-                cwd=self.cwd,
-                home=self.settings.home,
-                known_tools=self.registry.names(),
-            )
-            self.rules = loaded.rules
-            self.warnings.extend(loaded.warnings)
+        self.permission_setup = PermissionSetup.load(
+            self.settings, self.cwd, self.flag_allow, self.flag_deny, self.mode_flag,
+            known_tools=self.registry.names(),
+        )
+        self.warnings.extend(self.permission_setup.warnings)
+        self.permission_setup.permissions.on_change.append(self._record_plan_approval)
         # Reads the server lists only; servers start when the UI calls ``mcp.start()``.
         self.mcp = McpManager(self.settings, self.cwd, self.registry)
         self.mcp.on_tools_changed.append(self._tools_changed)
@@ -181,10 +170,12 @@ class Session:
             settings=self.settings,
             approve=self.approver,
             session_id=self.session_id,
-            env=child_environment(os.environ, self.settings),
+            env=self.permission_setup.command_environment(
+                child_environment(os.environ, self.settings)
+            ),
             transcript_path=transcript.path,
             results_folder=store.folder,
-            rules=self.rules,
+            rules=self.permission_setup.permissions,
             skills=self.skills,
             shells=self.shells,
             checkpoints=self._checkpointer_for(transcript),
@@ -224,33 +215,38 @@ class Session:
             agent.system_prompt = self.system_prompt
             agent.context.meter.schemas_changed(agent.fixed_chars)
 
-    # ---- hooks ------------------------------------------------------------------------
+    # ---- project settings and hooks --------------------------------------------------------
 
     def project_hooks_status(self) -> str:
         """"none", or the trust record's word ("approved", "denied", "unknown") for the
-        project settings file whose hooks want to run."""
-        return project_hooks_status(self.hook_settings, self.cwd, self.settings.home)
+        project settings files that want to grant something (hooks, rules, env, a mode)."""
+        return self.permission_setup.trust_status()
 
     def decide_project_hooks(self, approved: bool) -> None:
-        """Remember the user's answer for this file's content; approved hooks run from now on."""
-        project = self.hook_settings.project
-        if project is None:
-            return
-        trust = ProjectTrust(self.settings.home)
-        record = trust.approve if approved else trust.deny
-        record(self.cwd, project.path, project.content)
+        """Remember the user's answer for these files' content; approved grants count now."""
+        self.permission_setup.decide(approved)
         agent: Agent | None = getattr(self, "agent", None)
         if agent is not None:
-            agent.hooks = self._hook_runner(agent.tool_context.env, agent.transcript)
+            env = self.permission_setup.command_environment(
+                child_environment(os.environ, self.settings)
+            )
+            agent.tool_context.env = env
+            agent.hooks = self._hook_runner(env, agent.transcript)
+
+    def _record_plan_approval(self) -> None:
+        """An approved plan goes into the transcript, so a resumed session keeps it."""
+        permissions = self.permission_setup.permissions
+        agent: Agent | None = getattr(self, "agent", None)
+        plan = permissions.approved_plan
+        if agent is None or plan is None or plan == self._recorded_plan:
+            return
+        self._recorded_plan = plan
+        agent.transcript.event("plan_approved", plan=plan, mode=permissions.mode)
 
     def _hook_runner(self, env: dict[str, str] | None, transcript: Transcript) -> HookRunner:
-        """The user's hooks always; the project's only once its file was approved."""
-        settings = self.hook_settings
-        commands = list(settings.user.commands) if settings.user else []
-        if settings.project is not None and self.project_hooks_status() == "approved":
-            commands += settings.project.commands
+        """The user's hooks always; the project's only once its files were approved."""
         return HookRunner(
-            commands,
+            self.permission_setup.hooks(),
             cwd=self.cwd,
             env=env,
             session_id=self.session_id,
@@ -261,6 +257,7 @@ class Session:
         """A fresh conversation with its own transcript (also what /clear does)."""
         source = "clear" if self.session_id else "startup"
         self.session_id = session_id or new_session_id()
+        self.permission_setup.permissions.approved_plan = None  # a plan belongs to its talk
         transcript = Transcript.create(
             self.settings.transcripts_dir, self.session_id, self._meta(), secrets=self.secrets
         )
@@ -300,6 +297,9 @@ class Session:
         for name in saved.skills:
             if self.skills.get(name) is not None:
                 context.loaded_skills.add(name)
+        if saved.approved_plan is not None:  # the mode itself comes from this start's settings
+            self.permission_setup.permissions.approved_plan = saved.approved_plan
+            self._recorded_plan = saved.approved_plan
         if saved.notes is not None:
             self.agent.context.memory.restore(saved.notes.text, saved.notes.covered,
                                               saved.notes.history_tokens,

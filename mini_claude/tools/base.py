@@ -14,7 +14,8 @@ from mini_claude.project.skills import LoadedSkills, SkillCatalog
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
 from mini_claude.tools.background import BackgroundShells
-from mini_claude.tools.permission_rules import PermissionDenied, PermissionRules
+from mini_claude.tools.permission_modes import Permissions
+from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.progress import CallProgress
 
 
@@ -24,8 +25,9 @@ class PermissionRequest:
     summary: str  # one line: the command, or the path being written
     subject: str  # what "allow for the session" remembers: the command, or the tool name
     detail: str | None = None  # e.g. the diff of an edit
-    # Asked even under --yes (reads of mini-claude's home: other sessions, the home .env);
-    # only the user at a prompt or an explicit allow rule lets it through.
+    rule: str | None = None  # what "don't ask again" would allow instead: ``run_shell(cat:*)``
+    # Asked even under bypassPermissions (reads of mini-claude's home: other sessions, the
+    # home .env); only the user at a prompt or an explicit allow rule lets it through.
     beyond_yes: bool = False
 
 
@@ -35,6 +37,7 @@ class PermissionDecision:
     remember: bool = False  # allow this subject for the rest of the session
     reason: str | None = None  # given to the model on a denial
     asked: bool = True  # False: a rule said no, nobody was asked
+    mode: str | None = None  # exit_plan_mode: the permission mode the user chose
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,32 +72,6 @@ async def allow_all(request: PermissionRequest) -> PermissionDecision:
     return PermissionDecision(True)
 
 
-async def _refuse_beyond_yes(request: PermissionRequest) -> PermissionDecision:
-    return PermissionDecision(
-        False,
-        reason="reading mini-claude's home (other sessions, the home .env) is not covered "
-        "by --yes; only an explicit --allowed-tools rule or the user in the REPL allows it",
-        asked=False,
-    )
-
-
-class YesApprover:
-    """``--yes``: everything allowed but what only a person may allow, which goes to
-    ``ask_person`` (the REPL's question; in print mode a refusal)."""
-
-    def __init__(self, ask_person: Approver = _refuse_beyond_yes) -> None:
-        self.ask_person = ask_person
-
-    async def __call__(self, request: PermissionRequest) -> PermissionDecision:
-        if request.beyond_yes:
-            return await self.ask_person(request)
-        return PermissionDecision(True)
-
-
-def yes_approver(ask_person: Approver = _refuse_beyond_yes) -> Approver:
-    return YesApprover(ask_person)
-
-
 @dataclass
 class ToolContext:
     """What a tool may use: the project folder, the settings, a way to ask the user."""
@@ -108,7 +85,7 @@ class ToolContext:
     # File -> (inode, size, mtime_ns) when the model last read or wrote it: a whole-file
     # write over a file changed since then is refused.
     read_stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
-    rules: PermissionRules | None = None  # --allowed-tools / settings.json rules
+    rules: Permissions | None = None  # rules and mode, shared with sub-agents
     denials: list[PermissionDenied] = field(default_factory=list)  # refused calls, in order
     # This session's own records, for search_history (None: not known, e.g. a bare test).
     transcript_path: Path | None = None

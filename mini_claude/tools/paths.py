@@ -7,9 +7,11 @@ the mini-claude home (its saved results, spilled output and transcript), which
 placeholders name for the model to page through. The rest of the home (other
 sessions, other projects, the home ``.env``) asks like any other outside read, and
 ``--yes`` does not cover it (see :attr:`ResolvedPath.needs_its_own_approval`).
-Writes outside the project are refused, and so are writes anywhere under the home
-(settings, transcripts, trust records, saved results), even when the project folder
-holds the home: the model must never rewrite the rules it runs under.
+Writes outside the project are refused, except in the additional directories the
+settings name (``permissions.additionalDirectories``), which count as the project's;
+writes anywhere under the home (settings, transcripts, trust records, saved results)
+are refused even when the project folder holds the home: the model must never
+rewrite the rules it runs under.
 """
 
 from __future__ import annotations
@@ -82,13 +84,19 @@ def shown_path(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
+def in_additional_directory(path: Path, ctx: ToolContext) -> bool:
+    """Inside a folder the settings' ``additionalDirectories`` add to the project."""
+    folders = ctx.rules.additional_directories if ctx.rules is not None else ()
+    return any(path.is_relative_to(folder) for folder in folders)
+
+
 def read_permission(tool_name: str, raw: str, ctx: ToolContext) -> PermissionRequest | None:
     """Ask before reading outside the project; remembering it covers that one folder."""
     try:
         target = resolve(raw, ctx)
     except ToolError:
         return None  # the run reports the problem
-    if target.freely_readable:
+    if target.freely_readable or in_additional_directory(target.path, ctx):
         return None
     folder = target.path if target.path.is_dir() else target.path.parent
     where = (
@@ -113,7 +121,7 @@ def writable(raw: str, ctx: ToolContext) -> ResolvedPath:
             f"transcripts, trust records, saved results are never written by a tool): "
             f"{target.path}"
         )
-    if not target.inside_project:
+    if not target.inside_project and not in_additional_directory(target.path, ctx):
         raise ToolError(
             f"refusing to write {target.path}: it is outside the project folder "
             f"{project_root(ctx)} (symlinks are followed)"

@@ -1,43 +1,82 @@
-"""Permission rules: tool calls that run without asking, and tool calls that never run.
+"""Permission rules in Claude Code's syntax, mapped onto our tools.
 
-A rule names a tool (``write_file``) or, for ``run_shell``, a command:
-``run_shell(git status)`` is that exact command, ``run_shell(git diff:*)`` is
-``git diff`` followed by anything. Rules come from ``--allowed-tools`` /
-``--disallowed-tools`` and from ``settings.json`` files; a deny rule always
-wins over an allow rule.
+A rule names a tool, and may narrow it with a specifier in parentheses:
 
-Allowing by prefix is only safe for a single simple command: ``git diff:*``
-must not let ``git diff; rm -rf /`` through. So a prefix allow rule never
-matches a command with a shell control operator in it, and a deny rule is
-checked against every piece of a compound command.
+- ``Bash(npm run test:*)`` / ``run_shell(git diff:*)``: a command, exact or by word
+  prefix (``:*`` or a trailing `` *``), or with ``*`` wildcards (``Bash(git * main)``);
+- ``Read(./.env)``, ``Read(src/**)``, ``Edit(//etc/hosts)``, ``Edit(~/notes/**)``: a path
+  in gitignore syntax (``//`` absolute, ``~/`` the user's home, anything else from the
+  project folder); ``Read`` covers read_file, grep_search and list_files, ``Edit`` and
+  ``Write`` cover edit_file and write_file;
+- ``WebFetch(domain:example.com)``: the host of a ``web_fetch`` URL (``*.example.com``
+  for its subdomains);
+- ``mcp__server`` (every tool of that MCP server), ``mcp__server__tool``;
+- ``Task(explore)``: a sub-agent type.
+
+Rules are checked deny first, then ask, then allow; the first that matches decides.
+Allowing a command by prefix is only safe for one plain command, so a prefix or
+wildcard allow rule never matches a line with a list, pipe, substitution or
+redirection in it. A deny rule is checked against every command the line would run
+(see :mod:`mini_claude.tools.shell_parse`); a line whose commands cannot all be
+known matches every command deny rule.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from mini_claude.safe_read import read_limited
-from mini_claude.tools.web_guard import host_of
+import pathspec
 
-# Tools whose rules may name a pattern, and the argument the pattern is matched against.
-# web_fetch's pattern is matched against the host of its URL: ``web_fetch(docs.python.org)``.
-PATTERN_ARGUMENTS = {"run_shell": "command", "web_fetch": "url"}
+from mini_claude.tools.shell_parse import analyse, command_name, single_command_words
+
+RuleKind = Literal["any", "command", "path", "domain", "name"]
+Behavior = Literal["allow", "ask", "deny"]
+
 PREFIX_SUFFIX = ":*"
 # Anything that chains, pipes, substitutes or redirects. A prefix rule never allows these.
 CONTROL_OPERATORS = (";", "&", "|", "`", "$(", ">", "<", "\n", "\r")
-_SEGMENT_SPLIT = re.compile(r"&&|\|\||[;&|\n\r`()<>{}'\"]|\$\(")
-# Words that run the command after them; a deny rule looks past them.
-_WRAPPERS = frozenset({"sudo", "env", "command", "exec", "nohup", "time", "nice", "builtin"})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_RULE = re.compile(r"^([A-Za-z0-9_.\-]+)(?:\((.*)\))?$", re.DOTALL)
-
-PROJECT_SETTINGS = Path(".mini-claude") / "settings.json"
-USER_SETTINGS_NAME = "settings.json"
+MCP_PREFIX = "mcp__"
+READ_TOOLS = ("read_file", "grep_search", "list_files")
+EDIT_TOOLS = ("edit_file", "write_file")
+# The argument each kind of rule is matched against, per tool.
+COMMAND_ARGUMENTS = {"run_shell": "command"}
+PATH_ARGUMENTS = {name: "path" for name in (*READ_TOOLS, *EDIT_TOOLS)}
+# A tool that fetches URLs names its URL argument here; domain rules match that URL's host.
+URL_ARGUMENTS = {"web_fetch": "url"}
+NAME_ARGUMENTS = {"task": "agent_type"}
+# Claude Code's tool names -> ours.
+CLAUDE_TOOL_NAMES: dict[str, tuple[str, ...]] = {
+    "Bash": ("run_shell",),
+    "Read": READ_TOOLS,
+    "Grep": ("grep_search",),
+    "Glob": ("list_files",),
+    "LS": ("list_files",),
+    "Edit": EDIT_TOOLS,
+    "MultiEdit": EDIT_TOOLS,
+    "Write": EDIT_TOOLS,
+    "NotebookEdit": EDIT_TOOLS,
+    "WebFetch": ("web_fetch",),
+    "BashOutput": ("shell_output",),
+    "KillShell": ("kill_shell",),
+    "KillBash": ("kill_shell",),
+    "Task": ("task",),
+    "Agent": ("task",),
+    "TodoWrite": ("todo_write",),
+    "ExitPlanMode": ("exit_plan_mode",),
+}
+# Claude Code tools we do not have: a rule naming one is reported and left out.
+CLAUDE_TOOLS_WE_LACK = frozenset(
+    {"WebSearch", "NotebookRead", "SlashCommand",
+     "Skill", "ListMcpResources", "ReadMcpResource"}
+)
+_RULE = re.compile(r"^([A-Za-z0-9_.\-]+\*?)(?:\((.*)\))?$", re.DOTALL)
 
 
 class RuleError(ValueError):
@@ -46,40 +85,94 @@ class RuleError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    tool: str
+    tools: frozenset[str]  # the tool names it speaks about (empty: see tool_prefix)
+    kind: RuleKind
     pattern: str | None  # None: every call of the tool
-    prefix: bool  # the pattern ended in ":*"
+    prefix: bool  # a command rule that ended in ":*" (or " *")
     text: str  # as written, for messages
-    source: str  # "--allowed-tools", or the settings file it came from
+    source: str  # "--allowed-tools", "this session", or the settings file it came from
+    base: Path | None = None  # path rules: the folder a relative pattern starts from
+    tool_prefix: str = ""  # "mcp__server__": every tool of an MCP server
+    project: Path | None = None  # path rules: the folder tool paths are relative to
+
+    def applies_to(self, tool: str) -> bool:
+        return tool in self.tools or bool(self.tool_prefix and tool.startswith(self.tool_prefix))
 
     def allows(self, tool: str, args: Mapping[str, Any]) -> bool:
-        if tool != self.tool:
-            return False
-        if self.pattern is None:
-            return True
-        command = _subject(tool, args).strip()
-        if not self.prefix:
-            return _normal(command) == self.pattern
-        if any(op in command for op in CONTROL_OPERATORS):
-            return False
-        return _starts_with_words(_normal(command), self.pattern)
+        return self.applies_to(tool) and self._matches(tool, args, deny=False)
 
     def denies(self, tool: str, args: Mapping[str, Any]) -> bool:
-        if tool != self.tool:
-            return False
-        if self.pattern is None:
+        return self.applies_to(tool) and self._matches(tool, args, deny=True)
+
+    def _matches(self, tool: str, args: Mapping[str, Any], *, deny: bool) -> bool:
+        if self.pattern is None or self.kind == "any":
             return True
-        command = _subject(tool, args)
-        pieces = [command.strip(), *(_segments(command))]
+        if self.kind == "command":
+            command = _argument(args, COMMAND_ARGUMENTS.get(tool, "command"))
+            return self._denies_command(command) if deny else self._allows_command(command)
+        if self.kind == "path":
+            return self._matches_path(_argument(args, PATH_ARGUMENTS.get(tool, "path")) or ".")
+        if self.kind == "domain":
+            url = _argument(args, URL_ARGUMENTS.get(tool, "url"))
+            return _host_matches(url, self.pattern, wide=deny)
+        return _argument(args, NAME_ARGUMENTS.get(tool, "")).lower() == self.pattern.lower()
+
+    # ---- commands ----------------------------------------------------------------------
+
+    def _allows_command(self, command: str) -> bool:
+        assert self.pattern is not None
+        normal = normal_command(command)
+        if not self.prefix and "*" not in self.pattern:
+            return normal == self.pattern
+        if any(op in command for op in CONTROL_OPERATORS):
+            return False
+        if single_command_words(command) is None:
+            return False
+        return self._command_pattern_matches(normal)
+
+    def _denies_command(self, command: str) -> bool:
+        assert self.pattern is not None
+        if normal_command(command) == self.pattern:
+            return True
+        analysis = analyse(command)
+        if analysis.uncertain:
+            return True  # cannot tell what runs: the deny rule holds
+        for words in analysis.invocations:
+            named = (command_name(words[0]), *words[1:])
+            if any(self._command_pattern_matches(" ".join(w)) for w in (words, named)):
+                return True
+        return False
+
+    def _command_pattern_matches(self, command: str) -> bool:
+        assert self.pattern is not None
         if self.prefix:
-            return any(_starts_with_words(piece, self.pattern) for piece in pieces)
-        return any(piece == self.pattern for piece in pieces)
+            return starts_with_words(command, self.pattern)
+        if "*" in self.pattern:
+            return wildcard(self.pattern).fullmatch(command) is not None
+        return command == self.pattern
+
+    # ---- paths -------------------------------------------------------------------------
+
+    def _matches_path(self, raw: str) -> bool:
+        assert self.pattern is not None and self.base is not None
+        spec = _spec(self.pattern)
+        for candidate in _path_forms(raw, self.base, self.project or self.base):
+            if spec.match_file(candidate) or spec.match_file(candidate + "/"):
+                return True
+        return False
+
+    def with_source(self, source: str) -> Rule:
+        return replace(self, source=source)
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    allowed: bool
+    behavior: Behavior
     rule: Rule
+
+    @property
+    def allowed(self) -> bool:
+        return self.behavior == "allow"
 
     @property
     def reason(self) -> str:
@@ -90,19 +183,30 @@ class Verdict:
 class PermissionRules:
     allow: tuple[Rule, ...] = ()
     deny: tuple[Rule, ...] = ()
+    ask: tuple[Rule, ...] = ()
 
     def check(self, tool: str, args: Mapping[str, Any]) -> Verdict | None:
-        """Deny first, then allow; None when no rule speaks about this call."""
+        """Deny, then ask, then allow; None when no rule speaks about this call."""
         for rule in self.deny:
             if rule.denies(tool, args):
-                return Verdict(False, rule)
+                return Verdict("deny", rule)
+        for rule in self.ask:
+            if rule.denies(tool, args):  # asking is matched as widely as denying
+                return Verdict("ask", rule)
         for rule in self.allow:
             if rule.allows(tool, args):
-                return Verdict(True, rule)
+                return Verdict("allow", rule)
         return None
 
+    def all_rules(self) -> list[tuple[Behavior, Rule]]:
+        return [
+            *(("deny", r) for r in self.deny),
+            *(("ask", r) for r in self.ask),
+            *(("allow", r) for r in self.allow),
+        ]
+
     def __bool__(self) -> bool:
-        return bool(self.allow or self.deny)
+        return bool(self.allow or self.deny or self.ask)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,25 +224,173 @@ class LoadedRules:
     warnings: list[str] = field(default_factory=list)
 
 
-def parse_rule(text: str, source: str) -> Rule:
-    """``read_file``, ``run_shell(pytest)`` or ``run_shell(git diff:*)``."""
+# ---- parsing ---------------------------------------------------------------------------------
+
+
+def parse_rule(text: str, source: str, project_root: Path | None = None) -> Rule:
+    """One rule, in Claude Code's syntax or with our tool names; RuleError when unreadable.
+
+    Path patterns and tool paths start from ``project_root`` (the working folder).
+    """
     written = text.strip()
     match = _RULE.match(written)
     if not match:
         raise RuleError(f"cannot read the permission rule {text!r} (from {source})")
-    tool, pattern = match.group(1), match.group(2)
-    if pattern is None:
-        return Rule(tool, None, False, written, source)
-    if tool not in PATTERN_ARGUMENTS:
+    name, specifier = match.group(1), match.group(2)
+    if name in CLAUDE_TOOLS_WE_LACK:
+        raise RuleError(f"the permission rule {written!r} (from {source}) names {name}, "
+                        "a Claude Code tool mini-claude does not have")
+    if name.startswith(MCP_PREFIX):
+        return _mcp_rule(name, specifier, written, source)
+    tools = frozenset(CLAUDE_TOOL_NAMES.get(name, (name,)))
+    if specifier is None or specifier.strip() in ("", "*"):
+        return Rule(tools, "any", None, False, written, source)
+    kind = _kind_of(tools)
+    if kind is None:
         raise RuleError(
-            f"the permission rule {written!r} (from {source}) gives a pattern, but only "
-            f"{' and '.join(PATTERN_ARGUMENTS)} rules take one; name the tool alone"
+            f"the permission rule {written!r} (from {source}) gives a specifier, but "
+            f"{name} rules take none; name the tool alone"
         )
-    prefix = pattern.endswith(PREFIX_SUFFIX)
-    body = _normal(pattern[: -len(PREFIX_SUFFIX)] if prefix else pattern)
+    if kind == "command":
+        return _command_rule(tools, specifier, written, source)
+    if kind == "path":
+        project = (project_root or Path.cwd()).absolute()
+        pattern, base = path_pattern(specifier, project)
+        return Rule(tools, "path", pattern, False, written, source, base, project=project)
+    if kind == "domain":
+        if not specifier.startswith("domain:") or not specifier[7:].strip():
+            raise RuleError(f"the permission rule {written!r} (from {source}) needs "
+                            "domain:<host>, e.g. WebFetch(domain:example.com)")
+        return Rule(tools, "domain", specifier[7:].strip().lower(), False, written, source)
+    return Rule(tools, "name", specifier.strip(), False, written, source)
+
+
+def _kind_of(tools: frozenset[str]) -> RuleKind | None:
+    kinds: set[RuleKind] = set()
+    for tool in tools:
+        if tool in COMMAND_ARGUMENTS:
+            kinds.add("command")
+        elif tool in PATH_ARGUMENTS:
+            kinds.add("path")
+        elif tool in URL_ARGUMENTS:
+            kinds.add("domain")
+        elif tool in NAME_ARGUMENTS:
+            kinds.add("name")
+        else:
+            return None
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _command_rule(tools: frozenset[str], specifier: str, written: str, source: str) -> Rule:
+    pattern = specifier.strip()
+    prefix = False
+    if pattern.endswith(PREFIX_SUFFIX):
+        pattern, prefix = pattern[: -len(PREFIX_SUFFIX)], True
+    elif pattern.endswith(" *") and pattern.count("*") == 1:
+        pattern, prefix = pattern[:-2], True  # "npm run *": a word prefix, as ":*"
+    body = normal_command(pattern)
     if not body:
         raise RuleError(f"the permission rule {written!r} (from {source}) has an empty command")
-    return Rule(tool, body, prefix, written, source)
+    return Rule(tools, "command", body, prefix, written, source)
+
+
+def _mcp_rule(name: str, specifier: str | None, written: str, source: str) -> Rule:
+    if specifier is not None:
+        raise RuleError(f"the permission rule {written!r} (from {source}): MCP rules take no "
+                        "specifier; name mcp__server or mcp__server__tool")
+    server, sep, tool = name[len(MCP_PREFIX):].partition("__")
+    if not server:
+        raise RuleError(f"the permission rule {written!r} (from {source}) names no MCP server")
+    if not sep or tool in ("", "*"):
+        return Rule(frozenset(), "any", None, False, written, source,
+                    tool_prefix=f"{MCP_PREFIX}{server}__")
+    return Rule(frozenset({name}), "any", None, False, written, source)
+
+
+def path_pattern(specifier: str, base: Path) -> tuple[str, Path]:
+    """A gitignore pattern and the folder it is relative to.
+
+    ``//x`` is the absolute ``/x``, ``~/x`` is in the home folder, ``/x`` and ``./x``
+    start at ``base`` (the project), and a bare ``x`` matches at any depth under it,
+    as in a ``.gitignore``.
+    """
+    spec = specifier.strip()
+    if spec.startswith("//"):
+        return "/" + spec[2:].lstrip("/"), Path("/")
+    if spec == "~" or spec.startswith("~/"):
+        return "/" + spec[2:] if len(spec) > 2 else "**", Path.home()
+    if spec.startswith("./"):
+        return "/" + spec[2:], base
+    return spec, base
+
+
+def _path_forms(raw: str, base: Path, project: Path) -> list[str]:
+    """The target as written (made absolute) and with links followed, relative to ``base``."""
+    lexical = Path(os.path.normpath(project / Path(raw).expanduser()))
+    forms = [lexical]
+    try:
+        real = lexical.resolve()
+    except (OSError, RuntimeError):
+        real = lexical
+    if real != lexical:
+        forms.append(real)
+    relative = [_relative(form, base) for form in forms]
+    return [r for r in relative if r is not None]
+
+
+def _relative(path: Path, base: Path) -> str | None:
+    try:
+        relative = path.relative_to(base)
+    except ValueError:
+        return None
+    text = relative.as_posix()
+    return "" if text == "." else text
+
+
+# ---- commands ---------------------------------------------------------------------------------
+
+
+def normal_command(command: str) -> str:
+    """Runs of spaces and tabs as one space (no newlines: those are operators)."""
+    return re.sub(r"[ \t]+", " ", command.strip())
+
+
+def starts_with_words(command: str, prefix: str) -> bool:
+    """``git diff`` matches ``git diff`` and ``git diff --stat``, never ``git diff-tree``."""
+    command = normal_command(command)
+    return command == prefix or command.startswith(prefix + " ")
+
+
+def wildcard(pattern: str) -> re.Pattern[str]:
+    """``git * main``: each ``*`` is any text; a trailing `` *`` may also match nothing."""
+    optional_tail = pattern.endswith(" *")
+    core = pattern[:-2] if optional_tail else pattern
+    body = ".*".join(re.escape(part) for part in core.split("*"))
+    return re.compile(body + ("(?: .*)?" if optional_tail else ""), re.DOTALL)
+
+
+def url_host(url: str) -> str:
+    """The host of a URL, lower case ("" when there is none)."""
+    try:
+        return (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return ""
+
+
+def _host_matches(url: str, domain: str, *, wide: bool) -> bool:
+    """The URL's host is the domain (``*.d``: or a subdomain). A deny or ask rule (``wide``)
+    also covers subdomains and URLs without a readable host: refusing too much is safe."""
+    host = url_host(url)
+    if not host:
+        return wide
+    if domain.startswith("*."):
+        return host.endswith(domain[1:]) or host == domain[2:]
+    return host == domain or (wide and host.endswith("." + domain))
+
+
+def _argument(args: Mapping[str, Any], name: str) -> str:
+    value = args.get(name, "")
+    return value if isinstance(value, str) else str(value)
 
 
 def split_rule_list(values: Iterable[str]) -> list[str]:
@@ -165,129 +417,22 @@ def split_rule_list(values: Iterable[str]) -> list[str]:
     return rules
 
 
-def load_rules(
-    *,
-    allowed: Iterable[str],
-    disallowed: Iterable[str],
-    cwd: Path,
-    home: Path,
-    known_tools: Iterable[str],
-    project_file_approved: Callable[[Path, bytes], bool] | None = None,
-) -> LoadedRules:
-    """Rules from the flags (a bad one raises RuleError) and the two settings files.
-
-    The user file (``<home>/settings.json``) may allow and deny. The project file
-    (``.mini-claude/settings.json`` in the working folder) may only deny: it comes
-    with the repository, and a repository must not grant itself the shell. Its allow
-    rules count only when ``project_file_approved(path, content)`` says the user
-    approved this very content (the project-trust record).
-    """
-    allow = [parse_rule(text, "--allowed-tools") for text in split_rule_list(allowed)]
-    deny = [parse_rule(text, "--disallowed-tools") for text in split_rule_list(disallowed)]
-    warnings: list[str] = []
-    user_file = home / USER_SETTINGS_NAME
-    project_file = cwd / PROJECT_SETTINGS
-    file_allow, file_deny = _read_settings(user_file, warnings)
-    allow += file_allow
-    deny += file_deny
-    if not _same_file(project_file, user_file):
-        project_allow, project_deny = _read_settings(project_file, warnings)
-        deny += project_deny
-        if project_allow and _approved(project_file, project_file_approved):
-            allow += project_allow
-        elif project_allow:
-            warnings.append(
-                f"ignoring {len(project_allow)} allow rule(s) in {project_file}: a project's "
-                "settings may only deny; allow them with --allowed-tools or in "
-                f"{user_file}"
-            )
-    known = set(known_tools)
-    unknown = sorted({rule.text for rule in allow + deny if rule.tool not in known})
-    if unknown:
-        warnings.append(
-            f"permission rule(s) naming no known tool: {', '.join(unknown)} "
-            f"(tools: {', '.join(sorted(known))})"
-        )
-    return LoadedRules(PermissionRules(tuple(allow), tuple(deny)), warnings)
+def parse_rule_list(values: Iterable[str], source: str, project_root: Path) -> list[Rule]:
+    """Flag rules: a bad one raises RuleError (a usage error on the command line)."""
+    return [parse_rule(text, source, project_root) for text in split_rule_list(values)]
 
 
-def _approved(path: Path, approved: Callable[[Path, bytes], bool] | None) -> bool:
-    if approved is None:
-        return False
-    try:
-        return approved(path, read_limited(path))
-    except OSError:
-        return False
-
-
-def _read_settings(path: Path, warnings: list[str]) -> tuple[list[Rule], list[Rule]]:
-    """The permissions of one settings file; problems become warnings, never a failed start."""
-    try:
-        text = read_limited(path).decode("utf-8")
-    except FileNotFoundError:
-        return [], []
-    except (OSError, UnicodeDecodeError) as exc:
-        warnings.append(f"cannot read {path}: {exc}; its permission rules are not used")
-        return [], []
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        warnings.append(f"{path} is not valid JSON ({exc}); its permission rules are not used")
-        return [], []
-    permissions = data.get("permissions", {}) if isinstance(data, dict) else None
-    if not isinstance(permissions, dict):
-        warnings.append(f'{path}: "permissions" must be an object; its rules are not used')
-        return [], []
-    return _rules_of(permissions, "allow", path, warnings), _rules_of(
-        permissions, "deny", path, warnings
+def flag_rules(
+    allowed: Iterable[str] | None, disallowed: Iterable[str] | None, project_root: Path
+) -> tuple[list[Rule], list[Rule]]:
+    """The allow and deny rules of --allowed-tools / --disallowed-tools (REPL and print mode);
+    a bad one raises RuleError (a usage error on the command line)."""
+    return (
+        parse_rule_list(allowed or (), "--allowed-tools", project_root),
+        parse_rule_list(disallowed or (), "--disallowed-tools", project_root),
     )
 
 
-def _rules_of(permissions: dict[str, Any], key: str, path: Path, warnings: list[str]) -> list[Rule]:
-    entries = permissions.get(key, [])
-    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
-        warnings.append(f'{path}: "permissions.{key}" must be a list of strings; it is not used')
-        return []
-    rules: list[Rule] = []
-    for entry in entries:
-        try:
-            rules.append(parse_rule(entry, str(path)))
-        except RuleError as exc:
-            warnings.append(f"{exc}; skipped")
-    return rules
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return False
-
-
-def _subject(tool: str, args: Mapping[str, Any]) -> str:
-    value = args.get(PATTERN_ARGUMENTS.get(tool, ""), "")
-    text = value if isinstance(value, str) else str(value)
-    return host_of(text) if tool == "web_fetch" else text
-
-
-def _normal(command: str) -> str:
-    """Runs of spaces and tabs as one space (no newlines: those are operators)."""
-    return re.sub(r"[ \t]+", " ", command.strip())
-
-
-def _starts_with_words(command: str, prefix: str) -> bool:
-    """``git diff`` matches ``git diff`` and ``git diff --stat``, never ``git diff-tree``."""
-    command = _normal(command)
-    return command == prefix or command.startswith(prefix + " ")
-
-
-def _segments(command: str) -> list[str]:
-    """The simple commands inside a compound one, with leading ``VAR=value`` dropped."""
-    segments: list[str] = []
-    for piece in _SEGMENT_SPLIT.split(command):
-        words = _normal(piece).split(" ")
-        while len(words) > 1 and (words[0] in _WRAPPERS or _ASSIGNMENT.match(words[0])):
-            words = words[1:]
-        if any(words):
-            segments.append(" ".join(words))
-    return segments
+@lru_cache(maxsize=256)
+def _spec(pattern: str) -> pathspec.PathSpec[Any]:
+    return pathspec.PathSpec.from_lines("gitignore", [pattern])

@@ -15,14 +15,15 @@ from typing import Any
 from mini_claude.protocol import ARGUMENTS_REFUSED_KEY, RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
 from mini_claude.sanitize import has_non_finite
 from mini_claude.text import shorten
-from mini_claude.tools.base import Prepared, Tool, ToolContext
+from mini_claude.tools.base import Tool, ToolContext
 from mini_claude.tools.common import error_output
 from mini_claude.tools.compact import CompactTool
 from mini_claude.tools.edit_file import EditFileTool
+from mini_claude.tools.exit_plan_mode import ExitPlanModeTool
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
 from mini_claude.tools.kill_shell import KillShellTool
 from mini_claude.tools.list_files import ListFilesTool
-from mini_claude.tools.permission_rules import PermissionDenied
+from mini_claude.tools.permission_gate import check_permission
 from mini_claude.tools.read_file import ReadFileTool
 from mini_claude.tools.run_shell import RunShellTool
 from mini_claude.tools.search_history import SearchHistoryTool
@@ -116,7 +117,7 @@ class ToolRegistry:
                 f"Expected {signature(tool.spec)}"
             )
         try:
-            prepared = await _ask_permission(tool, checked, ctx)
+            prepared = await check_permission(tool, checked, ctx)
             if isinstance(prepared, ToolOutput):
                 return prepared  # refused
             return await tool.run(checked, ctx, prepared)
@@ -130,32 +131,6 @@ def has_invalid_number(raw: str) -> bool:
         return has_non_finite(json.loads(raw))
     except ValueError:
         return False
-
-
-async def _ask_permission(
-    tool: Tool, args: dict[str, Any], ctx: ToolContext
-) -> Prepared | ToolOutput:
-    """What the tool prepared, to go ahead with; an error result the model reads when a
-    rule or the user said no."""
-    verdict = ctx.rules.check(tool.spec.name, args) if ctx.rules else None
-    if verdict is not None and not verdict.allowed:
-        ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), verdict.reason))
-        return error_output(f"Permission denied by {verdict.reason}")
-    prepared = tool.permission(args, ctx)
-    request = prepared.request
-    if request is None or request.subject in ctx.allowed_subjects:
-        return prepared
-    if verdict is not None:
-        return prepared  # an allow rule answered for the user
-    decision = await ctx.approve(request)
-    if not decision.allowed:
-        reason = f": {decision.reason}" if decision.reason else ""
-        ctx.denials.append(PermissionDenied(tool.spec.name, dict(args), decision.reason or ""))
-        who = " by the user" if decision.asked else ""
-        return error_output(f"Permission denied{who}{reason}")
-    if decision.remember:
-        ctx.allowed_subjects.add(request.subject)
-    return prepared
 
 
 def _one_line(exc: BaseException) -> str:
@@ -265,5 +240,6 @@ def default_registry(grep_backend: GrepBackend | None = None) -> ToolRegistry:
             ShellOutputTool(),
             KillShellTool(),
             WebFetchTool(),
+            ExitPlanModeTool(),
         ]
     )

@@ -97,7 +97,8 @@ async def help_command(repl: ReplHost, argument: str) -> Outcome:
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
         "interrupts a turn · Esc twice on an empty prompt rewinds (/rewind) · Ctrl-C twice or "
-        "Ctrl-D exits · Ctrl-R searches history · Tab completes commands", style="dim"))
+        "Ctrl-D exits · Ctrl-R searches history · Tab completes commands · Shift+Tab cycles the "
+        "permission mode", style="dim"))
     return Outcome.CONTINUE
 
 
@@ -318,6 +319,13 @@ async def hooks_list_command(repl: ReplHost, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
+async def permissions_list_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.permissions_view import permissions_command
+
+    await permissions_command(repl, argument)
+    return Outcome.CONTINUE
+
+
 async def memory_command(repl: ReplHost, argument: str) -> Outcome:
     from mini_claude.ui.claude_view import memory_command as edit_memory
 
@@ -391,6 +399,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("skills", "list the skills the model can load", skills_command),
     Command("hooks", "the hooks that run, or approve the project's", hooks_list_command,
             argument="[approve]"),
+    Command("permissions", "the permission rules in force, and their sources; remove one",
+            permissions_list_command, argument="[remove N]"),
     Command("shells", "background shells: list them, or stop one", shells_list_command,
             argument="[kill <id>]"),
     Command("memory", "edit a memory file (CLAUDE.md) in $EDITOR", memory_command),

@@ -55,10 +55,11 @@ async def run_user_shell(agent: Agent, command: str,
     """`!command`: run_shell with the usual permission rules; the output is kept for the model."""
     from mini_claude import events as ev
     from mini_claude.context.persist import admit_result
+    from mini_claude.tools.permission_gate import users_own
 
     use = ToolUseBlock("user-shell", "run_shell", {"command": command})
     yield ev.ToolStarted(use.id, use.name, use.input)
-    output = await agent.registry.execute(use.name, use.input, agent.tool_context)
+    output = await agent.registry.execute(use.name, use.input, users_own(agent.tool_context))
     block, report = admit_result(output, use, agent.store, agent.settings)
     if report is not None:
         yield ev.TierFired(report)

@@ -1,27 +1,30 @@
-"""Hooks in the REPL: the one start-up question about a project's hooks, and ``/hooks``.
+"""Hooks in the REPL: the one start-up question about a project's settings, and ``/hooks``.
 
 Built in the style of the other project-trust question: a panel naming what
-would run, then yes or no, remembered for this content of the file.
+each file would do (hooks, rules, mode, env), then yes or no, remembered for
+this content of the files.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.render import note
+from mini_claude.visible import visible
 
 if TYPE_CHECKING:  # the hooks module loads with the agent chain, after the first frame
     from mini_claude.agent.hooks import HookCommand
     from mini_claude.ui.host import ReplHost
 
 APPROVE, DENY = 0, 1
-NOT_RUN = "project hooks not run; /hooks approve runs them"
+NOT_RUN = ("project settings not used (hooks, allow and ask rules, mode, env); "
+           "/hooks approve uses them")
 
 
 def hooks_table(commands: list[HookCommand]) -> Table:
@@ -30,12 +33,17 @@ def hooks_table(commands: list[HookCommand]) -> Table:
     table.add_column(style="dim")
     table.add_column()
     for command in commands:
-        table.add_row(command.event, command.matcher or "*", command.command)
+        table.add_row(command.event, visible(command.matcher or "*", one_line=True),
+                      visible(command.command, one_line=True))
     return table
 
 
-async def ask_project_hooks(repl: ReplHost) -> None:
-    """Ask once about a project's hooks not decided yet; a denial is remembered too."""
+async def ask_project_settings(repl: ReplHost) -> None:
+    """Ask once about the project's settings files not decided yet; a no is remembered too.
+
+    One question covers every file (``.claude/settings.json``, ``.mini-claude/settings.json``,
+    ``.claude/settings.local.json``), naming what each would do; deny rules need no approval.
+    """
     session = repl.session
     status = session.project_hooks_status()
     if status in ("none", "approved"):
@@ -43,29 +51,28 @@ async def ask_project_hooks(repl: ReplHost) -> None:
     if status == "denied":
         repl.console.print(note(NOT_RUN))
         return
-    project = session.hook_settings.project
-    assert project is not None
-    repl.console.print(Panel(
-        Group(
-            Text(f"This project's {project.path.name} ({project.path}) wants to run these "
-                 "commands as hooks:"),
-            Text(),
-            hooks_table(project.commands),
-            Text(),
-            Text("They run on your machine with your permissions, around tool calls and "
-                 "compactions. Approve only if you trust this repository; a change to the file "
-                 "asks again.", style="dim"),
-        ),
-        title=Text("Project hooks", style="bold"), title_align="left", border_style="yellow",
-    ))
+    parts: list[RenderableType] = [
+        Text("This project's settings files want to change what runs without asking:"),
+    ]
+    for settings_file in session.permission_setup.layers.project_files():
+        parts.append(Text())
+        parts.append(Text(str(settings_file.path.relative_to(session.cwd)), style="bold"))
+        parts.extend(Text(f"  • {visible(line, one_line=True)}") for line in settings_file.grants)
+    parts += [Text(), Text(
+        "Hooks and commands run on your machine with your permissions. Approve only if you "
+        "trust this repository; a change to any of these files asks again. Their deny rules "
+        "apply either way.", style="dim")]
+    repl.console.print(Panel(Group(*parts), title=Text("Project settings", style="bold"),
+                             title_align="left", border_style="yellow"))
     try:
-        index = await choose(["Yes, run them (remembered for this project)",
-                              "No, do not run them"], escape_index=DENY, hint="esc means no")
+        index = await choose(["Yes, use them (remembered for this project)",
+                              "No, only their deny rules"], escape_index=DENY, hint="esc means no")
     except ChoiceInterrupted:
         repl.console.print(note(NOT_RUN))
         return
     session.decide_project_hooks(index == APPROVE)
-    repl.console.print(note("project hooks approved" if index == APPROVE else NOT_RUN))
+    repl.console.print(note("project settings approved" if index == APPROVE else NOT_RUN))
+    repl.refresh_status()
 
 
 async def hooks_command(repl: ReplHost, argument: str) -> None:
@@ -73,10 +80,11 @@ async def hooks_command(repl: ReplHost, argument: str) -> None:
     session = repl.session
     if argument.strip() == "approve":
         if session.project_hooks_status() == "none":
-            repl.console.print(note("this project's settings have no hooks"))
+            repl.console.print(note("this project's settings grant nothing to approve"))
             return
         session.decide_project_hooks(True)
-        repl.console.print(note("project hooks approved; they run from now on"))
+        repl.console.print(note("project settings approved; their hooks and rules count now"))
+        repl.refresh_status()
         return
     running = repl.agent.hooks.commands
     if running:

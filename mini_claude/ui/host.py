@@ -63,6 +63,10 @@ class ReplHost(Protocol):
         """Show the conversation just resumed or started."""
         ...
 
+    def refresh_status(self) -> None:
+        """Redraw the status line now (the permission mode changed)."""
+        ...
+
     def question(self) -> AbstractAsyncContextManager[None]:
         """Borrow the terminal for a question."""
         ...

@@ -86,6 +86,7 @@ class LiveView:
         on_expand: Callable[[], None] | None = None,
         on_end_of_input: Callable[[], None] | None = None,
         queued: Callable[[], list[str]] = list,
+        on_cycle_mode: Callable[[], None] | None = None,
         extra_keys: KeyBindings | None = None,
     ) -> None:
         self.activity = activity
@@ -97,6 +98,7 @@ class LiveView:
         self.on_expand = on_expand
         self.on_end_of_input = on_end_of_input
         self.queued = queued
+        self.on_cycle_mode = on_cycle_mode  # Shift+Tab: the next permission mode
         self.extra_keys = extra_keys
         self.input = Buffer(multiline=True)  # type-ahead; lives as long as the view
         self._app: Application[None] | None = None
@@ -250,6 +252,11 @@ class LiveView:
         def _expand(event: KeyPressEvent) -> None:
             if self.on_expand is not None:
                 self.on_expand()
+
+        @keys.add("s-tab")
+        def _cycle_mode(event: KeyPressEvent) -> None:
+            if self.on_cycle_mode is not None:
+                self.on_cycle_mode()
 
         return keys
 

@@ -10,6 +10,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console, Group, RenderableType
+from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.text import Text
 
@@ -32,7 +33,23 @@ YES, YES_ALWAYS, NO = 0, 1, 2
 CHOICE_HINT = "esc cancels the turn · 3 to say what to do instead"
 NOT_ATTACHED = "no terminal is attached to ask the user; not allowed"
 
+EXIT_PLAN_TOOL = "exit_plan_mode"
+PLAN_ANSWERS = [
+    "Yes, and auto-accept edits",
+    "Yes, and manually approve edits",
+    "No, keep planning",
+]
+PLAN_HINT = "esc cancels the turn · 3 to say what to change"
+
 Pause = Callable[[], AbstractAsyncContextManager[None]]
+
+
+def plan_box(request: PermissionRequest) -> Panel:
+    """The plan the model proposes, rendered as markdown, with the question."""
+    parts: list[RenderableType] = [Markdown(request.detail or ""), Text(),
+                                   Text("Would you like to proceed?")]
+    return Panel(Group(*parts), title=f"[bold]{request.summary}[/]", title_align="left",
+                 border_style="cyan", expand=True)
 
 
 def permission_box(request: PermissionRequest) -> Panel:
@@ -66,11 +83,22 @@ def _detail(detail: str) -> Text:
 
 
 def subject_label(request: PermissionRequest) -> str:
-    """What "don't ask again" covers: the tool, or the one command or folder."""
+    """What "don't ask again" covers: the proposed rule, the tool, or the one folder."""
+    if request.rule:
+        return rule_label(request.rule)
     if request.subject == request.tool_name:
         return request.tool_name
     _kind, colon, rest = request.subject.partition(":")
     return f"`{short_target(rest if colon else request.subject)}`"
+
+
+def rule_label(rule: str) -> str:
+    """``run_shell(npm run test:*)`` -> "`npm run test` commands"; an exact one as itself."""
+    _tool, _open, body = rule.partition("(")
+    body = body[:-1] if body.endswith(")") else body
+    if body.endswith(":*"):
+        return f"`{short_target(body[:-2])}` commands"
+    return f"`{short_target(body)}`"
 
 
 def answer_labels(request: PermissionRequest) -> list[str]:
@@ -113,6 +141,8 @@ class TerminalApprover:
             return await self._ask(self._console, request)
 
     async def _ask(self, console: Console, request: PermissionRequest) -> PermissionDecision:
+        if request.tool_name == EXIT_PLAN_TOOL:
+            return await self._ask_plan(console, request)
         console.print(permission_box(request))
         try:
             index = await choose(answer_labels(request), hint=CHOICE_HINT,
@@ -139,13 +169,38 @@ class TerminalApprover:
         console.print(Text("  ✗ denied" + (f": {reason}" if reason else ""), style="red"))
         return PermissionDecision(False, reason=reason or "the user said no")
 
+    async def _ask_plan(self, console: Console, request: PermissionRequest) -> PermissionDecision:
+        """Claude Code's plan approval: go (auto-accepting edits or not), or keep planning."""
+        console.print(plan_box(request))
+        try:
+            index = await choose(PLAN_ANSWERS, hint=PLAN_HINT, status_line=self._status_line)
+        except ChoiceInterrupted:
+            index = None
+        if index is None:
+            self._interrupt_turn()
+            raise asyncio.CancelledError from None
+        if index in (0, 1):
+            mode = "acceptEdits" if index == 0 else "default"
+            console.print(Text(f"  ✓ plan approved · {mode}", style="green"))
+            return PermissionDecision(True, mode=mode)
+        try:
+            feedback = await _ask_reason("  What should change in the plan? ")
+        except ChoiceInterrupted:
+            self._interrupt_turn()
+            raise asyncio.CancelledError from None
+        console.print(Text("  ⏸ keep planning" + (f": {feedback}" if feedback else ""),
+                           style="yellow"))
+        return PermissionDecision(False, reason=feedback or "keep planning")
+
     def _interrupt_turn(self) -> None:
         """Esc or Ctrl-C at the question stops the whole turn, as anywhere else in it."""
         if self._interrupt is not None:
             self._interrupt()
 
 
-async def _ask_reason() -> str:
+async def _ask_reason(
+    question: str = "  What should the agent do instead? (Enter to skip) ",
+) -> str:
     """The reason for a "no"; Esc here cancels the turn (raises ChoiceInterrupted)."""
     keys = KeyBindings()
 
@@ -157,7 +212,7 @@ async def _ask_reason() -> str:
     session.app.ttimeoutlen = KEY_TIMEOUT_SECONDS
     try:
         text = await session.prompt_async(
-            [("class:choice.hint", "  What should the agent do instead? (Enter to skip) ")],
+            [("class:choice.hint", question)],
             set_exception_handler=False,
         )
     except (KeyboardInterrupt, EOFError):

@@ -47,9 +47,10 @@ from mini_claude.ui.conveniences import (
     is_shell_command,
     run_user_shell,
 )
-from mini_claude.ui.hooks_view import ask_project_hooks
+from mini_claude.ui.hooks_view import ask_project_settings
 from mini_claude.ui.image_attachments import attach_images
 from mini_claude.ui.live import LiveView, TurnActivity
+from mini_claude.ui.mode_view import mode_marker
 from mini_claude.ui.paste import PastedTexts, paste_keys
 from mini_claude.ui.prompt_input import (
     EmptyInterrupt,
@@ -194,6 +195,7 @@ class Repl:
                              on_expand=self._expand_during_turn,
                              on_end_of_input=self._end_of_input_during_turn,
                              queued=lambda: self.queued,
+                             on_cycle_mode=self.cycle_mode,
                              extra_keys=paste_keys(self.pastes))
         self.at_prompt = asyncio.Event()  # set while waiting for input
         self.prompts_shown = 0
@@ -307,7 +309,7 @@ class Repl:
 
             await ask_project_trust(self)
             watch_servers(self)
-            await ask_project_hooks(self)
+            await ask_project_settings(self)
             await ask_held_imports(self)
         try:
             with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
@@ -399,7 +401,8 @@ class Repl:
             lambda: self.console.print(self.recall.full_result())))
 
     def terminate(self) -> None:
-        """SIGTERM: stop the turn (its shell children die with it), leave the prompt, close up."""
+        """SIGTERM or SIGHUP: stop the turn (its shell children die with it), leave the prompt,
+        close up."""
         self.terminated = self.exit_requested = True
         self.interrupt()
         app = get_app_or_none()
@@ -475,6 +478,10 @@ class Repl:
         def _expand(event: KeyPressEvent) -> None:
             run_in_terminal(lambda: self.console.print(self.recall.full_result()))
 
+        @keys.add("s-tab")
+        def _cycle_mode(event: KeyPressEvent) -> None:
+            self.cycle_mode()
+
         @keys.add("escape", "escape")
         def _rewind(event: KeyPressEvent) -> None:
             """Esc Esc: /rewind on an empty prompt; otherwise it clears the box (Up recalls it)."""
@@ -485,6 +492,17 @@ class Repl:
                 event.app.exit(result=REWIND_COMMAND)
 
         return keys
+
+    def cycle_mode(self) -> None:
+        """Shift+Tab: the next permission mode, at once, also in the middle of a turn."""
+        permissions = self.session.permission_setup.permissions
+        permissions.set_mode(permissions.next_mode())
+        self.refresh_status()
+
+    def refresh_status(self) -> None:
+        app = get_app_or_none()
+        if app is not None:
+            app.invalidate()
 
     async def run_events(self, events: AsyncIterator[ev.Event], label: str = "thinking…") -> bool:
         """Show a turn (or a compaction) live; False when the user interrupted it."""
@@ -593,6 +611,7 @@ class Repl:
                                     self.settings.model, activity, width)
         return status_fragments(self.agent.status(), self.agent.costs,
                                 self.session.settings.model, activity, width,
+                                mode_marker(self.session.permission_setup.permissions),
                                 shells=running_label(self.session.shells))
 
     def _print_header(self) -> None:
@@ -656,6 +675,7 @@ class Repl:
             self.console.print(note(f"transcript: {agent.transcript.path}"))
             self.console.print(note(f"resume with: mini-claude --resume "
                                     f"{self.session.session_id}"))
+        await agent.context.memory.cancel()  # the user is leaving: no notes request outlives it
         agent.transcript.close()
         await asyncio.to_thread(self.session.shells.stop_all)
         if not kept:
@@ -687,18 +707,24 @@ def _sigint_calls(callback: Callable[[], None]) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+# SIGHUP: the terminal was closed; the session ends as on SIGTERM (children stopped).
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
 def _sigterm_calls(callback: Callable[[], None]) -> Iterator[None]:
-    """SIGTERM ends the REPL the orderly way: terminal restored, transcript closed."""
+    """SIGTERM or SIGHUP ends the REPL the orderly way: terminal restored, transcript closed."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, callback)
+    for number in ENDING_SIGNALS:
+        loop.add_signal_handler(number, callback)
     try:
         yield
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+        for number in ENDING_SIGNALS:
+            loop.remove_signal_handler(number)
 
 
 def _endpoint_label(base_url: str | None) -> str:

@@ -51,18 +51,19 @@ def can_start_before_session(settings: Settings, cwd: Path, args: argparse.Names
 
 
 def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Session:
-    """A session as the REPL builds it: approver from --yes, rules from the tool flags."""
+    """A session as the REPL builds it: the mode from --permission-mode / --yes, rules from the
+    tool flags (parsed as print mode parses them; the CLI checked them already)."""
     from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session, startup_housekeeping
-    from mini_claude.tools.base import Approver, yes_approver
+    from mini_claude.tools.permission_modes import mode_from_flags
+    from mini_claude.tools.permission_rules import flag_rules
     from mini_claude.ui.permissions import TerminalApprover
 
     startup_housekeeping(settings)
-    # --yes allows the calls that would ask, except reads under the home: those still ask.
-    approver: Approver = yes_approver(TerminalApprover()) if args.yes else TerminalApprover()
-    session = Session(settings, cwd, create_provider(settings), approver,
-                      allowed_tools=tuple(getattr(args, "allowed_tools", None) or ()),
-                      disallowed_tools=tuple(getattr(args, "disallowed_tools", None) or ()))
+    flag_allow, flag_deny = flag_rules(getattr(args, "allowed_tools", None),
+                                       getattr(args, "disallowed_tools", None), cwd)
+    session = Session(settings, cwd, create_provider(settings), TerminalApprover(),
+                      flag_allow=flag_allow, flag_deny=flag_deny, mode_flag=mode_from_flags(args))
     if getattr(args, "trust_project_mcp", False):
         session.mcp.approve_project(remember=False)
     return session

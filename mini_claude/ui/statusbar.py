@@ -39,6 +39,9 @@ UI_STYLE = Style.from_dict(
         "status.warning": "#ffd75f bold",
         "status.alert": "#ff5f5f bold",
         "status.activity": "#d787ff",
+        "status.mode": "#5fd7ff bold",
+        "status.mode.plan": "#5fafaf bold",
+        "status.mode.bypass": "noreverse bg:#870000 #ffffff bold",
         "spinner": "#d787ff bold",
         "spinner.hint": "#808080",
         "tail": "",
@@ -139,12 +142,14 @@ def status_fragments(
     model: str,
     activity: str | None,
     width: int | None = None,
+    mode: str = "",
     shells: str | None = None,
 ) -> StyleAndTextTuples:
     """The status line as prompt_toolkit fragments (plain text plus style classes).
 
     Whole fields are left out, least important first, until the line fits in
-    ``width`` columns: a field is shown complete or not at all.
+    ``width`` columns: a field is shown complete or not at all. The permission
+    mode's marker (``mode``, empty in the default mode) is never left out.
     """
     band = pressure(status.utilization)
     reading = percent(status.utilization)
@@ -167,9 +172,19 @@ def status_fragments(
     if shells:
         fields["shells"] = [("class:status.activity", shells)]
     shown = [name for name in _FIELD_ORDER if name in fields]
-    while width is not None and len(shown) > 1 and _width(_layout(fields, shown)) > width:
+    marker = _mode_marker(mode)
+    while width is not None and len(shown) > 1 and _width(marker + _layout(fields, shown)) > width:
         shown.pop()
-    return _layout(fields, shown)
+    return marker + _layout(fields, shown)
+
+
+def _mode_marker(mode: str) -> StyleAndTextTuples:
+    """``⏸ plan mode on (shift+tab to cycle)``-style text before the context reading."""
+    if not mode:
+        return []
+    style = ("class:status.mode.bypass" if "bypass" in mode
+             else "class:status.mode.plan" if "plan" in mode else "class:status.mode")
+    return [(style, f" {mode} "), ("class:status.sep", " ·")]
 
 
 def _layout(fields: dict[str, StyleAndTextTuples], shown: list[str]) -> StyleAndTextTuples:
@@ -191,7 +206,7 @@ def _width(fragments: StyleAndTextTuples) -> int:
 
 
 def status_text(status: ContextStatus, costs: CostTracker, model: str, activity: str | None,
-                width: int | None = None) -> str:
+                width: int | None = None, mode: str = "") -> str:
     """The status line as plain text (for logs and tests)."""
-    fragments = status_fragments(status, costs, model, activity, width)
+    fragments = status_fragments(status, costs, model, activity, width, mode)
     return "".join(text for _style, text, *_ in fragments)

@@ -102,10 +102,11 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
 
         asyncio.run(second_run())
 
-    # A request cut off by an interruption before its body was sent is the client's
-    # doing; every request that arrived whole must have been accepted.
+    # A request cut off before its body was sent is the client's doing (the two
+    # interruptions, the kill, a notes update cancelled as a run ends: which of them
+    # were mid-send depends on timing); every request that arrived whole was accepted.
     aborted = [r for r in sim.requests if not isinstance(r.body, dict)]
-    assert len(aborted) <= 2
+    assert len(aborted) <= 4
     refused = [r for r in sim.requests if isinstance(r.body, dict) and r.status != 200]
     assert not refused, [r.error for r in refused]
     whole = [r for r in sim.requests if isinstance(r.body, dict)]

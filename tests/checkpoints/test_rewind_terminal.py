@@ -26,7 +26,7 @@ def spawn(project: Path, isolated_home: Path) -> Iterator[Spawn]:
 
 
 def at_prompt(screen: Screen) -> None:
-    screen.wait(lambda s: s.has_empty_prompt and s.last_row.endswith("sim-model"), "the prompt")
+    screen.wait(lambda s: s.has_empty_prompt and "context" in s.last_row, "the prompt")
 
 
 @pytest.mark.parametrize("columns", [60, 120])

@@ -348,9 +348,9 @@ def test_a_rule_that_cannot_be_read_is_a_usage_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     point_at(simulator, "anthropic", monkeypatch)
-    assert main(["-p", "x", "--allowed-tools", "read_file(src/*)"]) == 2
+    assert main(["-p", "x", "--allowed-tools", "todo_write(src/*)"]) == 2
     _, err = capsys.readouterr()
-    assert err.count("\n") == 1 and "only run_shell and web_fetch rules take one" in err
+    assert err.count("\n") == 1 and "todo_write rules take none" in err
     assert simulator.requests == []
 
 
@@ -370,7 +370,8 @@ def test_a_hostile_project_file_cannot_allow_itself_the_shell_but_may_deny(
     assert main(["-p", "hi"]) == 0
     out, err = capsys.readouterr()
     assert not (project / "pwned.txt").exists()
-    assert err.count("ignoring 1 allow rule(s)") == 1
+    assert err.count("are not used beyond their deny rules") == 1
+    assert ".mini-claude/settings.json" in err
     simulator.policy = ScriptedPolicy(
         [
             Reply(

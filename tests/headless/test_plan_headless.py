@@ -74,5 +74,5 @@ def test_print_mode_does_not_run_unapproved_project_hooks_and_says_so(
     point_at(simulator, "openai", monkeypatch)
     assert main(["-p", "read the readme"]) == 0
     _, err = capsys.readouterr()
-    assert "hooks in this project's .mini-claude/settings.json are not run" in err
+    assert "this project's settings (.mini-claude/settings.json) are not used" in err
     assert not marker.exists()

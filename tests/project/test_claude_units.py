@@ -9,11 +9,12 @@ import os
 from pathlib import Path
 
 from mini_claude.agent.hooks import HookCommand, HookRunner
-from mini_claude.project.commands import find_commands, our_rule, with_arguments
+from mini_claude.project.commands import CustomCommand, find_commands, with_arguments
 from mini_claude.project.imports import MAX_FILE_CHARS, references
 from mini_claude.project.instructions import find_instructions
 from mini_claude.project.memory import append_memory, memory_note, memory_targets
 from mini_claude.project.rules import PathRules, expand_braces, find_rules
+from mini_claude.session.custom_commands import allowed_rules
 from mini_claude.ui.notify import Notifier, choose_style, signal_text
 from tests.support.claude_project import hook_script, logged, write
 
@@ -107,13 +108,20 @@ def test_arguments_fill_in_and_unplaced_ones_are_appended() -> None:
     assert with_arguments("Plain.", "") == "Plain."
 
 
-def test_claude_tool_names_map_onto_ours() -> None:
-    assert our_rule("Bash(git diff:*)") == "run_shell(git diff:*)"
-    assert our_rule("Read") == "read_file" and our_rule("Edit(*)") == "edit_file"
-    assert our_rule("Edit(src/**)") is None and our_rule("mcp__x__y") == "mcp__x__y"
-    assert our_rule("WebFetch(domain:docs.python.org)") == "web_fetch(docs.python.org)"
-    assert our_rule("WebFetch(https://x.org/*)") is None
-    assert our_rule("BashOutput") == "shell_output"
+def test_allowed_tools_are_read_as_permission_rules_on_our_tools(tmp_path: Path) -> None:
+    command = CustomCommand(name="ship", path=tmp_path / "ship.md", body="", description="",
+                            allowed_tools=("Bash(git diff:*)", "Read", "Edit(src/**)",
+                                           "mcp__x__y", "WebSearch"))
+    rules, warnings = allowed_rules(command, tmp_path)
+    assert len(rules) == 4
+    diff, read, edit, mcp = rules
+    assert diff.allows("run_shell", {"command": "git diff HEAD"})
+    assert not diff.allows("run_shell", {"command": "git push"})
+    assert read.allows("grep_search", {"pattern": "x"}) and not read.applies_to("edit_file")
+    assert edit.allows("write_file", {"path": str(tmp_path / "src" / "a.py")})
+    assert not edit.allows("edit_file", {"path": str(tmp_path / "setup.py")})
+    assert mcp.applies_to("mcp__x__y") and not mcp.applies_to("mcp__x__z")
+    assert len(warnings) == 1 and "WebSearch" in warnings[0]
 
 
 def test_commands_are_namespaced_and_the_projects_win(tmp_path: Path) -> None:

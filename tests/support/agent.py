@@ -16,7 +16,8 @@ from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, Simulator
-from mini_claude.tools.base import allow_all
+from mini_claude.tools.base import Approver, allow_all
+from mini_claude.tools.permission_modes import PermissionMode
 
 PROVIDERS = ("anthropic", "openai")
 T = TypeVar("T")
@@ -25,7 +26,8 @@ T = TypeVar("T")
 class Run:
     """One event loop for the whole test: the SDK client is bound to the loop it started on."""
 
-    def __init__(self, sim: Simulator, provider: str, home: Path, project: Path,
+    def __init__(self, sim: Simulator, provider: str, home: Path, project: Path, *,
+                 approver: Approver = allow_all, mode_flag: PermissionMode | None = None,
                  **overrides: Any) -> None:
         values: dict[str, Any] = {
             "provider": provider,
@@ -42,7 +44,8 @@ class Run:
         self.settings = Settings(**values)
         self.project = project
         self.loop = asyncio.new_event_loop()
-        self.session = Session(self.settings, project, create_provider(self.settings), allow_all)
+        self.session = Session(self.settings, project, create_provider(self.settings), approver,
+                               mode_flag=mode_flag)
         self.events: list[ev.Event] = []
 
     def start(self) -> Agent:

@@ -26,6 +26,7 @@ from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import Simulator
 from mini_claude.tools.base import Approver
+from mini_claude.tools.permission_modes import PermissionMode
 from mini_claude.ui.permissions import TerminalApprover
 from mini_claude.ui.repl import Repl
 
@@ -98,11 +99,13 @@ class ReplDriver:
 
 @asynccontextmanager
 async def running_repl(settings: Settings, cwd: Path, *, approver: Approver | None = None,
-                       resume: str | None = None) -> AsyncIterator[ReplDriver]:
+                       resume: str | None = None,
+                       mode_flag: PermissionMode | None = None) -> AsyncIterator[ReplDriver]:
     out = io.StringIO()
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
         console = Console(file=out, width=200, color_system=None)
-        session = Session(settings, cwd, create_provider(settings), approver or TerminalApprover())
+        session = Session(settings, cwd, create_provider(settings), approver or TerminalApprover(),
+                          mode_flag=mode_flag)
         if resume:
             session.resume(resume)
         else:

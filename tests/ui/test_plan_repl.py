@@ -51,10 +51,10 @@ def test_approved_project_hooks_run_and_the_plan_shows_as_a_checklist(
             assert await repl.exit() == 0
 
     async def scenario(repl: ReplDriver) -> None:
-        await repl.wait_for("wants to run these commands as hooks")
-        assert "PreToolUse" in repl.text and "hook.py" in repl.text
+        await repl.wait_for("settings files want to change what runs")
+        assert "run as a PreToolUse hook" in repl.text and "hook.py" in repl.text
         await repl.keys("1")
-        await repl.wait_for("project hooks approved")
+        await repl.wait_for("project settings approved")
         mark = await repl.submit("look around and report")
         await repl.wait_for("todo list · 1/2 done", after=mark)
         shown = repl.text[mark:]
@@ -92,7 +92,7 @@ def test_declined_project_hooks_do_not_run_and_the_answer_is_kept(
         settings = sim_settings(simulator, isolated_home)
         async with running_repl(settings, root, approver=allow_all) as repl:
             if answer is not None:
-                await repl.wait_for("wants to run these commands as hooks")
+                await repl.wait_for("settings files want to change what runs")
                 await repl.keys(answer)
             mark = await repl.submit("look")
             await repl.wait_for("Done.", after=mark)
@@ -104,5 +104,5 @@ def test_declined_project_hooks_do_not_run_and_the_answer_is_kept(
     assert not marker.exists()
     simulator.policy = ScriptedPolicy([Reply("Done.")])
     second = asyncio.run(main(None))  # not asked again: the denial is remembered
-    assert "wants to run these commands" not in second
-    assert "project hooks not run; /hooks approve runs them" in second
+    assert "settings files want to change" not in second
+    assert "project settings not used" in second and "/hooks approve uses them" in second

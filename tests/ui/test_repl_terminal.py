@@ -148,8 +148,9 @@ def test_ctrl_o_shows_the_whole_collapsed_result(spawn: Spawn) -> None:
 SLEEP = "29.713"
 
 
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
 def test_sigterm_closes_the_session_and_kills_the_running_command(
-        spawn: Spawn, project: Path) -> None:
+        spawn: Spawn, project: Path, number: signal.Signals) -> None:
     policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("run_shell",
                                    {"command": f"touch started; sleep {SLEEP}; touch late"})]),
@@ -162,7 +163,7 @@ def test_sigterm_closes_the_session_and_kills_the_running_command(
         while not (project / "started").exists() and time.monotonic() < deadline:
             screen.pump()
         assert (project / "started").exists()
-        screen.child.kill(signal.SIGTERM)
+        screen.child.kill(number)
         screen.wait_text("mini-claude --resume")
         screen.child.expect(pexpect.EOF, timeout=WAIT_SECONDS)
         screen.child.close()

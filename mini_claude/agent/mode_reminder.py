@@ -1,0 +1,50 @@
+"""The model is told the permission mode on the user's message, never in the system prompt.
+
+The mode changes during a session (Shift+Tab, an approved plan), and the system
+prompt is the cached prefix of every request; so, as the todo reminder does, a
+short note rides on the newest user message: in plan mode every time, otherwise
+once after the mode changed.
+"""
+
+from __future__ import annotations
+
+from mini_claude.conversation import Message, TextBlock
+from mini_claude.plan import REMINDER_TAG
+from mini_claude.tools.base import ToolContext
+from mini_claude.tools.permission_modes import Permissions
+
+PLAN_MODE_NOTE = (
+    "Plan mode is active: the user wants a plan before any change. Do not edit or write files, "
+    "and run only read-only commands (anything else is refused). Explore with read-only tools, "
+    "then call exit_plan_mode with your plan for the user's approval. If the request is only "
+    "a question, answer it without exit_plan_mode."
+)
+MODE_NOTES = {
+    "default": "The permission mode is now default: changes ask the user before they run.",
+    "acceptEdits": "The permission mode is now acceptEdits: file edits inside the project run "
+                   "without asking; commands still ask.",
+    "bypassPermissions": "The permission mode is now bypassPermissions: tools run without "
+                         "asking (deny rules still hold).",
+}
+
+
+def with_mode_reminder(message: Message, permissions: Permissions | None) -> Message:
+    """The message with the mode note the model needs now (or unchanged)."""
+    if permissions is None:
+        return message
+    mode = permissions.mode
+    told = permissions.mode_told
+    permissions.mode_told = mode
+    if mode == "plan":
+        note = PLAN_MODE_NOTE
+    elif told is not None and told != mode:
+        note = MODE_NOTES[mode]
+    else:
+        return message
+    reminder = TextBlock(f"<{REMINDER_TAG}>{note}</{REMINDER_TAG}>")
+    return Message(message.role, [*message.blocks, reminder])
+
+
+def approved_plan(context: ToolContext) -> str | None:
+    """The plan the user approved in this session, for the compaction boundary."""
+    return context.rules.approved_plan if context.rules is not None else None

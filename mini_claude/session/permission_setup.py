@@ -1,0 +1,129 @@
+"""A session's permissions from its settings files and flags, and the project approval.
+
+The flags (``--allowed-tools``, ``--disallowed-tools``, ``--permission-mode`` or
+``--yes``) rank above every file, as Claude Code's command-line arguments do. A
+project's files count in two steps: their deny rules at once, the rest (allow
+and ask rules, the default mode, additional directories, hooks, env) once the
+user approved them; approving later updates the same :class:`Permissions`
+object the agents already hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mini_claude.agent.hooks import HookCommand
+from mini_claude.project.trust import ProjectTrust
+from mini_claude.session.settings_files import SettingsLayers, load_settings_layers
+from mini_claude.settings import Settings
+from mini_claude.tools.permission_modes import PermissionMode, Permissions
+from mini_claude.tools.permission_rules import MCP_PREFIX, PermissionRules, Rule
+from mini_claude.tools.run_shell import SECRET_VARIABLES
+
+FLAG_ALLOW_SOURCE = "--allowed-tools"
+FLAG_DENY_SOURCE = "--disallowed-tools"
+# Tools that may arrive later (MCP servers, another module's tool): no "unknown tool" warning.
+LATE_TOOLS = ("web_fetch", "task")
+
+
+@dataclass
+class PermissionSetup:
+    settings: Settings
+    cwd: Path
+    layers: SettingsLayers
+    flag_allow: list[Rule]
+    flag_deny: list[Rule]
+    mode_flag: PermissionMode | None
+    permissions: Permissions = field(default_factory=Permissions)
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(
+        cls,
+        settings: Settings,
+        cwd: Path,
+        flag_allow: list[Rule],
+        flag_deny: list[Rule],
+        mode_flag: PermissionMode | None,
+        known_tools: list[str] | None = None,
+    ) -> PermissionSetup:
+        layers = load_settings_layers(
+            cwd, settings.home, settings.hook_timeout_seconds,
+            claude_files=settings.read_claude_settings,
+        )
+        setup = cls(settings, cwd, layers, flag_allow, flag_deny, mode_flag)
+        setup.warnings.extend(layers.warnings)
+        if layers.bypass_disabled():
+            setup.permissions.bypass_disabled = True
+            if mode_flag == "bypassPermissions":
+                setup.warnings.append("bypassPermissions is disabled by a settings file "
+                                      "(disableBypassPermissionsMode); starting in default")
+        approved = setup.trust_status() == "approved"
+        setup._apply(approved, first=True)
+        if known_tools is not None:
+            setup.warnings.extend(unknown_tool_warnings(setup.permissions.rules, known_tools))
+        return setup
+
+    @property
+    def trust(self) -> ProjectTrust:
+        return ProjectTrust(self.settings.home)
+
+    def trust_status(self) -> str:
+        return self.layers.trust_status(self.trust)
+
+    @property
+    def project_approved(self) -> bool:
+        return self.trust_status() == "approved"
+
+    def decide(self, approved: bool) -> None:
+        self.layers.decide(self.trust, approved)
+        self._apply(self.project_approved, first=False)
+
+    def _apply(self, approved: bool, *, first: bool) -> None:
+        """Rules, mode and folders into the shared permissions object."""
+        files = self.layers.rules(approved)
+        permissions = self.permissions
+        permissions.rules = PermissionRules(
+            allow=(*self.flag_allow, *files.allow),
+            deny=(*self.flag_deny, *files.deny),
+            ask=files.ask,
+        )
+        permissions.additional_directories = self.layers.additional_directories(approved)
+        if self.mode_flag is not None:
+            if first:
+                permissions.set_mode(self.mode_flag)
+            return
+        mode, _where = self.layers.default_mode(approved)
+        if first or permissions.mode == "default":
+            permissions.set_mode(mode or "default")
+
+    def default_mode_source(self) -> str:
+        if self.mode_flag is not None:
+            return "the command line"
+        _mode, where = self.layers.default_mode(self.project_approved)
+        return str(where) if where is not None else "the default"
+
+    def hooks(self) -> list[HookCommand]:
+        return self.layers.hooks(self.project_approved)
+
+    def command_environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The commands' environment plus the settings' ``env``; our API keys stay out."""
+        env = dict(base)
+        for name, value in self.layers.env(self.project_approved).items():
+            if name not in SECRET_VARIABLES:
+                env[name] = value
+        return env
+
+
+def unknown_tool_warnings(rules: PermissionRules, known_tools: list[str]) -> list[str]:
+    known = set(known_tools) | set(LATE_TOOLS)
+    unknown = sorted({
+        rule.text for _behavior, rule in rules.all_rules()
+        if rule.tools and not rule.tools & known and not rule.text.startswith(MCP_PREFIX)
+    })
+    if not unknown:
+        return []
+    return [f"permission rule(s) naming no known tool: {', '.join(unknown)} "
+            f"(tools: {', '.join(sorted(set(known_tools)))})"]

@@ -1,0 +1,198 @@
+"""The one permission decision before a tool runs: rules, mode, remembered answers, the user.
+
+In order, as Claude Code decides:
+
+1. a **deny** rule refuses the call, in every mode;
+2. **plan** mode refuses anything that is not read-only;
+3. an **ask** rule asks, in every mode (print mode, which cannot ask, refuses);
+4. **bypassPermissions** (``--yes``) runs it, except a read of mini-claude's own home
+   (other sessions, the home ``.env``), which only an allow rule or a person lets through;
+5. an **allow** rule (from a file, a flag, or "don't ask again") runs it;
+6. a tool that needs no approval (a read inside the project) runs;
+7. **acceptEdits** runs edits and new files inside the project and its additional
+   directories, and ``mkdir``/``touch``/``mv``/``cp`` there;
+8. otherwise the user is asked. "Don't ask again" stores the proposed rule (a
+   command prefix such as ``cat:*``) for the session, or the exact subject.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from mini_claude.protocol import ToolOutput
+from mini_claude.text import shorten
+from mini_claude.tools.base import PermissionRequest, Prepared, Tool, ToolContext
+from mini_claude.tools.command_kinds import (
+    is_read_only_command,
+    is_workspace_file_command,
+    suggest_rule,
+)
+from mini_claude.tools.common import error_output
+from mini_claude.tools.permission_modes import SESSION_SOURCE, Permissions
+from mini_claude.tools.permission_rules import (
+    EDIT_TOOLS,
+    URL_ARGUMENTS,
+    PermissionDenied,
+    RuleError,
+    Verdict,
+    parse_rule,
+    url_host,
+)
+from mini_claude.tools.shell_parse import analyse
+
+EXIT_PLAN_TOOL = "exit_plan_mode"
+PLAN_MODE_REFUSAL = (
+    "Permission denied: plan mode is on: only read-only tools run, so {name} was not run and "
+    "nothing changed. "
+    "Keep exploring with read-only tools; when your plan is ready, call exit_plan_mode "
+    "with it for the user's approval."
+)
+BEYOND_BYPASS = (
+    "reading mini-claude's home (other sessions, the home .env) is not covered by --yes "
+    "or bypassPermissions; only an explicit allow rule or the user in the REPL allows it"
+)
+
+
+def permissions_of(ctx: ToolContext) -> Permissions:
+    """The session's permission state (a bare context gets an empty one, kept on it)."""
+    if ctx.rules is None:
+        ctx.rules = Permissions()
+    return ctx.rules
+
+
+async def check_permission(
+    tool: Tool, args: dict[str, Any], ctx: ToolContext
+) -> Prepared | ToolOutput:
+    """What the tool prepared, for ``run`` to carry out; an error result the model reads
+    when the call may not run."""
+    permissions = permissions_of(ctx)
+    name = tool.spec.name
+    verdict = permissions.check(name, args)
+    if verdict is not None and verdict.behavior == "deny":
+        return _refuse(ctx, name, args, f"Permission denied by {_why(verdict, name, args)}")
+    if permissions.mode == "plan" and not runs_in_plan_mode(tool, args):
+        return _refuse(ctx, name, args, PLAN_MODE_REFUSAL.format(name=name))
+    prepared = tool.permission(args, ctx)  # the question, and what an approved edit writes
+    request = prepared.request
+    if verdict is not None and verdict.behavior == "ask":
+        return await _ask(ctx, prepared, request or _plain_request(name, args), args, verdict)
+    if permissions.mode == "bypassPermissions" and not (request and request.beyond_yes):
+        return prepared
+    if verdict is not None or request is None:
+        return prepared  # an allow rule answered for the user, or nothing needs approval
+    if permissions.mode == "acceptEdits" and _edit_in_workspace(name, args, ctx, permissions):
+        return prepared
+    if request.subject in ctx.allowed_subjects:
+        return prepared
+    return await _ask(ctx, prepared, request, args, None)
+
+
+def users_own(ctx: ToolContext) -> ToolContext:
+    """The context for a command the user typed (``!cmd``): plan mode holds the model back,
+    not the user, so it runs as in the default mode (rules and questions as usual)."""
+    permissions = permissions_of(ctx)
+    if permissions.mode != "plan":
+        return ctx
+    lifted = replace(permissions, mode="default", on_change=[])
+    return replace(ctx, rules=lifted)
+
+
+def runs_in_plan_mode(tool: Tool, args: dict[str, Any]) -> bool:
+    """Read-only tools, read-only commands and the tool that ends planning."""
+    name = tool.spec.name
+    if name == "run_shell":
+        return is_read_only_command(str(args.get("command", "")))
+    return bool(getattr(tool, "read_only", False))
+
+
+async def _ask(
+    ctx: ToolContext,
+    prepared: Prepared,
+    request: PermissionRequest,
+    args: dict[str, Any],
+    verdict: Verdict | None,
+) -> Prepared | ToolOutput:
+    """The user's answer: the prepared call when they said yes, a refusal otherwise."""
+    name = request.tool_name
+    if verdict is None:
+        request = replace(request, rule=request.rule or proposed_rule(name, args))
+    else:
+        request = replace(request, summary=f"{request.summary}  (asked by {verdict.reason})")
+    decision = await ctx.approve(request)
+    if not decision.allowed and not decision.asked and verdict is not None:
+        decision = replace(decision, reason=f"{verdict.reason} asks first, and nobody can be "
+                                            "asked here")
+    elif not decision.allowed and not decision.asked and request.beyond_yes:
+        decision = replace(decision, reason=BEYOND_BYPASS)
+    if not decision.allowed:
+        reason = f": {decision.reason}" if decision.reason else ""
+        who = " by the user" if decision.asked else ""
+        ctx.denials.append(PermissionDenied(name, dict(args), decision.reason or ""))
+        return error_output(f"Permission denied{who}{reason}")
+    if decision.remember and verdict is None:
+        _remember(ctx, request)
+    return prepared
+
+
+def proposed_rule(name: str, args: dict[str, Any]) -> str | None:
+    """What "don't ask again" offers: a command's family, or a fetched URL's domain."""
+    if name == "run_shell":
+        return suggest_rule(str(args.get("command", "")))
+    if name in URL_ARGUMENTS:
+        host = url_host(str(args.get(URL_ARGUMENTS[name], "")))
+        return f"{name}(domain:{host})" if host else None
+    return None
+
+
+def _remember(ctx: ToolContext, request: PermissionRequest) -> None:
+    """"Don't ask again": the proposed rule for the session, or the exact subject."""
+    if request.rule:
+        try:
+            rule = parse_rule(request.rule, SESSION_SOURCE, ctx.root)
+        except RuleError:
+            rule = None
+        if rule is not None:
+            permissions_of(ctx).allow_for_session(rule)
+            return
+    ctx.allowed_subjects.add(request.subject)
+
+
+def _edit_in_workspace(
+    name: str, args: dict[str, Any], ctx: ToolContext, permissions: Permissions
+) -> bool:
+    """An edit, a new file, or ``mkdir``/``touch``/``mv``/``cp`` inside the workspace."""
+
+    def inside(raw: str) -> bool:
+        if not raw or "\x00" in raw:
+            return False
+        target = (ctx.root.expanduser().resolve() / Path(raw).expanduser()).resolve()
+        return permissions.inside_workspace(target, ctx.root)
+
+    if name == "run_shell":
+        return is_workspace_file_command(str(args.get("command", "")), inside)
+    return name in EDIT_TOOLS and inside(str(args.get("path", "")))
+
+
+def _refuse(ctx: ToolContext, name: str, args: dict[str, Any], message: str) -> ToolOutput:
+    ctx.denials.append(PermissionDenied(name, dict(args), message))
+    return error_output(message)
+
+
+def _why(verdict: Verdict, name: str, args: dict[str, Any]) -> str:
+    """The rule, and for a line the parser could not see through, why it was not sure."""
+    if name != "run_shell" or verdict.rule.kind != "command":
+        return verdict.reason
+    analysis = analyse(str(args.get("command", "")))
+    if analysis.uncertain:
+        return (f"{verdict.reason}: the command line cannot be checked for it "
+                f"({analysis.reasons[0]})")
+    return verdict.reason
+
+
+def _plain_request(name: str, args: dict[str, Any]) -> PermissionRequest:
+    """A question for a tool that would not ask by itself (an ask rule names it)."""
+    shown = shorten(json.dumps(args, ensure_ascii=False), 200, marker="…")
+    return PermissionRequest(tool_name=name, summary=f"{name} {shown}", subject=name)
