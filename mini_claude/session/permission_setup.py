@@ -100,10 +100,14 @@ class PermissionSetup:
             permissions.set_mode(mode or "default")
 
     def default_mode_source(self) -> str:
+        """Where the mode in force came from, as ``/permissions`` says it."""
+        mode, where = self.layers.default_mode(self.project_approved)
+        started = self.mode_flag or mode or "default"
+        if self.permissions.mode != started:
+            return "changed in this session"
         if self.mode_flag is not None:
-            return "the command line"
-        _mode, where = self.layers.default_mode(self.project_approved)
-        return str(where) if where is not None else "the default"
+            return "from the command line"
+        return f"from {where}" if where is not None else "the default"
 
     def hooks(self) -> list[HookCommand]:
         return self.layers.hooks(self.project_approved)

@@ -37,7 +37,7 @@ def show_permissions(repl: ReplHost) -> None:
     permissions = setup.permissions
     rules = permissions.listing()
     repl.console.print(Text.assemble(("permission mode: ", "dim"), (permissions.mode, "bold"),
-                                     (f"  (from {setup.default_mode_source()}; shift+tab cycles)",
+                                     (f"  ({setup.default_mode_source()}; shift+tab cycles)",
                                       "dim")))
     for folder in permissions.additional_directories:
         repl.console.print(Text.assemble(("additional directory: ", "dim"), str(folder)))

@@ -99,6 +99,8 @@ def test_shift_tab_cycles_the_modes_and_plan_mode_refuses_writes_without_asking(
         await repl.wait_for("Refused, planning instead.", after=mark)
         assert "Do you want to proceed?" not in repl.text[mark:]
         assert not (project / "x.txt").exists()
+        mark = await repl.submit("/permissions")
+        await repl.wait_for("permission mode: plan  (changed in this session", after=mark)
         await repl.keys(SHIFT_TAB)
         await until(lambda: "plan mode" not in status(repl), "default again")
         assert repl.session.permission_setup.permissions.mode == "default"
