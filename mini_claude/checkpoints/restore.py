@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mini_claude.atomic_files import atomic_write
 from mini_claude.checkpoints.store import CheckpointStore
 from mini_claude.private_dirs import make_private_dirs
-from mini_claude.tools.common import atomic_write
 from mini_claude.transcript import read_records
 
 JOURNAL_MODE = 0o600

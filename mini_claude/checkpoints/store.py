@@ -21,8 +21,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from mini_claude.atomic_files import atomic_write
 from mini_claude.private_dirs import make_private_dirs
-from mini_claude.tools.common import atomic_write
 
 PRIVATE_FILE_MODE = 0o600
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")

@@ -12,11 +12,11 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
+from mini_claude.atomic_files import atomic_write
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import NOTHING_TO_ASK, PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import (
     ToolError,
-    atomic_write,
     change_counts,
     reports_tool_errors,
     unified_diff,

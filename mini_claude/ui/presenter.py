@@ -11,13 +11,15 @@ from rich.text import Text
 from mini_claude import events as ev
 from mini_claude.context.compact_notices import failure_notice
 from mini_claude.plan import TodoItem
-from mini_claude.protocol import CompactReason, TierReport
+from mini_claude.protocol import TierReport
 from mini_claude.text import format_tokens
+from mini_claude.ui.checklist import checklist, current_step, live_lines
 from mini_claude.ui.live import LiveView, TurnActivity
-from mini_claude.ui.plan_view import checklist, current_step, live_lines
 from mini_claude.ui.recall import Recall
 from mini_claude.ui.render import (
     MarkdownStream,
+    compaction_line,
+    compaction_why,
     diff_stat,
     error_line,
     full_result_text,
@@ -93,7 +95,7 @@ class TurnPresenter:
                     self._tier_reports.append(event.report)
             case ev.CompactionStarted():
                 await self._flush_text()
-                self.activity.set(f"compacting ({_why(event.reason)}, "
+                self.activity.set(f"compacting ({compaction_why(event.reason)}, "
                                   f"{format_tokens(event.tokens_before)} tokens)…")
             case ev.CompactionFinished():
                 self.activity.set("thinking…")
@@ -201,26 +203,3 @@ class TurnPresenter:
         await self.view.print_above(write)
 
 
-def _why(reason: CompactReason) -> str:
-    match reason:
-        case "auto":
-            return "auto-compact"
-        case "manual":
-            return "/compact"
-        case "tool":
-            return "requested by the model"
-        case "mid-turn" | "idle":
-            return reason
-        case "prompt-too-long":
-            return "prompt too long"
-        case _:
-            assert_never(reason)
-
-
-def compaction_line(event: ev.CompactionFinished) -> Text:
-    line = Text("✓ compacted", style="green")
-    line.append(f" ({_why(event.reason)}): {format_tokens(event.tokens_before)} → "
-                f"{format_tokens(event.tokens_after)} tokens", style="default")
-    if event.from_notes:
-        line.append(" · from session notes, no summary call", style="dim")
-    return line

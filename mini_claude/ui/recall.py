@@ -18,7 +18,7 @@ from rich.text import Text
 from mini_claude.conversation import Message, SummaryBlock, ToolResultBlock
 from mini_claude.protocol import CompactReason
 from mini_claude.transcript import Landmark
-from mini_claude.ui.render import hanging, tool_call_line
+from mini_claude.ui.render import compaction_line, hanging, tool_call_line
 
 RECAP_EXCHANGES = 3  # user messages shown, with what followed each
 RECAP_TEXT_LINES = 6
@@ -98,7 +98,6 @@ def _landmark_line(landmark: Landmark) -> RenderableType:
     if landmark.kind == "interrupted":
         return Text("  ⎿  Interrupted", style="red")
     from mini_claude.events import CompactionFinished
-    from mini_claude.ui.presenter import compaction_line
 
     reasons: tuple[CompactReason, ...] = get_args(CompactReason)
     reason: CompactReason = next((r for r in reasons if r == landmark.reason), "auto")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.segment import Segment
@@ -19,7 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from mini_claude.context.placeholders import count_lines, utf8_size
-from mini_claude.protocol import TierReport
+from mini_claude.events import CompactionFinished
+from mini_claude.protocol import CompactReason, TierReport
 from mini_claude.text import format_tokens, human_size, short_target
 from mini_claude.tiers import tier_row
 
@@ -316,3 +317,30 @@ def is_collapsed(event: ToolFinished) -> bool:
         return len(lines) > DIFF_PREVIEW_LINES
     return (len(lines) > RESULT_PREVIEW_LINES or any(len(x) > LINE_PREVIEW_CHARS for x in lines)
             or full_result_text(event) != body)
+
+
+def compaction_why(reason: CompactReason) -> str:
+    """Why a compaction ran, in the words the screen uses."""
+    match reason:
+        case "auto":
+            return "auto-compact"
+        case "manual":
+            return "/compact"
+        case "tool":
+            return "requested by the model"
+        case "mid-turn" | "idle":
+            return reason
+        case "prompt-too-long":
+            return "prompt too long"
+        case _:
+            assert_never(reason)
+
+
+def compaction_line(event: CompactionFinished) -> Text:
+    """The line a compaction leaves, live and when a resumed session is recapped."""
+    line = Text("✓ compacted", style="green")
+    line.append(f" ({compaction_why(event.reason)}): {format_tokens(event.tokens_before)} → "
+                f"{format_tokens(event.tokens_after)} tokens", style="default")
+    if event.from_notes:
+        line.append(" · from session notes, no summary call", style="dim")
+    return line

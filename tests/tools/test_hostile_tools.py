@@ -369,7 +369,7 @@ def test_case14_a_large_write_counts_the_lines_it_changed(
 KILLED_WRITER = """
 import sys
 from pathlib import Path
-from mini_claude.tools.common import atomic_write
+from mini_claude.atomic_files import atomic_write
 data = b"x" * (16 << 20)
 target = Path(sys.argv[1])
 Path(sys.argv[2]).write_text("writing")
