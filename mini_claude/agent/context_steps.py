@@ -19,7 +19,8 @@ from dataclasses import replace
 
 from mini_claude import events as ev
 from mini_claude.agent.history import History
-from mini_claude.agent.hooks import HookRunner, LifecycleHooks
+from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.lifecycle import LifecycleHooks
 from mini_claude.agent.mode_reminder import approved_plan
 from mini_claude.agent.summaries import run_summary
 from mini_claude.context.attachments import (

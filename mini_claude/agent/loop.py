@@ -16,7 +16,8 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.agent.context_steps import ContextSteps
 from mini_claude.agent.history import History
-from mini_claude.agent.hooks import HookRunner, LifecycleHooks
+from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.lifecycle import LifecycleHooks
 from mini_claude.agent.mode_reminder import with_mode_reminder
 from mini_claude.agent.reminders import with_plan_reminder
 from mini_claude.agent.reply_stream import ReplyStream

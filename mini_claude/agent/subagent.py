@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from mini_claude import events as ev
-from mini_claude.agent.hooks import HookRunner, LifecycleHooks
+from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.lifecycle import LifecycleHooks
 from mini_claude.agent.loop import Agent
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import Conversation

@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator, Sequence
 
 from mini_claude import events as ev
 from mini_claude.agent.history import History
-from mini_claude.agent.hooks import HookRunner, LifecycleHooks
+from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.lifecycle import LifecycleHooks
 from mini_claude.context.compact import CompactionError, Compactor, SummaryContext
 from mini_claude.context.notes import SessionNotes
 from mini_claude.context.thinking import close_thinking_loop

@@ -21,7 +21,8 @@ from typing import Any
 from mini_claude import events as ev
 from mini_claude.agent.context_steps import ContextSteps
 from mini_claude.agent.history import AdmittedResult
-from mini_claude.agent.hooks import HookOutcome, HookRunner, LifecycleHooks
+from mini_claude.agent.hooks import HookOutcome, HookRunner
+from mini_claude.agent.lifecycle import LifecycleHooks
 from mini_claude.agent.live_calls import LiveCalls, streams_output
 from mini_claude.agent.reminders import remind_in_results
 from mini_claude.conversation import ToolUseBlock

@@ -85,7 +85,7 @@ async def _run(
     err: TextIO,
     run: PrintRun | None = None,
 ) -> int:
-    from mini_claude.agent.hooks import end_session
+    from mini_claude.agent.lifecycle import end_session
     from mini_claude.providers import create_provider
     from mini_claude.session.custom_commands import prompt_events
     from mini_claude.session.rewind import RewindError, resume_at

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mini_claude.agent.hooks import HookRunner, LifecycleHooks
+from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.lifecycle import LifecycleHooks
 from mini_claude.agent.subagent import add_task_tool, task_transcripts_dir
 from mini_claude.checkpoints.recorder import Checkpointer
 from mini_claude.checkpoints.restore import recover

@@ -172,7 +172,7 @@ def _duration(seconds: float) -> str:
 
 
 async def clear_command(repl: ReplHost, argument: str) -> Outcome:
-    from mini_claude.agent.hooks import end_session
+    from mini_claude.agent.lifecycle import end_session
 
     previous = repl.session.session_id
     for warning in await end_session(repl.agent.hooks, "clear"):

@@ -658,7 +658,7 @@ class Repl:
             self.console.print(line)
 
     async def _close(self) -> None:
-        from mini_claude.agent.hooks import end_session
+        from mini_claude.agent.lifecycle import end_session
 
         if self._session is None and self._building is None:
             return  # nothing was built: the build failed, and said so

@@ -3,12 +3,11 @@ and how the refusal reads."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from mini_claude.agent.hooks import load_hook_settings
+from mini_claude.agent.hooks import hook_commands
 from mini_claude.context.attachments import SkillSource
 from mini_claude.plan import Plan, PlanError, TodoItem, parse_todos
 from mini_claude.project.instructions import ProjectInstructions, build_system_prompt
@@ -143,9 +142,7 @@ def test_loaded_skills_are_reattached_newest_first_within_the_bound(tmp_path: Pa
 
 
 def test_hook_settings_problems_are_warnings_and_good_entries_still_count(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "settings.json").write_text(json.dumps({"hooks": {
+    hooks = {
         "PreToolUse": [
             {"matcher": "run_shell", "hooks": [{"type": "command", "command": "a"},
                                                {"type": "http", "url": "x"},
@@ -155,17 +152,18 @@ def test_hook_settings_problems_are_warnings_and_good_entries_still_count(tmp_pa
         ],
         "PermissionRequest": [],
         "PostCompact": {"oops": 1},
-    }}))
-    loaded = load_hook_settings(tmp_path / "project", home, 60.0)
-    assert loaded.user is not None
-    assert [(c.event, c.matcher, c.command, c.timeout) for c in loaded.user.commands] == [
+    }
+    warnings: list[str] = []
+    commands = hook_commands(tmp_path / "settings.json", hooks, 60.0, warnings)
+    assert [(c.event, c.matcher, c.command, c.timeout) for c in commands] == [
         ("PreToolUse", "run_shell", "a", 60.0)]
-    text = "\n".join(loaded.warnings)
+    text = "\n".join(warnings)
     for problem in ('not {"type": "command"', "positive number of seconds",
                     '"matcher" that is not a string', "unknown hook event 'PermissionRequest'",
                     '"hooks.PostCompact" must be a list'):
         assert problem in text
-    assert loaded.project is None
+    assert hook_commands(tmp_path / "s.json", ["not", "an", "object"], 60.0, warnings) == []
+    assert '"hooks" must be an object' in warnings[-1]
 
 
 def test_matchers_are_exact_names_or_patterns() -> None:
