@@ -16,7 +16,7 @@ import re
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,7 +28,7 @@ from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.grep_worker import WorkerQuery
 from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS
-from mini_claude.tools.paths import project_root, read_permission, resolve
+from mini_claude.tools.paths import home_kept_out, project_root, read_permission, resolve
 from mini_claude.tools.process import HeadTailBuffer, pump, terminate_group
 from mini_claude.tools.special_files import refuse_special, special_kind
 
@@ -74,6 +74,7 @@ class SearchRequest:
     project: Path
     base: Path
     glob: str | None
+    kept_out: Path | None = None  # a folder whose matches are dropped (the home)
 
 
 class GrepBackend(Protocol):
@@ -251,7 +252,8 @@ class GrepSearchTool:
             raise ToolError(f"{target.shown} does not exist")
         refuse_special(target.path, target.shown)
         glob = str(args.get("glob") or "") or None
-        request = SearchRequest(pattern, project_root(ctx), target.path, glob)
+        request = SearchRequest(pattern, project_root(ctx), target.path, glob,
+                                home_kept_out(target.path, ctx))
         collected, returncode, stderr = await self._collect(request)
         problems = shorten(stderr, 400, marker="...") if returncode == 2 and stderr.strip() else ""
         if problems and not collected.total:
@@ -344,7 +346,13 @@ def _split_line(raw: bytes) -> tuple[str, str]:
 
 
 def _glob_filter(request: SearchRequest) -> Callable[[str], bool]:
-    """Whether a result path matches the glob, read relative to the searched folder."""
+    """Whether a result path matches the glob, read relative to the searched folder, and
+    lies outside the folder kept out of the search."""
+    kept_out = request.kept_out
+    if kept_out is not None:
+        outside = _glob_filter(replace(request, kept_out=None))
+        return lambda path: (not (request.project / path).is_relative_to(kept_out)
+                             and outside(path))
     if not request.glob:
         return lambda path: True
     spec = GitIgnoreSpec.from_lines([request.glob])

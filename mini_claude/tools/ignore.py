@@ -93,22 +93,24 @@ def rules_for(base: Path, project: Path) -> IgnoreRules:
 
 
 def walk_files(
-    base: Path, rules: IgnoreRules, should_stop: Callable[[], bool] = lambda: False
+    base: Path, rules: IgnoreRules, should_stop: Callable[[], bool] = lambda: False,
+    kept_out: Path | None = None,
 ) -> Iterator[Path]:
     """Files under ``base`` (or ``base`` itself) in path order, pruning ignored folders.
 
     Path order (entries sorted by name, folders entered where they sort) is
     the order ``rg --sort=path`` prints, so both grep backends agree.
     Symlinked folders are not entered; symlinked files are listed and the
-    caller decides whether to open them.
+    caller decides whether to open them. ``kept_out`` is a folder never entered.
     """
     if not base.is_dir():
         yield base
         return
-    yield from _walk(base, rules, should_stop)
+    yield from _walk(base, rules, should_stop, kept_out)
 
 
-def _walk(folder: Path, rules: IgnoreRules, should_stop: Callable[[], bool]) -> Iterator[Path]:
+def _walk(folder: Path, rules: IgnoreRules, should_stop: Callable[[], bool],
+          kept_out: Path | None) -> Iterator[Path]:
     try:
         entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
     except OSError:
@@ -118,8 +120,10 @@ def _walk(folder: Path, rules: IgnoreRules, should_stop: Callable[[], bool]) -> 
             return
         path = folder / entry.name
         if entry.is_dir(follow_symlinks=False):
+            if path == kept_out:
+                continue
             if entry.name not in ALWAYS_SKIPPED_DIRS and not rules.ignored(path, is_dir=True):
-                yield from _walk(path, rules, should_stop)
+                yield from _walk(path, rules, should_stop, kept_out)
         elif entry.is_symlink() and entry.is_dir():
             continue
         elif not rules.ignored(path, is_dir=False):

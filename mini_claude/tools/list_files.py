@@ -12,7 +12,13 @@ from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 from mini_claude.tools.ignore import rules_for, walk_files
-from mini_claude.tools.paths import project_root, read_permission, resolve, shown_path
+from mini_claude.tools.paths import (
+    home_kept_out,
+    project_root,
+    read_permission,
+    resolve,
+    shown_path,
+)
 
 DEFAULT_MAX_ENTRIES = 1_000
 DEFAULT_TIME_LIMIT_SECONDS = 20.0
@@ -81,7 +87,8 @@ class ListFilesTool:
             timed_out = time.monotonic() > deadline
             return timed_out
 
-        for path in walk_files(target.path, rules_for(target.path, root), out_of_time):
+        home = home_kept_out(target.path, ctx)
+        for path in walk_files(target.path, rules_for(target.path, root), out_of_time, home):
             if wanted is not None and not wanted.match_file(path.relative_to(target.path)):
                 continue
             total += 1

@@ -46,6 +46,13 @@ def home_folder(ctx: ToolContext) -> Path:
     return ctx.settings.home.expanduser().resolve()
 
 
+def home_kept_out(base: Path, ctx: ToolContext) -> Path | None:
+    """The home, when a search or listing from ``base`` would walk into it on the way: other
+    sessions and the home ``.env`` are read only when named (which asks), never in passing."""
+    home = home_folder(ctx)
+    return home if home.is_relative_to(base) and not base.is_relative_to(home) else None
+
+
 def resolve(raw: str, ctx: ToolContext) -> ResolvedPath:
     """Resolve a path the model gave, relative to the project folder."""
     if "\x00" in raw:

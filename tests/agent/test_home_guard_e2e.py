@@ -97,6 +97,28 @@ def test_yes_does_not_let_the_model_read_the_home(cli: Cli, where: str) -> None:
     assert allowed.code == 0  # an explicit rule is the user's own yes
 
 
+def test_searching_and_listing_the_project_pass_by_a_home_inside_it(cli: Cli) -> None:
+    """The project folder holds the home (the probe's case): a search or a listing of the
+    whole project never walks into it, while the project's own files are found."""
+    cwd = cli.project.parent
+    assert cli.home.parent == cwd
+    (cli.project / "notes.txt").write_text("secret of the project\n")
+    others = cli.home / "transcripts" / "other-session.jsonl"
+    others.parent.mkdir(parents=True, exist_ok=True)
+    others.write_text(json.dumps({"secret": HOME_SECRET}) + "\n")
+    cli.sim.policy, seen = calls_then_report([
+        ToolCall("grep_search", {"pattern": "secret", "path": "."}),
+        ToolCall("list_files", {"path": "."}),
+    ])
+    outcome = cli.run("-p", "look around", "--yes", cwd=cwd)
+    assert outcome.code == 0, outcome.err
+    grep, listing = seen
+    assert "notes.txt" in grep and "notes.txt" in listing
+    assert "other-session" not in grep + listing and ".env" not in grep + listing
+    for request in cli.sim.requests:
+        assert HOME_SECRET not in json.dumps(request.body)
+
+
 @pytest.mark.parametrize("output_format", ["json", "stream-json"])
 def test_a_denied_write_or_edit_still_ends_with_a_result_line(
     cli: Cli, output_format: str
