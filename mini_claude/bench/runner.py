@@ -235,6 +235,7 @@ async def run_strategy(
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:
+                await agent.context.memory.cancel()  # an update still running at the end
                 agent.transcript.close()
             records = list(sim.requests)
         finally:
