@@ -142,6 +142,11 @@ class Settings:
     session_memory_update_pct: float = 0.25
     # Off: the loop waits for each update (the benchmark, for requests in a fixed order).
     session_memory_background: bool = True
+    # When the summary threshold comes before the notes, the request goes out as it is (an
+    # update on its way) while it stays this share of the effective window below the hard
+    # limit (window minus output reserve); only there does anything wait for notes or a
+    # summary. 1 turns this off (a summary at the threshold, as without notes on the way).
+    session_memory_defer_margin_pct: float = 0.05
 
     # Provider calls
     max_retries: int = 4
@@ -310,6 +315,7 @@ _PERCENT_FIELDS = {
     "read_page_window_share",
     "session_memory_start_pct",
     "session_memory_update_pct",
+    "session_memory_defer_margin_pct",
 }
 
 

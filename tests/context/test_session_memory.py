@@ -404,3 +404,53 @@ def test_notes_still_on_their_way_give_way_to_earlier_ones(memory_settings: Sett
     assert memory.usable(conversation) == [older]
     now[0] = 131.0
     assert memory.usable(conversation) == [newer, older]
+
+
+def test_a_threshold_that_comes_before_the_notes_is_passed_until_they_arrive(
+    isolated_home: Path, project: Path,
+) -> None:
+    """On a simulated clock an update's reply takes a while; a summary due meanwhile is held
+    back (the request still fits well below the window) and the notes replace the history
+    once they are in: no summary call, nobody waits."""
+    from mini_claude.simulator import SimClock
+    from tests.support.long_session import build_agent
+
+    clock = SimClock(start=1_000.0)
+    with Simulator(reading_policy(36), clock=clock) as sim:
+        # The first update just short of the threshold, and none after it; 60K effective, the
+        # hard limit at 58.8K, each call of the loop about 3K more.
+        session, agent = build_agent(sim, "anthropic", project, isolated_home, 64_000, clock,
+                                     output_reserve=4_000, session_memory_background=False,
+                                     session_memory_start_pct=0.95,
+                                     session_memory_update_pct=1.0,
+                                     session_memory_defer_margin_pct=0.02)
+        agent.context.memory.arrival_delay = lambda usage: 9.0  # about two calls of the loop
+
+        async def play() -> list[ev.Event]:
+            events = []
+            async for event in agent.turn("read every log part and tell me the facts"):
+                events.append(event)
+                if isinstance(event, ev.AssistantMessage):
+                    clock.advance(4.0)
+                elif isinstance(event, ev.ToolFinished):
+                    clock.advance(1.0)
+            return events
+
+        loop = asyncio.new_event_loop()
+        try:
+            events = loop.run_until_complete(play())
+            loop.run_until_complete(session.provider.close())
+        finally:
+            agent.transcript.close()
+            loop.close()
+    assert isinstance(events[-1], ev.TurnFinished)
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert finished and all(e.from_notes and e.waited_seconds == 0 for e in finished)
+    assert not any(q.is_summary_request for q in sim.requests)
+    assert all(q.status == 200 for q in sim.requests)
+    settings = agent.settings
+    calls = [q for q in sim.requests if not q.is_side_request]
+    # Requests went out past the threshold while the notes were on their way, never past the
+    # hard limit.
+    assert any(q.prompt_tokens > settings.autocompact_tokens for q in calls)
+    assert max(q.prompt_tokens for q in calls) <= settings.effective_window
