@@ -138,8 +138,8 @@ class Settings:
     # call. The first update comes when the history reaches this share of the summary
     # threshold, the next ones after it grows by this share again.
     session_memory: bool = True
-    session_memory_start_pct: float = 0.60
-    session_memory_update_pct: float = 0.25
+    session_memory_start_pct: float = 0.90
+    session_memory_update_pct: float = 0.50
     # Off: the loop waits for each update (the benchmark, for requests in a fixed order).
     session_memory_background: bool = True
     # When the summary threshold comes before the notes, the request goes out as it is (an
@@ -147,6 +147,9 @@ class Settings:
     # limit (window minus output reserve); only there does anything wait for notes or a
     # summary. 1 turns this off (a summary at the threshold, as without notes on the way).
     session_memory_defer_margin_pct: float = 0.05
+    # The share of the effective window a history may grow by while an update runs: the
+    # first update of a history comes that far below the hard limit at the latest.
+    session_memory_lead_pct: float = 0.30
 
     # Provider calls
     max_retries: int = 4
@@ -316,6 +319,7 @@ _PERCENT_FIELDS = {
     "session_memory_start_pct",
     "session_memory_update_pct",
     "session_memory_defer_margin_pct",
+    "session_memory_lead_pct",
 }
 
 

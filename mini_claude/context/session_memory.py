@@ -108,13 +108,23 @@ class SessionMemory:
             return False
         threshold = self.settings.autocompact_tokens
         tokens = self._history_tokens(conversation)
-        if tokens < threshold * self.settings.session_memory_start_pct:
+        if tokens < self.first_update_tokens():
             return False
         notes = self.current(conversation)
         if notes is None:
             return True
         grown = tokens - notes.history_tokens
         return grown >= threshold * self.settings.session_memory_update_pct
+
+    def first_update_tokens(self) -> int:
+        """Where the first update of a history comes: at a share of the summary threshold, but
+        early enough that the history can still grow by the lead share of the effective window
+        below the hard limit while it runs (a summary held back for notes waits at that limit;
+        see ``ContextSteps.defer_summary``)."""
+        settings = self.settings
+        at_threshold = settings.autocompact_tokens * settings.session_memory_start_pct
+        room = 1 - settings.session_memory_defer_margin_pct - settings.session_memory_lead_pct
+        return int(max(0.0, min(at_threshold, settings.effective_window * room)))
 
     @property
     def notes(self) -> SessionNotes | None:
