@@ -102,12 +102,15 @@ def _claude_code_memory(settings: Settings) -> Settings:
     once the conversation reaches 10K tokens, updated after every 5K more
     (minimumMessageTokensToInit, minimumTokensBetweenUpdate as public analyses of its code
     give them), each update a side request that reuses the main call's cached prefix; at the
-    threshold the notes replace what they cover and the messages after them stay. Assumed:
-    its tool-call condition (3 calls between updates) is always met in this workload."""
+    threshold the notes replace what they cover and the messages after them stay, and when they
+    cannot, a summary is made there and then (holding it back for notes on their way is our
+    own). Assumed: its tool-call condition (3 calls between updates) is always met in this
+    workload."""
     base = _claude_code(settings)
     threshold = base.autocompact_tokens
     return base.with_overrides(
         session_memory=True,
+        session_memory_defer_margin_pct=1.0,
         session_memory_start_pct=min(1.0, CLAUDE_CODE_NOTES_INIT_TOKENS / threshold),
         session_memory_update_pct=min(1.0, CLAUDE_CODE_NOTES_UPDATE_TOKENS / threshold),
     )

@@ -123,6 +123,8 @@ class SessionMemory:
         see ``ContextSteps.defer_summary``)."""
         settings = self.settings
         at_threshold = settings.autocompact_tokens * settings.session_memory_start_pct
+        if settings.session_memory_defer_margin_pct >= 1:
+            return int(at_threshold)  # nothing is held back for notes: the threshold is the limit
         room = 1 - settings.session_memory_defer_margin_pct - settings.session_memory_lead_pct
         return int(max(0.0, min(at_threshold, settings.effective_window * room)))
 
