@@ -150,6 +150,8 @@ class Settings:
     # The share of the effective window a history may grow by while an update runs: the
     # first update of a history comes that far below the hard limit at the latest.
     session_memory_lead_pct: float = 0.30
+    # The longest a compaction waits for an update on its way before it goes on without it.
+    session_memory_max_wait_seconds: float = 600.0
 
     # Provider calls
     max_retries: int = 4
@@ -325,6 +327,7 @@ _PERCENT_FIELDS = {
 
 # Time limits that guard something (a hook, a command, a stream): never zero or negative.
 _POSITIVE_SECONDS = {
+    "session_memory_max_wait_seconds",
     "hook_timeout_seconds",
     "shell_timeout_seconds",
     "request_timeout_seconds",

@@ -373,12 +373,15 @@ class ContextSteps:
         waited = 0.0
         notes = [] if reason in FRESH_SUMMARY_REASONS else self.memory.usable(self.conversation)
         if reason in WAITING_REASONS and self._notes_on_the_way(notes):
-            started = self.clock()
-            outcome = await self.memory.settle()
+            started, limit = self.clock(), self.settings.session_memory_max_wait_seconds
+            outcome = await self.memory.settle(limit)
             if outcome is not None and outcome.notes is not None:
                 yield ev.NotesUpdated(outcome.notes.covered, len(outcome.notes.text))
             waited = max(0.0, self.memory.arrival(self.conversation) - started)
-            notes = self.memory.waited_for(self.conversation)
+            if waited <= limit:
+                notes = self.memory.waited_for(self.conversation)
+            else:  # given up on (on a simulated clock): what had arrived by then
+                waited, notes = limit, self.memory.usable(self.conversation)
         events = run_summary(self.compactor, self.history, self.hooks(), self.summary_context(),
                              reason, focus, notes, lifecycle=self.lifecycle)
         async for event in events:

@@ -200,12 +200,13 @@ class SessionMemory:
         news, self._news = self._news, None
         return news
 
-    async def settle(self) -> NotesUpdate | None:
-        """Wait for a running update to finish, then say what finished."""
+    async def settle(self, timeout: float | None = None) -> NotesUpdate | None:
+        """Wait for a running update to finish (at most ``timeout`` seconds, after which it
+        goes on running), then say what finished."""
         task = self._pending
         if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(task)
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(asyncio.shield(task), timeout)
         return self.collect()
 
     def _finished(self, task: asyncio.Task[NotesUpdate]) -> None:

@@ -407,3 +407,18 @@ def test_no_deferral_without_session_memory_or_with_the_margin_at_the_whole_wind
         steps.anchor()
         events = collect(steps.steps.before_call())
         assert [e.reason for e in events if isinstance(e, ev.CompactionFinished)] == ["mid-turn"]
+
+
+def test_the_wait_for_notes_on_their_way_has_a_limit(tmp_path: Path) -> None:
+    """Past ``session_memory_max_wait_seconds`` the compaction goes on without them: a
+    summary call (no earlier notes to stand in), after the time it waited."""
+    steps = Steps(tmp_path, session_memory_background=False, session_memory_max_wait_seconds=15.0)
+    steps.work(calls=18, tokens_each=1_700)
+    steps.anchor()
+    notes_on_the_way(steps, arrives_in=40.0)
+    events = collect(steps.steps.before_call())
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert len(finished) == 1 and not finished[0].from_notes
+    assert finished[0].waited_seconds == pytest.approx(15.0)
+    [summary] = steps.provider.requests
+    assert NOTES_LINE not in summary.messages[-1].text
