@@ -87,6 +87,8 @@ class CompactionFinished:
     summary: str
     from_notes: bool = False  # session notes stood in for the summary: nobody waited
     notes_age_seconds: float | None = None  # since the update behind those notes was asked for
+    # how long the compaction waited for notes on their way before it could begin
+    waited_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

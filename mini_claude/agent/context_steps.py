@@ -50,6 +50,12 @@ from mini_claude.tools.base import ToolContext
 
 # Compactions the user asked for get a fresh summary, never the background notes.
 FRESH_SUMMARY_REASONS: frozenset[CompactReason] = frozenset({"manual", "tool"})
+# Compactions the threshold asked for: held back while notes are on their way and the request
+# still fits below the hard limit (see ``defer_summary``).
+DEFERRABLE_REASONS: frozenset[CompactReason] = frozenset({"auto", "mid-turn"})
+# Compactions that wait for notes already on their way rather than ask for a fresh summary
+# (the rest of an update takes less time than a whole summary call).
+WAITING_REASONS: frozenset[CompactReason] = frozenset({"auto", "mid-turn", "prompt-too-long"})
 
 
 class ContextSteps:
@@ -169,6 +175,8 @@ class ContextSteps:
         async for event in self._collect_notes():
             yield event
         reason = self.turn_start_summary()
+        if reason is not None and await self.defer_summary(reason):
+            reason = None
         if reason is not None:
             async for event in self.summarize(reason):
                 yield event
@@ -196,7 +204,9 @@ class ContextSteps:
         elif self.needs_mid_turn_room():
             for report in self.make_room(loop_open):
                 yield ev.TierFired(report)
-            if self.compactor.needs_mid_turn_compaction(self.conversation):
+            if self.compactor.needs_mid_turn_compaction(self.conversation) and not (
+                await self.defer_summary("mid-turn")
+            ):
                 async for event in self.summarize("mid-turn"):
                     yield event
 
@@ -323,18 +333,65 @@ class ContextSteps:
 
     # ---- summaries --------------------------------------------------------------------
 
+    def below_hard_limit(self) -> bool:
+        """The next request fits the effective window (window minus the output reserve) with
+        the deferral margin to spare."""
+        effective = self.settings.effective_window
+        margin = effective * self.settings.session_memory_defer_margin_pct
+        return self.meter.status(self.conversation).tokens + margin <= effective
+
+    async def defer_summary(self, reason: CompactReason) -> bool:
+        """True when a due summary is held back: notes that fit are not here yet, an update
+        is on its way (started now if none is), and the request still fits below the hard
+        limit. Nothing waits: the notes replace the history as soon as they arrive and fit
+        (checked before every call); at the hard limit the summary comes after all."""
+        memory, conversation = self.memory, self.conversation
+        if reason not in DEFERRABLE_REASONS or not memory.enabled or not self.below_hard_limit():
+            return False
+        ready = memory.usable(conversation)
+        if ready and self.compactor.notes_fit(conversation, self.summary_context(), ready):
+            return False  # the notes stand in now, without a call
+        if memory.in_flight(conversation):
+            return True
+        if not memory.may_start(conversation) or not memory.start(conversation,
+                                                                  self.summary_context()):
+            return False
+        if not self.settings.session_memory_background:
+            await memory.settle()  # in one order with the loop's own calls (the benchmark)
+        return True
+
+    def _notes_on_the_way(self, ready: Sequence[SessionNotes]) -> bool:
+        """An update is in flight and none of the notes already here would stand in."""
+        return self.memory.in_flight(self.conversation) and not (
+            ready and self.compactor.notes_fit(self.conversation, self.summary_context(), ready)
+        )
+
     async def summarize(
         self, reason: CompactReason, focus: str | None = None
     ) -> AsyncIterator[ev.Event]:
-        """Replace the history with a summary (hooks around it); events as it goes."""
+        """Replace the history with a summary (hooks around it); events as it goes.
+
+        Notes still on their way are waited for first (their update is further along
+        than a fresh summary call would be); the wait is on the finished event."""
+        waited = 0.0
         notes = [] if reason in FRESH_SUMMARY_REASONS else self.memory.usable(self.conversation)
+        if reason in WAITING_REASONS and self._notes_on_the_way(notes):
+            started, limit = self.clock(), self.settings.session_memory_max_wait_seconds
+            outcome = await self.memory.settle(limit)
+            if outcome is not None and outcome.notes is not None:
+                yield ev.NotesUpdated(outcome.notes.covered, len(outcome.notes.text))
+            waited = max(0.0, self.memory.arrival(self.conversation) - started)
+            if waited <= limit:
+                notes = self.memory.waited_for(self.conversation)
+            else:  # given up on (on a simulated clock): what had arrived by then
+                waited, notes = limit, self.memory.usable(self.conversation)
         events = run_summary(self.compactor, self.history, self.hooks(), self.summary_context(),
                              reason, focus, notes, lifecycle=self.lifecycle)
         async for event in events:
             if isinstance(event, ev.CompactionFinished):
                 self.compactions += 1
                 self.memory.note_compacted()
-                event = self._with_notes_age(event, notes)
+                event = replace(self._with_notes_age(event, notes), waited_seconds=waited)
                 self.cache_misses.note_edit(f"compaction ({reason})")
                 self.last_call_at = self.clock()  # the summary call was a model call too
             yield event

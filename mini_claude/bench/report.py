@@ -153,19 +153,16 @@ def compaction_waits(run: RunResult) -> Waits:
 
 
 def _wait(requests: Sequence[RequestRecord], mark: CompactionMark) -> float:
-    """A summary call is waited for whole; notes only for what their update still had to run
-    (none, when the notes had arrived, which is all the loop ever uses)."""
+    """What the compaction waited for notes still on their way (none when they had arrived),
+    then, when no notes could stand in, the summary call whole."""
     if mark.from_notes:
-        update = next((r for r in reversed(requests[: mark.request_index]) if r.is_notes), None)
-        if update is None:
-            return 0.0
-        return max(0.0, request_seconds(update) - (mark.notes_age_seconds or 0.0))
+        return mark.waited_seconds
     calls = []
     for record in requests[mark.request_index:]:
         if not record.is_summary:
             break
         calls.append(record)
-    return sum(request_seconds(r) for r in calls)
+    return mark.waited_seconds + sum(request_seconds(r) for r in calls)
 
 
 def make_row(run: RunResult) -> Row:

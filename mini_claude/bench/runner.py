@@ -97,6 +97,7 @@ class CompactionMark:
     tokens_after: int
     from_notes: bool = False  # session notes stood in for the summary
     notes_age_seconds: float | None = None  # simulated time since those notes were asked for
+    waited_seconds: float = 0.0  # simulated time it waited for notes still on their way
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +174,7 @@ class _Recorder:
         elif isinstance(event, ev.CompactionFinished):
             self.result.compactions.append(CompactionMark(
                 self.compaction_started_at, event.reason, event.tokens_before, event.tokens_after,
-                event.from_notes, event.notes_age_seconds))
+                event.from_notes, event.notes_age_seconds, event.waited_seconds))
         elif isinstance(event, ev.AssistantMessage):
             self.clock.advance(MODEL_SECONDS)
         elif isinstance(event, ev.ToolFinished):
@@ -235,6 +236,7 @@ async def run_strategy(
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:
+                await agent.context.memory.cancel()  # an update still running at the end
                 agent.transcript.close()
             records = list(sim.requests)
         finally:

@@ -95,6 +95,7 @@ def _claude_code(settings: Settings) -> Settings:
 
 CLAUDE_CODE_NOTES_INIT_TOKENS = 10_000
 CLAUDE_CODE_NOTES_UPDATE_TOKENS = 5_000
+CLAUDE_CODE_NOTES_WAIT_SECONDS = 15.0  # its wait for an extraction still running, at most
 
 
 def _claude_code_memory(settings: Settings) -> Settings:
@@ -102,12 +103,16 @@ def _claude_code_memory(settings: Settings) -> Settings:
     once the conversation reaches 10K tokens, updated after every 5K more
     (minimumMessageTokensToInit, minimumTokensBetweenUpdate as public analyses of its code
     give them), each update a side request that reuses the main call's cached prefix; at the
-    threshold the notes replace what they cover and the messages after them stay. Assumed:
-    its tool-call condition (3 calls between updates) is always met in this workload."""
+    threshold it waits up to 15 s for an extraction still running, the notes replace what they
+    cover and the messages after them stay, and when they cannot, a summary is made there and
+    then (holding it back for notes on their way is our own). Assumed: its tool-call condition
+    (3 calls between updates) is always met in this workload."""
     base = _claude_code(settings)
     threshold = base.autocompact_tokens
     return base.with_overrides(
         session_memory=True,
+        session_memory_defer_margin_pct=1.0,
+        session_memory_max_wait_seconds=CLAUDE_CODE_NOTES_WAIT_SECONDS,
         session_memory_start_pct=min(1.0, CLAUDE_CODE_NOTES_INIT_TOKENS / threshold),
         session_memory_update_pct=min(1.0, CLAUDE_CODE_NOTES_UPDATE_TOKENS / threshold),
     )

@@ -82,25 +82,51 @@ class SessionMemory:
     def updating(self) -> bool:
         return self._pending is not None and not self._pending.done()
 
-    def due(self, conversation: Conversation) -> bool:
-        """Enough new history since the last notes, and nothing makes an update unsafe."""
-        if not self.enabled or self._pending is not None:
+    def in_flight(self, conversation: Conversation) -> bool:
+        """An update was asked for and its notes are not in yet: it is running, or (on a
+        simulated clock) its reply would still be on its way."""
+        if self.updating:
+            return True
+        now = self.clock()
+        return any(n.ready_at > now for n in self._of(conversation))
+
+    def may_start(self, conversation: Conversation) -> bool:
+        """Nothing makes an update unsafe or redundant now (one in flight, a tool loop with
+        thinking open), whatever the history's size."""
+        if not self.enabled or self._pending is not None or self.in_flight(conversation):
             return False
         messages = conversation.messages
         if messages and has_thinking(messages[-1]) and messages[-1].tool_uses:
             return False  # thinking whose tools are about to run: the loop is opening
         sent = messages[: unsent_suffix_start(messages)]
-        if thinking_loop_open(messages) or thinking_loop_open(sent):
-            return False  # nothing may come between thinking and the results of its tools
+        # nothing may come between thinking and the results of its tools
+        return not (thinking_loop_open(messages) or thinking_loop_open(sent))
+
+    def due(self, conversation: Conversation) -> bool:
+        """Enough new history since the last notes, and nothing makes an update unsafe."""
+        if not self.may_start(conversation):
+            return False
         threshold = self.settings.autocompact_tokens
         tokens = self._history_tokens(conversation)
-        if tokens < threshold * self.settings.session_memory_start_pct:
+        if tokens < self.first_update_tokens():
             return False
         notes = self.current(conversation)
         if notes is None:
             return True
         grown = tokens - notes.history_tokens
         return grown >= threshold * self.settings.session_memory_update_pct
+
+    def first_update_tokens(self) -> int:
+        """Where the first update of a history comes: at a share of the summary threshold, but
+        early enough that the history can still grow by the lead share of the effective window
+        below the hard limit while it runs (a summary held back for notes waits at that limit;
+        see ``ContextSteps.defer_summary``)."""
+        settings = self.settings
+        at_threshold = settings.autocompact_tokens * settings.session_memory_start_pct
+        if settings.session_memory_defer_margin_pct >= 1:
+            return int(at_threshold)  # nothing is held back for notes: the threshold is the limit
+        room = 1 - settings.session_memory_defer_margin_pct - settings.session_memory_lead_pct
+        return int(max(0.0, min(at_threshold, settings.effective_window * room)))
 
     @property
     def notes(self) -> SessionNotes | None:
@@ -122,10 +148,18 @@ class SessionMemory:
     def usable(self, conversation: Conversation) -> list[SessionNotes]:
         """Notes that have arrived and can replace the history up to a legal cut point, newest
         first; empty when a summary call is needed."""
-        cuts = cut_points(conversation.messages)
         now = self.clock()
-        return [n for n in self._of(conversation)
-                if n.ready_at <= now and any(c <= n.covered for c in cuts)]
+        return [n for n in self.waited_for(conversation) if n.ready_at <= now]
+
+    def waited_for(self, conversation: Conversation) -> list[SessionNotes]:
+        """Like :meth:`usable`, counting notes still on their way (on a simulated clock) as
+        arrived: what stands in once the caller has waited for them (see ``arrival``)."""
+        cuts = cut_points(conversation.messages)
+        return [n for n in self._of(conversation) if any(c <= n.covered for c in cuts)]
+
+    def arrival(self, conversation: Conversation) -> float:
+        """When the last notes of this history on their way arrive (now, if none are)."""
+        return max([self.clock(), *(n.ready_at for n in self._of(conversation))])
 
     # ---- doing it ---------------------------------------------------------------------
 
@@ -166,12 +200,13 @@ class SessionMemory:
         news, self._news = self._news, None
         return news
 
-    async def settle(self) -> NotesUpdate | None:
-        """Wait for a running update to finish, then say what finished."""
+    async def settle(self, timeout: float | None = None) -> NotesUpdate | None:
+        """Wait for a running update to finish (at most ``timeout`` seconds, after which it
+        goes on running), then say what finished."""
         task = self._pending
         if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(task)
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(asyncio.shield(task), timeout)
         return self.collect()
 
     def _finished(self, task: asyncio.Task[NotesUpdate]) -> None:

@@ -15,6 +15,7 @@ from mini_claude.agent.context_steps import ContextSteps
 from mini_claude.agent.history import History
 from mini_claude.agent.hooks import HookRunner
 from mini_claude.context.compact import SummaryContext
+from mini_claude.context.notes import SessionNotes
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import (
     Conversation,
@@ -25,6 +26,7 @@ from mini_claude.conversation import (
     ThinkingBlock,
     ToolUseBlock,
 )
+from mini_claude.prompts import NOTES_LINE
 from mini_claude.protocol import ModelRequest, ResponseComplete, StreamEvent, Usage
 from mini_claude.tools.base import ToolContext
 from mini_claude.transcript import Transcript
@@ -312,3 +314,111 @@ def test_with_session_memory_a_cold_history_without_notes_is_left_to_microcompac
     with_notes.steps.call_ended()
     with_notes.now += with_notes.settings.microcompact_idle_seconds + 1
     assert with_notes.steps.turn_start_summary() is None
+
+
+# ---- session notes on their way: defer, then notes, and the hard limit ------------------
+
+
+def notes_on_the_way(steps: Steps, *, covered: int | None = None,
+                     arrives_in: float = 30.0) -> SessionNotes:
+    """Notes of the whole history whose update (on the simulated clock) is still running."""
+    conversation = steps.history.conversation
+    notes = SessionNotes("<summary>## Notes\n- FACT-7 is in m7.py</summary>", conversation.epoch,
+                         len(conversation) if covered is None else covered,
+                         steps.steps.meter.estimate(conversation), started_at=steps.now,
+                         ready_at=steps.now + arrives_in)
+    steps.steps.memory.notes = notes
+    return notes
+
+
+@pytest.fixture
+def noted(tmp_path: Path) -> Steps:
+    # Each update waited for as it is started, so the test sees its request at once.
+    return Steps(tmp_path, session_memory_background=False)
+
+
+def test_a_due_summary_waits_for_notes_on_their_way_while_the_request_fits(
+    noted: Steps,
+) -> None:
+    noted.work(calls=16, tokens_each=1_700)  # above the 25.5K threshold, below the hard limit
+    noted.anchor()
+    assert noted.steps.needs_mid_turn_room() and noted.steps.below_hard_limit()
+    notes_on_the_way(noted)
+    events = collect(noted.steps.before_call())
+    assert not any(isinstance(e, ev.CompactionStarted) for e in events)
+    assert noted.provider.requests == []  # neither a summary nor a second update
+    assert noted.steps.turn_start_summary() == "auto"
+    assert collect(noted.steps.at_turn_start()) == []  # at a turn's start alike
+    noted.now += 31  # the notes are in: they replace the history before the next call
+    events = collect(noted.steps.before_call())
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert len(finished) == 1 and finished[0].from_notes and finished[0].waited_seconds == 0
+    assert noted.provider.requests == []
+    assert not noted.steps.needs_mid_turn_room()
+
+
+def test_without_notes_on_their_way_a_deferral_starts_an_update(noted: Steps) -> None:
+    noted.work(calls=16, tokens_each=1_700)
+    noted.anchor()
+    events = collect(noted.steps.before_call())
+    assert not any(isinstance(e, ev.CompactionStarted) for e in events)
+    [update] = noted.provider.requests
+    assert NOTES_LINE in update.messages[-1].text  # a notes update, not a summary
+    # Its reply is in (no simulated delay here): the next call compacts from it, no call.
+    events = collect(noted.steps.before_call())
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert len(finished) == 1 and finished[0].from_notes
+    assert len(noted.provider.requests) == 1
+
+
+def test_at_the_hard_limit_the_notes_on_their_way_are_waited_for(noted: Steps) -> None:
+    noted.work(calls=18, tokens_each=1_700)  # past the hard limit (effective window - 5%)
+    noted.anchor()
+    assert not noted.steps.below_hard_limit()
+    notes_on_the_way(noted, arrives_in=12.0)
+    events = collect(noted.steps.before_call())
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert len(finished) == 1 and finished[0].from_notes
+    assert finished[0].waited_seconds == pytest.approx(12.0)  # the rest of the update, counted
+    assert noted.provider.requests == []
+
+
+def test_at_the_hard_limit_notes_that_cannot_stand_in_give_way_to_a_summary(
+    noted: Steps,
+) -> None:
+    noted.work(calls=18, tokens_each=1_700)
+    noted.anchor()
+    notes_on_the_way(noted, covered=0, arrives_in=12.0)  # they describe nothing to cut
+    events = collect(noted.steps.before_call())
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert len(finished) == 1 and not finished[0].from_notes
+    assert finished[0].waited_seconds == pytest.approx(12.0)  # waited, then the call too
+    [summary] = noted.provider.requests
+    assert NOTES_LINE not in summary.messages[-1].text
+
+
+def test_no_deferral_without_session_memory_or_with_the_margin_at_the_whole_window(
+    tmp_path: Path,
+) -> None:
+    for changes in ({"session_memory": False}, {"session_memory_defer_margin_pct": 1.0}):
+        steps = Steps(tmp_path / str(len(changes)) / next(iter(changes)),
+                      session_memory_background=False, **changes)
+        steps.work(calls=16, tokens_each=1_700)
+        steps.anchor()
+        events = collect(steps.steps.before_call())
+        assert [e.reason for e in events if isinstance(e, ev.CompactionFinished)] == ["mid-turn"]
+
+
+def test_the_wait_for_notes_on_their_way_has_a_limit(tmp_path: Path) -> None:
+    """Past ``session_memory_max_wait_seconds`` the compaction goes on without them: a
+    summary call (no earlier notes to stand in), after the time it waited."""
+    steps = Steps(tmp_path, session_memory_background=False, session_memory_max_wait_seconds=15.0)
+    steps.work(calls=18, tokens_each=1_700)
+    steps.anchor()
+    notes_on_the_way(steps, arrives_in=40.0)
+    events = collect(steps.steps.before_call())
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert len(finished) == 1 and not finished[0].from_notes
+    assert finished[0].waited_seconds == pytest.approx(15.0)
+    [summary] = steps.provider.requests
+    assert NOTES_LINE not in summary.messages[-1].text

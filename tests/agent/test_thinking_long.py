@@ -67,8 +67,10 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
     record = RunRecord()
     snapshot = home / "transcripts" / "killed.jsonl"
     with Simulator(policy, context_window=WINDOW, clock=clock) as sim:
+        # Notes early in each history, so that idle gaps find some to summarize from.
         session, agent = build_agent(sim, "anthropic", root, home, WINDOW, clock,
-                                     thinking_tokens=2048)
+                                     thinking_tokens=2048, session_memory_start_pct=0.6,
+                                     session_memory_update_pct=0.25)
 
         async def first_run() -> None:
             for number in range(14):
@@ -87,6 +89,9 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
             await run_turn(agent, "now a long review", record)
             policy.calls_per_turn = 6
             await _kill_during_tools(agent, "the turn that dies", record, snapshot)
+            # A notes update still running finishes before this event loop closes (closing it
+            # would cut its request off, which is not what is under test here).
+            await agent.context.memory.settle()
 
         asyncio.run(first_run())
         agent.transcript.close()
@@ -99,6 +104,7 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
         async def second_run() -> None:
             for number in range(3):
                 await run_turn(again, f"after the restart {number}", record)
+            await again.context.memory.settle()
 
         asyncio.run(second_run())
 

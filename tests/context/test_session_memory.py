@@ -61,6 +61,25 @@ def test_no_update_before_the_history_reaches_the_start_share(memory_settings: S
     assert memory.due(conversation)
 
 
+def test_the_first_update_comes_early_enough_to_arrive_below_the_hard_limit(
+    tmp_path: Path,
+) -> None:
+    """Near the threshold on a large window (far below the hard limit); on a small one, where
+    the threshold is close to the hard limit, early enough for the history to grow by the
+    lead share of the window while the update runs."""
+    large = Settings(home=tmp_path, context_window=200_000)
+    memory = SessionMemory(large, TokenMeter(large, fixed_chars=0))
+    assert memory.first_update_tokens() == int(
+        large.autocompact_tokens * large.session_memory_start_pct)
+    small = Settings(home=tmp_path, context_window=32_000)
+    memory = SessionMemory(small, TokenMeter(small, fixed_chars=0))
+    hard_limit = small.effective_window * (1 - small.session_memory_defer_margin_pct)
+    first = memory.first_update_tokens()
+    assert first < small.autocompact_tokens * small.session_memory_start_pct
+    assert first == pytest.approx(
+        hard_limit - small.effective_window * small.session_memory_lead_pct, abs=1)
+
+
 def test_the_next_update_waits_for_the_history_to_grow_by_the_update_share(
     memory_settings: Settings,
 ) -> None:
@@ -201,13 +220,18 @@ def reading_policy(count: int, final: str = "All parts read.") -> ScriptedPolicy
     return ScriptedPolicy([*steps, Reply(final)])
 
 
+EARLY_NOTES: dict[str, Any] = {"session_memory_start_pct": 0.6, "session_memory_update_pct": 0.25}
+
+
 @pytest.fixture(params=PROVIDERS)
 def run(request: pytest.FixtureRequest, simulator: Simulator, isolated_home: Path,
         project: Path) -> Iterator[Run]:
     # The simulator answers at once, so a background update would race the loop's own calls;
     # waiting for each update keeps every run's requests in one order.
+    # Notes from early in a history on (the schedule of an earlier default), so that a short
+    # turn has some to write, resume and compare.
     r = Run(simulator, request.param, isolated_home, project, context_window=24_000,
-            output_reserve=4_000, session_memory_background=False)
+            output_reserve=4_000, session_memory_background=False, **EARLY_NOTES)
     yield r
     r.close()
 
@@ -313,7 +337,7 @@ def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
     session_id = r.session.session_id
     r.agent.transcript.close()
     resumed = Run(r.sim, r.settings.provider, isolated_home, project, context_window=24_000,
-                  output_reserve=4_000, session_memory_background=False)
+                  output_reserve=4_000, session_memory_background=False, **EARLY_NOTES)
     try:
         agent = resumed.session.resume(session_id)
         assert agent.context.memory.notes is not None
@@ -404,3 +428,54 @@ def test_notes_still_on_their_way_give_way_to_earlier_ones(memory_settings: Sett
     assert memory.usable(conversation) == [older]
     now[0] = 131.0
     assert memory.usable(conversation) == [newer, older]
+
+
+def test_a_threshold_that_comes_before_the_notes_is_passed_until_they_arrive(
+    isolated_home: Path, project: Path,
+) -> None:
+    """On a simulated clock an update's reply takes a while; a summary due meanwhile is held
+    back (the request still fits well below the window) and the notes replace the history
+    once they are in: no summary call, nobody waits."""
+    from mini_claude.simulator import SimClock
+    from tests.support.long_session import build_agent
+
+    clock = SimClock(start=1_000.0)
+    with Simulator(reading_policy(36), clock=clock) as sim:
+        # The first update just short of the threshold, and none after it; 60K effective, the
+        # hard limit at 58.8K, each call of the loop about 3K more.
+        session, agent = build_agent(sim, "anthropic", project, isolated_home, 64_000, clock,
+                                     output_reserve=4_000, session_memory_background=False,
+                                     session_memory_start_pct=0.95,
+                                     session_memory_update_pct=1.0,
+                                     session_memory_defer_margin_pct=0.02,
+                                     session_memory_lead_pct=0.0)
+        agent.context.memory.arrival_delay = lambda usage: 9.0  # about two calls of the loop
+
+        async def play() -> list[ev.Event]:
+            events = []
+            async for event in agent.turn("read every log part and tell me the facts"):
+                events.append(event)
+                if isinstance(event, ev.AssistantMessage):
+                    clock.advance(4.0)
+                elif isinstance(event, ev.ToolFinished):
+                    clock.advance(1.0)
+            return events
+
+        loop = asyncio.new_event_loop()
+        try:
+            events = loop.run_until_complete(play())
+            loop.run_until_complete(session.provider.close())
+        finally:
+            agent.transcript.close()
+            loop.close()
+    assert isinstance(events[-1], ev.TurnFinished)
+    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert finished and all(e.from_notes and e.waited_seconds == 0 for e in finished)
+    assert not any(q.is_summary_request for q in sim.requests)
+    assert all(q.status == 200 for q in sim.requests)
+    settings = agent.settings
+    calls = [q for q in sim.requests if not q.is_side_request]
+    # Requests went out past the threshold while the notes were on their way, never past the
+    # hard limit.
+    assert any(q.prompt_tokens > settings.autocompact_tokens for q in calls)
+    assert max(q.prompt_tokens for q in calls) <= settings.effective_window

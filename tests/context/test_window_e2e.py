@@ -46,8 +46,9 @@ def reading_turns(count: int) -> ScriptedPolicy:
     return ScriptedPolicy(steps)
 
 
-def refusals(sim: Simulator) -> int:
-    return sum(1 for r in sim.requests if r.status == 400)
+def refusals(sim: Simulator, *, side: bool = True) -> int:
+    """Requests the server refused; with ``side`` off the loop's own calls only."""
+    return sum(1 for r in sim.requests if r.status == 400 and (side or not r.is_side_request))
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -67,7 +68,9 @@ def test_a_server_with_a_smaller_window_refuses_at_most_once(
         for n in range(14):
             assert finished_text(turn(session.agent, f"read doc{n}")) == (
                 f"doc{n} is about the parser.")
-        assert refusals(sim) == 1  # the first refusal taught the window; none came after
+        # The first refusal taught the window; none came after. A notes update sent beside
+        # that first call (held back from a summary for it) may be refused with it.
+        assert refusals(sim, side=False) == 1 and refusals(sim) <= 2
         agent = session.agent
         assert agent.settings.window == SERVER_WINDOW
         assert agent.status().window == SERVER_WINDOW
