@@ -202,8 +202,7 @@ class ContextSteps:
             async for event in self.summarize("tool", focus or None):
                 yield event
         elif self.needs_mid_turn_room():
-            edits = [] if self._notes_will_replace_it() else self.make_room(loop_open)
-            for report in edits:
+            for report in self.make_room(loop_open):
                 yield ev.TierFired(report)
             if self.compactor.needs_mid_turn_compaction(self.conversation) and not (
                 await self.defer_summary("mid-turn")
@@ -340,15 +339,6 @@ class ContextSteps:
         effective = self.settings.effective_window
         margin = effective * self.settings.session_memory_defer_margin_pct
         return self.meter.status(self.conversation).tokens + margin <= effective
-
-    def _notes_will_replace_it(self) -> bool:
-        """Notes are on their way and the request still fits the window: relief or a fold now
-        would rewrite the cached prefix only for the notes to replace it a few calls later
-        (at 32K that cost more than the summary calls it saved)."""
-        effective = self.settings.effective_window
-        return self.memory.in_flight(self.conversation) and (
-            self.meter.status(self.conversation).tokens <= effective
-        )
 
     async def defer_summary(self, reason: CompactReason) -> bool:
         """True when a due summary is held back: notes that fit are not here yet, an update

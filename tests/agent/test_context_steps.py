@@ -27,7 +27,7 @@ from mini_claude.conversation import (
     ToolUseBlock,
 )
 from mini_claude.prompts import NOTES_LINE
-from mini_claude.protocol import ModelRequest, ResponseComplete, StreamEvent, TierReport, Usage
+from mini_claude.protocol import ModelRequest, ResponseComplete, StreamEvent, Usage
 from mini_claude.tools.base import ToolContext
 from mini_claude.transcript import Transcript
 from tests.support.compact import call, exchange, settings_for, user, words
@@ -355,28 +355,6 @@ def test_a_due_summary_waits_for_notes_on_their_way_while_the_request_fits(
     assert len(finished) == 1 and finished[0].from_notes and finished[0].waited_seconds == 0
     assert noted.provider.requests == []
     assert not noted.steps.needs_mid_turn_room()
-
-
-def test_while_notes_are_on_their_way_the_history_is_not_relieved_or_folded(
-    noted: Steps,
-) -> None:
-    """Relief and folds rewrite the cached prefix; notes on their way replace it anyway."""
-    noted.work(calls=16, tokens_each=1_700)
-    noted.anchor()
-    asked: list[bool] = []
-    make_room = noted.steps.make_room
-
-    def spy(loop_open: bool) -> list[TierReport]:
-        asked.append(loop_open)
-        return make_room(loop_open)
-
-    noted.steps.make_room = spy  # type: ignore[method-assign]
-    notes_on_the_way(noted)
-    collect(noted.steps.before_call())
-    assert asked == []
-    noted.steps.memory.notes = None  # nothing on its way: room is made as before
-    collect(noted.steps.before_call())
-    assert asked == [False]
 
 
 def test_without_notes_on_their_way_a_deferral_starts_an_update(noted: Steps) -> None:
