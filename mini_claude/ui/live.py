@@ -38,6 +38,7 @@ from prompt_toolkit.layout import (
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 
 from mini_claude.text import format_tokens
+from mini_claude.ui.joined_emoji import ShowJoinedEmojiApart
 from mini_claude.ui.statusbar import UI_STYLE
 from mini_claude.visible import visible
 
@@ -170,7 +171,8 @@ class LiveView:
                                     get_cursor_position=self._tail_end)
         has_tail = Condition(lambda: bool(self.activity.tail))
         has_queue = Condition(lambda: bool(self.queued()))
-        box = Window(BufferControl(self.input), wrap_lines=True, dont_extend_height=True,
+        box = Window(BufferControl(self.input, input_processors=[ShowJoinedEmojiApart()]),
+                     wrap_lines=True, dont_extend_height=True,
                      height=Dimension(min=1, max=5))
         layout = Layout(HSplit([
             ConditionalContainer(

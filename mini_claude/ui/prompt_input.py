@@ -14,6 +14,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 
 from mini_claude.private_dirs import make_private_dirs
+from mini_claude.ui.joined_emoji import ShowJoinedEmojiApart
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS
 from mini_claude.ui.statusbar import UI_STYLE
 
@@ -97,6 +98,7 @@ def build_prompt(history: History, completer: Completer,
         prompt_continuation="  ",
         enable_history_search=False,
         reserve_space_for_menu=4,
+        input_processors=[ShowJoinedEmojiApart()],
     )
     session.app.ttimeoutlen = KEY_TIMEOUT_SECONDS
     return session

@@ -625,6 +625,19 @@ def test_a_resumed_session_says_what_it_brought_back(
     run(scenario())
 
 
+def test_a_joined_emoji_typed_at_the_prompt_is_sent_with_its_joiner(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    coder = "\U0001f469\u200d\U0001f4bb"
+    simulator.policy = ScriptedPolicy([Reply(text="Noted.")])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit(f"ship it {coder} today")
+        await repl.wait_for("Noted.", after=mark)
+        assert user_texts(simulator) == [f"ship it {coder} today"]
+
+    drive(scenario)
+
+
 # ---- typing while a turn runs ---------------------------------------------------------
 
 
