@@ -16,7 +16,7 @@ import re
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -346,13 +346,17 @@ def _split_line(raw: bytes) -> tuple[str, str]:
 
 
 def _glob_filter(request: SearchRequest) -> Callable[[str], bool]:
-    """Whether a result path matches the glob, read relative to the searched folder, and
-    lies outside the folder kept out of the search."""
+    """Whether a result path is wanted: outside the folder kept out of the search, and
+    matching the glob (read relative to the searched folder)."""
+    matches_glob = _glob_matcher(request)
     kept_out = request.kept_out
-    if kept_out is not None:
-        outside = _glob_filter(replace(request, kept_out=None))
-        return lambda path: (not (request.project / path).is_relative_to(kept_out)
-                             and outside(path))
+    if kept_out is None:
+        return matches_glob
+    return lambda path: (not (request.project / path).is_relative_to(kept_out)
+                         and matches_glob(path))
+
+
+def _glob_matcher(request: SearchRequest) -> Callable[[str], bool]:
     if not request.glob:
         return lambda path: True
     spec = GitIgnoreSpec.from_lines([request.glob])
