@@ -24,8 +24,9 @@ from mini_claude.tools.run_shell import SECRET_VARIABLES
 
 FLAG_ALLOW_SOURCE = "--allowed-tools"
 FLAG_DENY_SOURCE = "--disallowed-tools"
-# Tools that may arrive later (MCP servers, another module's tool): no "unknown tool" warning.
-LATE_TOOLS = ("web_fetch", "task")
+# Tools added after the registry is read (task, when sub-agents are on; MCP tools are
+# recognised by their prefix): no "unknown tool" warning for them.
+LATE_TOOLS = ("task",)
 
 
 @dataclass
@@ -60,8 +61,7 @@ class PermissionSetup:
             if mode_flag == "bypassPermissions":
                 setup.warnings.append("bypassPermissions is disabled by a settings file "
                                       "(disableBypassPermissionsMode); starting in default")
-        approved = setup.trust_status() == "approved"
-        setup._apply(approved, first=True)
+        setup._apply(setup.project_approved, first=True)
         if known_tools is not None:
             setup.warnings.extend(unknown_tool_warnings(setup.permissions.rules, known_tools))
         return setup
