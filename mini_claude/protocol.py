@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from mini_claude.conversation import ImageBlock, Message
+from mini_claude.conversation import Block, ImageBlock, Message
 from mini_claude.text import format_tokens
 from mini_claude.tiers import tier_row
 
@@ -49,6 +49,9 @@ class ModelRequest:
     allow_tool_use: bool = True  # False: tools stay defined (cache prefix intact) but unusable
     cache: bool = True  # place prompt-cache breakpoints
     thinking: ThinkingConfig | None = None  # None: the provider's default (no thinking)
+    # A block of ``messages`` the next history edit will leave as it is: a provider with
+    # explicit cache breakpoints keeps the prefix up to it (see context/cache_anchor.py).
+    cache_anchor: Block | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,6 +122,11 @@ class Settings:
     # window a cleared history still costs more to carry than a summary costs to write
     # (measured in `make bench`: 200K $9.92 without clearing first, $11.84 with).
     relief_max_tokens: int = 32_000
+    # Results that relief leaves whole, the newest: everything after the oldest cleared
+    # result is written to the prompt cache again, so on a small window each one kept is
+    # paid for at every clearing (measured in `make bench` at 32K: $5.33 keeping 3, $4.81
+    # keeping 1). The model has read them; their placeholders name the saved copies.
+    relief_keep_results: int = 1
     summary_retry_limit: int = 3
     # Share of the effective window for the newest messages kept as they were beside a summary.
     compact_tail_share: float = 0.05
@@ -351,8 +356,9 @@ _POSITIVE_SECONDS = {
     "mcp_tool_timeout_seconds",
     "web_fetch_timeout_seconds",
 }
-# Days of retention: 0 would delete every saved result, this session's too.
-_AT_LEAST_ONE = {"result_retention_days"}
+# Days of retention: 0 would delete every saved result, this session's too; relief keeping
+# no result could clear one the model has not read yet.
+_AT_LEAST_ONE = {"result_retention_days", "relief_keep_results"}
 
 
 def parse(name: str, raw: str, default: Any) -> Any:

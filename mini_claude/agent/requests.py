@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from mini_claude.agent.metered import MeteredProvider
+from mini_claude.context.cache_anchor import stable_prefix_end
 from mini_claude.context.compact import SummaryContext
 from mini_claude.context.thinking import max_tokens_for, thinking_config
 from mini_claude.conversation import Message
@@ -38,6 +39,7 @@ def next_request(
         tools=tools,
         max_tokens=max_tokens_for(thinking, min(settings.max_output_tokens, settings.reserve)),
         thinking=thinking,
+        cache_anchor=stable_prefix_end(messages),
     )
 
 

@@ -29,6 +29,7 @@ from mini_claude.conversation import (
 from mini_claude.text import shorten
 
 FOLD_HEADING = "[Earlier tool calls, folded to one line each"
+FOLD_MORE = "[More earlier tool calls, folded the same way:]"
 # A short result that was never cleared is kept in its line whole, up to this size.
 INLINE_RESULT_CHARS = 300
 # The assistant's words beside a folded call are kept up to this size.
@@ -133,13 +134,19 @@ def _line_for(block: ToolResultBlock, folder: str) -> str:
 
 
 def _with_lines(message: Message, lines: list[str], folder: str) -> Message:
-    """The message with the lines added to its fold block (made if it has none)."""
-    blocks = list(message.blocks)
-    if blocks and isinstance(blocks[-1], TextBlock) and blocks[-1].text.startswith(FOLD_HEADING):
-        blocks[-1] = TextBlock(blocks[-1].text + "\n" + "\n".join(lines))
-    else:
-        blocks.append(TextBlock(_heading(folder) + "\n" + "\n".join(lines)))
-    return Message(message.role, blocks)
+    """The message with a block of the lines added after what it holds.
+
+    A later fold adds a block of its own rather than lengthening the earlier one:
+    the earlier block stays byte for byte, so the prompt cache still holds
+    everything up to it (see :mod:`mini_claude.context.cache_anchor`).
+    """
+    folded_before = any(is_fold_block(b) for b in message.blocks)
+    heading = FOLD_MORE if folded_before else _heading(folder)
+    return Message(message.role, [*message.blocks, TextBlock(heading + "\n" + "\n".join(lines))])
+
+
+def is_fold_block(block: object) -> bool:
+    return isinstance(block, TextBlock) and block.text.startswith((FOLD_HEADING, FOLD_MORE))
 
 
 def _heading(folder: str) -> str:

@@ -60,14 +60,16 @@ class ContextPipeline:
         summary unnecessary.
         """
         target = int(self.settings.effective_window * self.settings.post_compact_target_pct)
+        # Results of the newest message have not been sent yet: the model reads each whole once.
+        unseen = len(conversation.last.tool_results) if conversation.last else 0
         report = self.microcompact.clear_all_but_recent(
-            conversation, self.meter, "context pressure inside a turn", stop_at_tokens=target
+            conversation, self.meter, "context pressure inside a turn", stop_at_tokens=target,
+            keep=max(self.settings.relief_keep_results, unseen),
         )
         if self.meter.estimate(conversation) <= self.settings.autocompact_tokens:
             return report
         # Still too full: results the model has already seen go too (a summary would drop
         # them as well); only the newest message's results, not yet read, keep their text.
-        unseen = len(conversation.last.tool_results) if conversation.last else 0
         more = self.microcompact.clear_all_but_recent(
             conversation, self.meter, "context pressure inside a turn", stop_at_tokens=target,
             keep=unseen,

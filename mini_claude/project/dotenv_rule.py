@@ -102,6 +102,7 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     "compact_failure_limit": "allowed",
     "summary_min_work": "allowed",
     "relief_max_tokens": "allowed",
+    "relief_keep_results": "allowed",
     "summary_retry_limit": "allowed",
     "compact_tail_share": "allowed",
     "summary_keep_pointers": "allowed",

@@ -62,13 +62,18 @@ MAX_BREAKPOINTS = 4
 
 def build_request(request: ModelRequest) -> dict[str, Any]:
     """The ``messages.create`` keyword arguments for a neutral request."""
+    anchor: dict[str, Any] | None = None
+    messages: list[dict[str, Any]] = []
+    for role, blocks in merge_roles(request.messages):
+        content = [wire_block(b) for b in blocks]
+        for block, wired in zip(blocks, content, strict=True):
+            if block is request.cache_anchor:
+                anchor = wired
+        messages.append({"role": role, "content": content})
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens,
-        "messages": [
-            {"role": role, "content": [wire_block(b) for b in blocks]}
-            for role, blocks in merge_roles(request.messages)
-        ],
+        "messages": messages,
         "stream": True,
     }
     if request.system:
@@ -87,7 +92,7 @@ def build_request(request: ModelRequest) -> dict[str, Any]:
         if thinking.effort:
             body["output_config"] = {"effort": thinking.effort}
     if request.cache:
-        place_cache_breakpoints(body)
+        place_cache_breakpoints(body, anchor)
     return body
 
 
@@ -144,26 +149,41 @@ def wire_tool(tool: ToolSpec) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
 
 
-def place_cache_breakpoints(body: dict[str, Any]) -> None:
-    """Mark the prefix ends worth caching: tools, system, the tail, the previous tail.
+def place_cache_breakpoints(body: dict[str, Any], anchor: dict[str, Any] | None = None) -> None:
+    """Mark the prefix ends worth caching: system, the anchor, the previous tail, the tail.
 
     The breakpoint on the second-to-last user message sits where the previous
     request ended, so that request's cache write is read even when the newest
-    messages differ.
+    messages differ. The anchor (the newest fold block or the summary) is the
+    prefix a request after an edit of old results can still read. Past four
+    marks the tools' own goes first: the system's covers them as long as the
+    system prompt does not change.
     """
+    messages: list[dict[str, Any]] = body["messages"]
+    user_turns = [m for m in messages[:-1] if m["role"] == "user" and m["content"]]
     marks: list[dict[str, Any]] = []
     if body.get("tools"):
         marks.append(body["tools"][-1])
     if body.get("system"):
         marks.append(body["system"][-1])
-    messages: list[dict[str, Any]] = body["messages"]
-    if messages and messages[-1]["content"]:
-        marks.append(messages[-1]["content"][-1])
-    user_turns = [m for m in messages[:-1] if m["role"] == "user" and m["content"]]
+    if anchor is not None:
+        marks.append(anchor)
     if user_turns:
         marks.append(user_turns[-1]["content"][-1])
-    for block in marks[:MAX_BREAKPOINTS]:
+    if messages and messages[-1]["content"]:
+        marks.append(messages[-1]["content"][-1])
+    for block in _distinct(marks)[-MAX_BREAKPOINTS:]:
         block["cache_control"] = dict(EPHEMERAL)
+
+
+def _distinct(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[int] = set()
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        if id(block) not in seen:
+            seen.add(id(block))
+            out.append(block)
+    return out
 
 
 # ---- reply assembly ----------------------------------------------------------------

@@ -6,7 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from mini_claude.agent.history import History
-from mini_claude.context.fold import FOLD_HEADING, fold_exchanges, folder_of
+from mini_claude.context.cache_anchor import stable_prefix_end
+from mini_claude.context.fold import FOLD_HEADING, FOLD_MORE, fold_exchanges, folder_of
 from mini_claude.context.rebuild import assemble, boundary_message
 from mini_claude.conversation import (
     Conversation,
@@ -80,6 +81,14 @@ def test_a_second_fold_joins_the_first_and_the_boundary_takes_none() -> None:
     texts = [b.text for m in again.messages for b in m.blocks if hasattr(b, "text")]
     assert sum(t.startswith(FOLD_HEADING) for t in texts) == 1
     assert any("grep_search TODO" in t and "→ 9.txt" in t for t in texts)
+    # the second fold is a block of its own after the first, which stays byte for byte:
+    # the prompt cache keeps everything up to it
+    first_blocks = folded.messages[receiver].blocks
+    assert again.messages[receiver].blocks[: len(first_blocks)] == first_blocks
+    [added] = again.messages[receiver].blocks[len(first_blocks):]
+    assert added.text.startswith(FOLD_MORE) and "grep_search TODO" in added.text  # type: ignore[union-attr]
+    assert stable_prefix_end(again.messages) is added
+    assert stable_prefix_end(folded.messages) is first_blocks[-1]
 
 
 def test_thinking_and_full_results_are_never_folded() -> None:

@@ -6,7 +6,14 @@ import pytest
 
 from mini_claude.context.meter import MESSAGE_OVERHEAD_TOKENS, TokenMeter
 from mini_claude.context.pipeline import ContextPipeline
-from mini_claude.conversation import Conversation, ResultState, validate
+from mini_claude.conversation import (
+    Conversation,
+    Message,
+    ResultState,
+    ToolResultBlock,
+    ToolUseBlock,
+    validate,
+)
 from mini_claude.settings import Settings
 from tests.support.context_builders import (
     CountingList,
@@ -174,7 +181,7 @@ def test_relief_inside_a_turn_clears_seen_results_when_the_newest_three_are_too_
     assert pipeline.meter.estimate(session.conversation) <= settings.autocompact_tokens
 
 
-def test_relief_stops_at_the_newest_three_when_that_is_enough(settings: Settings) -> None:
+def test_relief_keeps_the_newest_result_whole(settings: Settings) -> None:
     session = Session()
     for i in range(6):
         session.read(f"src/m{i}.py", _text(f"m{i}", 20_000))
@@ -182,4 +189,24 @@ def test_relief_stops_at_the_newest_three_when_that_is_enough(settings: Settings
     _anchor_at(pipeline.meter, session.conversation, 0.90)
     assert pipeline.relieve_pressure(session.conversation) is not None
     states = [session.result(r).state for r in session.conversation.results]
-    assert states[-3:] == [ResultState.FULL] * 3 and ResultState.CLEARED in states
+    # Every result kept whole is written to the cache again at each clearing: one stays.
+    assert states == [ResultState.CLEARED] * 5 + [ResultState.FULL]
+
+
+def test_relief_never_clears_a_result_the_model_has_not_read(settings: Settings) -> None:
+    """The newest message's results (parallel calls) all keep their text, whatever
+    relief_keep_results says: the model has not seen them yet."""
+    session = Session()
+    for i in range(4):
+        session.read(f"src/m{i}.py", _text(f"m{i}", 20_000))
+    uses = [ToolUseBlock(f"toolu_p{i}", "read_file", {"path": f"src/p{i}.py"}) for i in range(3)]
+    session.conversation.append(Message("assistant", [*uses]))
+    session.conversation.append(Message("user", [
+        ToolResultBlock(u.id, _text(f"p{i}", 20_000), tool_name="read_file",
+                        target=f"src/p{i}.py") for i, u in enumerate(uses)
+    ]))
+    pipeline = _pipeline(settings)
+    _anchor_at(pipeline.meter, session.conversation, 0.90)
+    assert pipeline.relieve_pressure(session.conversation) is not None
+    states = [session.result(r).state for r in session.conversation.results]
+    assert states == [ResultState.CLEARED] * 4 + [ResultState.FULL] * 3

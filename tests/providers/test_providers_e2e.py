@@ -8,7 +8,7 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +18,7 @@ import pytest
 
 from mini_claude.conversation import (
     Message,
+    SummaryBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -48,6 +49,7 @@ from mini_claude.providers.openai import OpenAIProvider
 from mini_claude.providers.retry import RetryingProvider
 from mini_claude.settings import Settings
 from mini_claude.simulator import Fault, FaultKind, Reply, ScriptedPolicy, Simulator, ToolCall
+from mini_claude.simulator.types import RecordedRequest
 
 Protocol = Literal["anthropic", "openai"]
 PROTOCOLS: list[Protocol] = ["anthropic", "openai"]
@@ -293,6 +295,48 @@ def test_anthropic_breakpoints_in_the_recorded_body() -> None:
     assert "cache_control" in messages[-3]["content"][-1]  # where the previous request ended
     marked = sum("cache_control" in b for m in messages for b in m["content"])
     assert marked == 2
+
+
+def _cleared_after_a_summary(cleared: int) -> list[Message]:
+    """A summary boundary, then results; the first ``cleared`` of them swapped for placeholders."""
+    summary = SummaryBlock("Work so far: " + "the parser was rewritten. " * 200)
+    messages = [Message("user", [summary]), *cached_history(4)[1:]]
+    for index, message in enumerate(messages):
+        if message.tool_results and index // 2 <= cleared:
+            [result] = message.tool_results
+            messages[index] = Message("user", [replace(result, content="[cleared]")])
+    return messages
+
+
+def _second_after_clearing(anchored: bool) -> tuple[RecordedRequest, RecordedRequest]:
+    """Two requests: the history, then the same history with two results cleared."""
+    system = "Rules of the house. " * 400
+
+    def sent(messages: list[Message]) -> ModelRequest:
+        anchor = messages[0].blocks[-1] if anchored else None
+        return request(messages, system=system, cache_anchor=anchor)
+
+    with Simulator(ScriptedPolicy([Reply("one"), Reply("two")])) as sim:
+        run(adapter(sim, "anthropic"), sent(_cleared_after_a_summary(0)),
+            sent(_cleared_after_a_summary(2)))
+        first, second = sim.requests
+    return first, second
+
+
+def test_a_request_after_clearing_reads_the_summary_from_the_cache() -> None:
+    """With the anchor on the summary, clearing results after it leaves the summary in the
+    cache; without it only the tools and system prompt are read, and the summary is
+    written again."""
+    _, plain = _second_after_clearing(anchored=False)
+    first, anchored = _second_after_clearing(anchored=True)
+
+    assert first.cache_write_tokens == first.prompt_tokens
+    assert anchored.prompt_tokens == plain.prompt_tokens
+    summary_tokens = 900  # 200 sentences of about five tokens
+    assert anchored.cache_read_tokens >= plain.cache_read_tokens + summary_tokens
+    assert anchored.cache_write_tokens <= plain.cache_write_tokens - summary_tokens
+    assert "cache_control" in anchored.body["messages"][0]["content"][-1]
+    assert "cache_control" not in anchored.body["tools"][-1]  # the system's mark covers them
 
 
 def test_no_cache_means_no_breakpoints() -> None:

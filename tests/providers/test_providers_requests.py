@@ -168,6 +168,24 @@ def test_anthropic_breakpoints_never_exceed_four_or_repeat_a_block() -> None:
     assert len(cache_marked(anthropic_wire.build_request(request(long_history)))) == 4
 
 
+def test_anthropic_cache_anchor_takes_the_tools_breakpoint() -> None:
+    fold = TextBlock("[Earlier tool calls, folded to one line each]\n- read_file a.py")
+    messages = [
+        Message("user", [TextBlock("start"), fold]),
+        *tool_turn("toolu_1", "a.py", "A"),
+        *tool_turn("toolu_2", "b.py", "B"),
+    ]
+    body = anthropic_wire.build_request(request(messages, cache_anchor=fold))
+
+    assert cache_marked(body) == ["system", "message:0:1", "message:2:0", "message:4:0"]
+    # an anchor that is also the previous tail is marked once, and the tools keep theirs
+    short = anthropic_wire.build_request(request(messages[:3], cache_anchor=fold))
+    assert cache_marked(short) == ["tool:grep_search", "system", "message:0:1", "message:2:0"]
+    # an anchor the request does not hold marks nothing
+    stray = anthropic_wire.build_request(request(messages, cache_anchor=TextBlock("gone")))
+    assert cache_marked(stray) == ["tool:grep_search", "system", "message:2:0", "message:4:0"]
+
+
 def test_anthropic_tool_choice_none_keeps_tools_defined() -> None:
     body = anthropic_wire.build_request(request([user_text("summarise")], allow_tool_use=False))
 
