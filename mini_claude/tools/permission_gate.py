@@ -101,11 +101,12 @@ def users_own(ctx: ToolContext) -> ToolContext:
 
 
 def runs_in_plan_mode(tool: Tool, args: dict[str, Any]) -> bool:
-    """Read-only tools, read-only commands and the tool that ends planning."""
+    """Read-only tools, read-only commands, the tool that ends planning, and tools that
+    change nothing though they ask first (``in_plan_mode``: web_fetch)."""
     name = tool.spec.name
     if name == "run_shell":
         return is_read_only_command(str(args.get("command", "")))
-    return bool(getattr(tool, "read_only", False))
+    return bool(getattr(tool, "in_plan_mode", False) or getattr(tool, "read_only", False))
 
 
 async def _ask(

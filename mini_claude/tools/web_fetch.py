@@ -65,6 +65,7 @@ class Page:
 class WebFetchTool:
     spec = SPEC
     read_only = False  # it reaches out of the machine: asked per domain
+    in_plan_mode = True  # it changes nothing, so plan mode lets it ask (as Claude Code does)
 
     def __init__(self, clock: Any = time.monotonic) -> None:
         self._clock = clock

@@ -58,6 +58,17 @@ def test_plan_mode_runs_only_read_only_tools(tmp_path: Path) -> None:
                                                  "run_shell"]
 
 
+def test_plan_mode_lets_web_fetch_ask_for_its_domain(tmp_path: Path) -> None:
+    """Fetching a page changes nothing, so plan mode lets it through to its usual question
+    (Claude Code plans with web fetches too); the answer still decides."""
+    ctx, approver = context(tmp_path, "plan", answer=PermissionDecision(False, reason="not now"))
+    output = execute("web_fetch", {"url": "https://docs.example.org/guide"}, ctx)
+    assert output.is_error and "plan mode" not in output.content
+    assert "Permission denied" in output.content and "not now" in output.content
+    [asked] = approver.requests
+    assert asked.tool_name == "web_fetch" and asked.subject == "web_fetch:docs.example.org"
+
+
 def test_accept_edits_writes_in_the_project_and_its_additional_folders_without_asking(
     tmp_path: Path,
 ) -> None:
