@@ -205,8 +205,14 @@ class SessionMemory:
         goes on running), then say what finished."""
         task = self._pending
         if task is not None:
-            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            try:
                 await asyncio.wait_for(asyncio.shield(task), timeout)
+            except TimeoutError:
+                pass
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the user stopped the turn: the wait ends, the update goes on
         return self.collect()
 
     def _finished(self, task: asyncio.Task[NotesUpdate]) -> None:

@@ -346,6 +346,32 @@ def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
         resumed.close()
 
 
+def test_a_stop_ends_the_wait_for_notes_and_leaves_the_update_running(run: Run) -> None:
+    """Esc or Ctrl-C while a summary waits for notes on their way: the wait ends at once
+    (before, the cancel was swallowed and the turn went on to a summary call)."""
+    r = run
+    r.sim.policy = reading_policy(14, final="first batch read")
+    r.start()
+    r.turn("read the first log parts")
+    r.sim.inject(Fault("hang", when=lambda conv: conv.is_notes_request))
+    r.sim.policy = ScriptedPolicy([Reply(LOG * 12)])
+    r.turn("summarize the logs at length")
+    memory = r.agent.context.memory
+    assert memory.updating
+
+    async def stop_while_waiting() -> None:
+        waiting = asyncio.ensure_future(memory.settle(600.0))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(waiting, 5.0)
+
+    r.run(stop_while_waiting())
+    assert memory.updating  # shielded: the update is the session's, not the turn's
+    r.run(memory.cancel())
+
+
 def test_updates_never_break_a_thinking_tool_loop(
     simulator: Simulator, isolated_home: Path, project: Path
 ) -> None:
