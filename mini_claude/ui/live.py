@@ -40,6 +40,7 @@ from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from mini_claude.text import format_tokens
 from mini_claude.ui.joined_emoji import ShowJoinedEmojiApart
 from mini_claude.ui.statusbar import UI_STYLE
+from mini_claude.ui.terminal_input import raw_while_printing
 from mini_claude.visible import visible
 
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -205,6 +206,7 @@ class LiveView:
         keys = self._keys()
         app: Application[None] = Application(
             layout=layout,
+            input=raw_while_printing(),
             key_bindings=(keys if self.extra_keys is None
                           else merge_key_bindings([keys, self.extra_keys])),
             style=UI_STYLE,

@@ -17,6 +17,7 @@ from mini_claude.private_dirs import make_private_dirs
 from mini_claude.ui.joined_emoji import ShowJoinedEmojiApart
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS
 from mini_claude.ui.statusbar import UI_STYLE
+from mini_claude.ui.terminal_input import raw_while_printing
 
 HISTORY_FILE = "input-history"
 PROMPT: StyleAndTextTuples = [("class:prompt", "> ")]
@@ -89,6 +90,7 @@ def build_prompt(history: History, completer: Completer,
     keys = input_keys() if extra_keys is None else merge_key_bindings([input_keys(), extra_keys])
     session: PromptSession[str] = PromptSession(
         PROMPT,
+        input=raw_while_printing(),
         history=history,
         completer=completer,
         complete_while_typing=True,
