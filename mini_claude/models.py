@@ -53,6 +53,10 @@ class ProviderRow:
     default_model: str
     sdk_module: str  # imported in the background while the user types the first prompt
     adapter: str  # "module:function", called as function(settings, api_key, read_timeout)
+    # "module:function", called as function(settings, api_key, now) in a background thread:
+    # what the provider's Models API says about the configured model (see
+    # providers/models_api.py)
+    model_facts: str
     chosen_by: tuple[str, ...]  # variables whose presence picks it when none is named
     setup_hint: str  # what to set, for "no model provider configured"
 
@@ -75,11 +79,13 @@ PROVIDERS: dict[str, ProviderRow] = {
         ProviderRow(
             "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "claude-sonnet-5-5",
             "anthropic", "mini_claude.providers.anthropic:from_settings",
+            model_facts="mini_claude.providers.anthropic:model_facts",
             chosen_by=("ANTHROPIC_API_KEY",), setup_hint="ANTHROPIC_API_KEY",
         ),
         ProviderRow(
             "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL", "gpt-5.6-terra",
             "openai", "mini_claude.providers.openai:from_settings",
+            model_facts="mini_claude.providers.openai:model_facts",
             chosen_by=("OPENAI_API_KEY", "OPENAI_BASE_URL"),
             setup_hint="OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server)",
         ),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import Any
 
 from mini_claude.models import PROVIDERS, ProviderRow, provider_row
 from mini_claude.protocol import AuthenticationFailed, Provider
@@ -31,10 +32,15 @@ def create_provider(settings: Settings) -> Provider:
 
 
 def adapter_factory(row: ProviderRow) -> AdapterFactory:
-    """The row's ``module:function``, imported now (the SDK with it)."""
-    module, _, function = row.adapter.partition(":")
-    factory: AdapterFactory = getattr(importlib.import_module(module), function)
+    """The row's adapter, imported now (the SDK with it)."""
+    factory: AdapterFactory = imported(row.adapter)
     return factory
+
+
+def imported(path: str) -> Any:
+    """A ``module:function`` path of the provider table, imported now."""
+    module, _, function = path.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def _read_timeout(settings: Settings) -> float:

@@ -44,6 +44,11 @@ from mini_claude.providers.errors import (
     timed_out,
     transport_failure,
 )
+from mini_claude.providers.models_api import (
+    LOOKUP_TIMEOUT_SECONDS,
+    ModelFacts,
+    facts_from_anthropic,
+)
 from mini_claude.providers.redact import clean_message
 
 if TYPE_CHECKING:
@@ -431,3 +436,14 @@ def from_settings(settings: Settings, api_key: str, timeout_seconds: float) -> A
         timeout_seconds=timeout_seconds,
         cache_diagnostics=settings.cache_diagnostics,
     )
+
+
+def model_facts(settings: Settings, api_key: str, now: float) -> ModelFacts:
+    """``GET /v1/models/{id}``: the window, the output limit and the thinking options."""
+    import anthropic
+
+    client = anthropic.Anthropic(api_key=api_key, base_url=settings.anthropic_base_url,
+                                 max_retries=0, timeout=LOOKUP_TIMEOUT_SECONDS)
+    with client:
+        info = client.models.retrieve(settings.model)
+    return facts_from_anthropic(info.model_dump(mode="json"), now)

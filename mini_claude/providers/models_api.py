@@ -23,7 +23,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,10 @@ class ModelFacts:
             return cls(**{k: v for k, v in data.items() if k in names})
         except TypeError:
             return None
+
+
+# settings, API key, the time now -> the facts (the adapter's ``model_facts``)
+FactsLookup = Callable[[Settings, str, float], ModelFacts | None]
 
 
 def _positive(value: Any) -> int | None:
@@ -115,29 +119,14 @@ def facts_from_openai_list(
 
 
 def fetch_facts(settings: Settings, key: str) -> ModelFacts | None:
-    """Ask the configured provider about ``settings.model``; None when it cannot say."""
-    now = time.time()
+    """Ask the configured provider about ``settings.model`` through the lookup its row in
+    ``models.PROVIDERS`` names; None when it cannot say."""
+    from mini_claude.models import provider_row
+    from mini_claude.providers import imported
+
     try:
-        if settings.provider == "anthropic":
-            import anthropic
-
-            client = anthropic.Anthropic(
-                api_key=key, base_url=settings.anthropic_base_url, max_retries=0,
-                timeout=LOOKUP_TIMEOUT_SECONDS,
-            )
-            with client:
-                info = client.models.retrieve(settings.model)
-                return facts_from_anthropic(info.model_dump(mode="json"), now)
-        import openai
-
-        oclient = openai.OpenAI(
-            api_key=key, base_url=settings.openai_base_url, max_retries=0,
-            timeout=LOOKUP_TIMEOUT_SECONDS,
-        )
-        with oclient:
-            listing = oclient.models.list()
-            entries = [m.model_dump(mode="json") for m in listing.data]
-            return facts_from_openai_list(entries, settings.model, now)
+        lookup: FactsLookup = imported(provider_row(settings.provider).model_facts)
+        return lookup(settings, key, time.time())
     except Exception:  # any failure means "the provider could not say"; the table stands
         return None
 

@@ -45,6 +45,11 @@ from mini_claude.providers.errors import (
     timed_out,
     transport_failure,
 )
+from mini_claude.providers.models_api import (
+    LOOKUP_TIMEOUT_SECONDS,
+    ModelFacts,
+    facts_from_openai_list,
+)
 from mini_claude.providers.redact import clean_message
 
 if TYPE_CHECKING:
@@ -367,3 +372,15 @@ def from_settings(settings: Settings, api_key: str, timeout_seconds: float) -> O
     """The factory its row in ``models.PROVIDERS`` names."""
     return OpenAIProvider(api_key=api_key, base_url=settings.base_url,
                           timeout_seconds=timeout_seconds)
+
+
+def model_facts(settings: Settings, api_key: str, now: float) -> ModelFacts | None:
+    """``GET /v1/models``: the configured model's entry, with a window when the server
+    reports one (vLLM, llama.cpp)."""
+    import openai
+
+    client = openai.OpenAI(api_key=api_key, base_url=settings.openai_base_url, max_retries=0,
+                           timeout=LOOKUP_TIMEOUT_SECONDS)
+    with client:
+        entries = [m.model_dump(mode="json") for m in client.models.list().data]
+    return facts_from_openai_list(entries, settings.model, now)

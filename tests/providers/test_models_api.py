@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.models import DEFAULT_WINDOW
+from mini_claude.models import DEFAULT_WINDOW, PROVIDERS
+from mini_claude.providers import imported, models_api
 from mini_claude.providers.models_api import (
     FactsCache,
     ModelFacts,
@@ -132,3 +133,13 @@ def test_a_server_without_a_models_endpoint_leaves_the_default(
         assert finished_text(turn(session.agent, "hello"))
         assert session.agent.settings.window == DEFAULT_WINDOW
         assert "default" in session.agent.settings.window_source
+
+
+def test_each_provider_row_names_its_own_lookup() -> None:
+    """A provider brings its Models API lookup in its row, beside its adapter: nothing
+    else in the code branches on the provider's name to ask about a model."""
+    for row in PROVIDERS.values():
+        lookup = imported(row.model_facts)
+        assert callable(lookup) and lookup.__module__ == imported(row.adapter).__module__
+    source = Path(models_api.__file__).read_text(encoding="utf-8")
+    assert all(f'"{name}"' not in source for name in PROVIDERS)
