@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 from mini_claude.cli import main
 from mini_claude.headless import load_schema
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
+from tests.support.printing import point_cli_at
 from tests.support.repl import ReplDriver, running_repl, sim_settings
 
 THOUGHT = "Reading the notes first, then answering."
@@ -67,11 +68,7 @@ def test_stream_json_emits_thinking_as_its_own_event(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     simulator.policy = ScriptedPolicy([Reply("Done.", thinking=THOUGHT)])
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed by pytest
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", simulator.anthropic_base_url)
-    monkeypatch.setenv("MINI_CLAUDE_MODEL", "sim-sonnet")
+    point_cli_at(simulator, tmp_path, monkeypatch)
     monkeypatch.setenv("MINI_CLAUDE_THINKING_TOKENS", "2048")
     assert main(["-p", "hi", "--output-format", "stream-json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -14,16 +14,12 @@ from mini_claude.mcp.config import PROJECT_CONFIG_NAME, load_config
 from mini_claude.project.trust import ProjectTrust
 from mini_claude.simulator import Reply, Simulator
 from tests.support.mcp import Recorder, call, http_server, stdio_entry, write_config
-from tests.support.printing import PROVIDERS, point_at
+from tests.support.printing import PROVIDERS, point_at, run_from
 
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    monkeypatch.chdir(root)
-    monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed by pytest teardown
-    return root
+    return run_from(tmp_path / "project", monkeypatch)
 
 
 def run(

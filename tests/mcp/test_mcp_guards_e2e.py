@@ -23,18 +23,14 @@ from mini_claude.tools.registry import default_registry
 from mini_claude.ui.mcp_view import trust_panel
 from mini_claude.ui.screen_guard import guard_console
 from tests.support.mcp import Recorder, call, stdio_entry, write_config
-from tests.support.printing import PROVIDERS, point_at
+from tests.support.printing import PROVIDERS, point_at, run_from
 
 USER_KEY = "sk-user-key-0123456789"
 
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    monkeypatch.chdir(root)
-    monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed by pytest teardown
-    return root
+    return run_from(tmp_path / "project", monkeypatch)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

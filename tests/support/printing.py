@@ -26,6 +26,20 @@ def point_at(sim: Simulator, provider: str, monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.setenv("OPENAI_BASE_URL", sim.openai_base_url)
 
 
+def run_from(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The CLI runs in ``root`` with nothing on stdin, as ``mini-claude -p`` from a script."""
+    root.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(root)
+    monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed by pytest teardown
+    return root
+
+
+def point_cli_at(sim: Simulator, root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Print mode in ``root`` against the simulator on Anthropic's wire."""
+    point_at(sim, "anthropic", monkeypatch)
+    return run_from(root, monkeypatch)
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "project"
@@ -35,9 +49,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "def add(a, b):\n    return a + b\n\nclass Box:\n    pass\n"
     )
     (root / "README.md").write_text("# demo project\n")
-    monkeypatch.chdir(root)
-    monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed by pytest teardown
-    return root
+    return run_from(root, monkeypatch)
 
 
 SCHEMA = load_schema()

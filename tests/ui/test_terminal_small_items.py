@@ -17,18 +17,13 @@ from mini_claude.providers import create_provider
 from mini_claude.settings import Settings
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.ui.repl import _endpoint_label
+from tests.support.printing import point_cli_at
 
 
 def test_print_mode_without_yes_does_not_blame_the_user(
         tmp_path: Path, simulator: Simulator, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed by pytest
-    monkeypatch.setenv("MINI_CLAUDE_MODEL", "sim-sonnet")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", simulator.anthropic_base_url)
+    project = point_cli_at(simulator, tmp_path / "project", monkeypatch)
     simulator.policy = ScriptedPolicy([
         Reply(tool_calls=[ToolCall("run_shell", {"command": "touch created.txt"})]),
         lambda conv: Reply(text="result was: " + conv.last_tool_results()[0].content),
