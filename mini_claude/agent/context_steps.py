@@ -94,6 +94,9 @@ class ContextSteps:
         self.last_call_at: float | None = None
         self._requested_focus: str | None = None  # set by the compact tool ("" for none)
         self._retried_too_long = False
+        # Print mode ends with the turn: notes started by its last reply would be cancelled
+        # at exit, unread, after their request was paid for.
+        self.notes_at_turn_end = True
 
     def attach(self, history: History, settings: Settings, fixed_chars: int) -> None:
         """Start over on a new (or resumed) history, or under new settings."""
@@ -398,8 +401,10 @@ class ContextSteps:
 
     # ---- session memory (see context/session_memory.py) -------------------------------
 
-    def after_reply(self) -> None:
+    def after_reply(self, *, ends_turn: bool = False) -> None:
         """A reply is in: start a notes update when one is due (it runs in the background)."""
+        if ends_turn and not self.notes_at_turn_end:
+            return
         if self.memory.due(self.conversation):
             self.memory.start(self.conversation, self.summary_context())
 

@@ -194,7 +194,8 @@ class Agent:
             if not response.message.blocks:
                 yield ev.Notice(EMPTY_REPLY_NOTICE)
             uses = response.message.tool_uses
-            self.context.after_reply()  # session notes, beside the tools or the user's reading
+            # session notes, beside the tools or the user's reading
+            self.context.after_reply(ends_turn=not uses)
             if not uses:
                 async for event in self.lifecycle.at_stop(self.hooks, self.history):
                     yield event

@@ -372,6 +372,22 @@ def test_a_stop_ends_the_wait_for_notes_and_leaves_the_update_running(run: Run) 
     r.run(memory.cancel())
 
 
+def test_print_mode_starts_no_notes_after_its_last_reply(run: Run) -> None:
+    """A reply that ends the turn makes an update due (the REPL keeps notes while the user
+    reads); print mode ends there, so it sends none: it would be cancelled unread."""
+    r = run
+    r.sim.policy = reading_policy(14, final="first batch read")
+    r.start()
+    r.turn("read the first log parts")
+    r.agent.context.notes_at_turn_end = False
+    sent = sum(q.is_notes_request for q in r.sim.requests)
+    r.sim.policy = ScriptedPolicy([Reply(LOG * 12)])
+    assert isinstance(r.turn("summarize the logs at length")[-1], ev.TurnFinished)
+    assert r.agent.context.memory.due(r.agent.conversation)  # the REPL would update now
+    assert not r.agent.context.memory.updating
+    assert sum(q.is_notes_request for q in r.sim.requests) == sent
+
+
 def test_updates_never_break_a_thinking_tool_loop(
     simulator: Simulator, isolated_home: Path, project: Path
 ) -> None:
