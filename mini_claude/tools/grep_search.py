@@ -104,6 +104,7 @@ class RipgrepBackend:
 
     def command(self, request: SearchRequest) -> list[str]:
         skipped = [f"--glob=!{name}/" for name in sorted(ALWAYS_SKIPPED_DIRS)]
+        skipped += _kept_out_glob(request)
         return [
             self.executable,
             "--no-config",
@@ -145,6 +146,7 @@ class PythonBackend:
             project=str(request.project),
             base=str(request.base),
             max_columns=MAX_COLUMNS,
+            kept_out=str(request.kept_out) if request.kept_out else None,
         )
         package_parent = str(Path(__file__).resolve().parents[2])
         boot = (
@@ -183,6 +185,20 @@ def _special_ignore_file(request: SearchRequest) -> bool:
         if special_kind(mode) is not None:
             return True
     return False
+
+
+def _kept_out_glob(request: SearchRequest) -> list[str]:
+    """ripgrep never enters the kept-out folder: a glob anchored where it runs (the project);
+    results are filtered by it as well (see ``_glob_filter``), whatever ripgrep did."""
+    kept_out = request.kept_out
+    if kept_out is None or not kept_out.is_relative_to(request.project):
+        return []
+    relative = kept_out.relative_to(request.project).as_posix()
+    return [f"--glob=!/{_glob_escaped(relative)}/"] if relative != "." else []
+
+
+def _glob_escaped(text: str) -> str:
+    return re.sub(r"([\\*?\[\]{}!])", r"\\\1", text)
 
 
 def _search_target(request: SearchRequest) -> str:

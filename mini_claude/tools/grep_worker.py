@@ -27,6 +27,7 @@ class WorkerQuery:
     project: str
     base: str
     max_columns: int
+    kept_out: str | None = None  # a folder never entered (the home)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -35,13 +36,16 @@ class WorkerQuery:
                 "project": self.project,
                 "base": self.base,
                 "max_columns": self.max_columns,
+                "kept_out": self.kept_out,
             }
         )
 
     @classmethod
     def from_json(cls, text: str) -> WorkerQuery:
         data = json.loads(text)
-        return cls(data["pattern"], data["project"], data["base"], int(data["max_columns"]))
+        kept_out = data.get("kept_out")
+        return cls(data["pattern"], data["project"], data["base"], int(data["max_columns"]),
+                   kept_out if isinstance(kept_out, str) else None)
 
 
 def search(query: WorkerQuery, out: TextIO) -> int:
@@ -50,7 +54,8 @@ def search(query: WorkerQuery, out: TextIO) -> int:
     project = Path(query.project)
     base = Path(query.base)
     found = False
-    for path in walk_files(base, rules_for(base, project)):
+    kept_out = Path(query.kept_out) if query.kept_out else None
+    for path in walk_files(base, rules_for(base, project), kept_out=kept_out):
         if path != base and path.is_symlink():
             continue
         shown = path.relative_to(project).as_posix() if path.is_relative_to(project) else str(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -357,3 +358,21 @@ def test_cancelling_a_search_stops_the_worker_and_propagates(tmp_path: Path) -> 
     with pytest.raises(asyncio.CancelledError):
         run(cancel_midway())
     assert wait_until(lambda: not processes_mentioning(str(tmp_path)))
+
+
+def test_the_kept_out_folder_is_never_entered(tmp_path: Path, backend: GrepBackend) -> None:
+    """The home inside the project is not read at all (not only left out of the results):
+    the backend's own output has nothing from it, while a folder of the same name
+    elsewhere, and a name with glob characters, are searched as usual."""
+    project = tmp_path / "proj"
+    home = project / "users" / "a[1]*"
+    write(project, "users/a[1]*/.mini-claude/.env", "target in the home\n")
+    write(project, "users/a[1]*/notes.txt", "target in a note\n")
+    write(project, "users/b/users/a[1]*/x.txt", "target elsewhere\n")
+    write(project, "top.txt", "target on top\n")
+    request = SearchRequest("target", project, project, None, kept_out=home)
+    done = subprocess.run(backend.command(request), cwd=project, capture_output=True,
+                          timeout=30, check=False)
+    found = sorted(line.split(b"\0")[0].decode().removeprefix("./")
+                   for line in done.stdout.splitlines())
+    assert found == ["top.txt", "users/b/users/a[1]*/x.txt"], done.stderr
