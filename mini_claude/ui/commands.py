@@ -120,7 +120,10 @@ async def context_command(repl: ReplHost, argument: str) -> Outcome:
                             f"{agent.settings.window_source}"))
     from mini_claude.ui.claude_view import instruction_table
 
-    repl.console.print(instruction_table(repl))
+    table = instruction_table(repl)
+    repl.console.print(table if table.row_count else note(
+        "instruction files: none (MINI-CLAUDE.md, CLAUDE.md or AGENTS.md; /init writes "
+        "one)"))
     repl.console.print(note(checkpoint_store_line(repl.session)))
     return Outcome.CONTINUE
 

@@ -487,6 +487,8 @@ def test_context_total_matches_the_meter_and_cost_matches_the_tracker(
         assert f"{status.tokens:,} of {status.autocompact_at:,} tokens" in shown
         assert f"{status.effective_window:,}-token effective window" in shown
         assert "tool results: read_file" in shown
+        await repl.wait_for("instruction files: none", after=mark)
+        assert "instruction file kind" not in shown  # no empty table
 
         mark = await repl.submit("/cost")
         await repl.wait_for("requests", after=mark)
