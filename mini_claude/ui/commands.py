@@ -144,7 +144,7 @@ async def cost_command(repl: ReplHost, argument: str) -> Outcome:
     table.add_row("requests", f"{costs.requests:,}")
     table.add_row("cost", cost_label(costs))
     summaries = costs.summaries
-    table.add_row("  of which summary calls",
+    table.add_row("  of which summary and notes calls",
                   f"{summaries.requests:,} · {summaries.usage.prompt_tokens:,} in, "
                   f"{summaries.usage.output_tokens:,} out · {format_money(summaries.dollars)}")
     subagents = costs.subagents

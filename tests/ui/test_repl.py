@@ -835,7 +835,7 @@ def test_cost_counts_summary_calls_and_the_bar_shows_the_same_total(
         mark = await repl.submit("/cost")
         await repl.wait_for("wall time", after=mark)
         before = repl.repl.agent.costs.dollars
-        assert "of which summary calls 0 ·" in " ".join(repl.text[mark:].split())
+        assert "of which summary and notes calls 0 ·" in " ".join(repl.text[mark:].split())
         mark = await repl.submit("/compact")
         await repl.wait_for("✓ compacted", after=mark)
         mark = await repl.submit("/cost")
@@ -845,7 +845,7 @@ def test_cost_counts_summary_calls_and_the_bar_shows_the_same_total(
         assert costs.dollars > before
         assert costs.summaries.requests == 1 and costs.requests == 3
         assert f"cost {format_money(costs.dollars)}" in shown
-        assert re.search(r"of which summary calls 1 · [\d,]+ in, [\d,]+ out · \$", shown)
+        assert re.search(r"of which summary and notes calls 1 · [\d,]+ in, [\d,]+ out · \$", shown)
         assert re.search(r"API time [\d.]+s wall time [\d.]+s", shown)
         bar = "".join(text for _style, text, *_ in repl.repl._status_line())
         assert format_money(costs.dollars) in bar
