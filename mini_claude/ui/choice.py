@@ -12,6 +12,7 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS
 from mini_claude.ui.statusbar import UI_STYLE
+from mini_claude.ui.terminal_input import raw_while_printing
 
 MAX_DIGIT_OPTIONS = 9
 
@@ -35,6 +36,7 @@ async def choose(options: Sequence[str], *, escape_index: int | None = None,
                                   dont_extend_height=True, style="class:bottom-toolbar")]
     app: Application[int | None] = Application(
         layout=Layout(HSplit(rows)),
+        input=raw_while_printing(),
         key_bindings=menu.keys(),
         style=UI_STYLE,
         full_screen=False,

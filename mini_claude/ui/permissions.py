@@ -21,6 +21,7 @@ from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS
 from mini_claude.ui.render import diff_view
 from mini_claude.ui.statusbar import UI_STYLE
+from mini_claude.ui.terminal_input import raw_while_printing
 
 TITLES = {
     "run_shell": "Run a shell command",
@@ -208,7 +209,8 @@ async def _ask_reason(
     def _escape(event: KeyPressEvent) -> None:
         event.app.exit(exception=ChoiceInterrupted())
 
-    session: PromptSession[str] = PromptSession(style=UI_STYLE, key_bindings=keys)
+    session: PromptSession[str] = PromptSession(style=UI_STYLE, key_bindings=keys,
+                                                input=raw_while_printing())
     session.app.ttimeoutlen = KEY_TIMEOUT_SECONDS
     try:
         text = await session.prompt_async(
