@@ -215,6 +215,32 @@ class LoadedSession:
     repair: Message | None = None  # results added for tool calls that never finished
     usage: list[dict[str, Any]] = field(default_factory=list)  # every recorded model call's
     landmarks: list[Landmark] = field(default_factory=list)  # placed in original_messages
+    last_prompt: LastPrompt | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LastPrompt:
+    """The server's count of the last request, when the history has only grown since: a
+    resumed meter starts from it instead of from an estimate of the whole history."""
+
+    tokens: int
+    messages: int  # the request carried the first this many messages of the history
+    fixed_chars: int  # of its system prompt and tool schemas
+
+
+# Records that change messages already in the history (a rewind does too).
+HISTORY_EDITS = frozenset({"edit", "fold", "compaction", "thinking_cleared", "rewind"})
+
+
+def _last_prompt(record: dict[str, Any], messages: list[Message]) -> LastPrompt | None:
+    """A main call's usage, written right after its reply was appended."""
+    if record.get("summary") or not isinstance(record.get("fixed_chars"), int):
+        return None
+    tokens = sum(int(record.get(name, 0)) for name in
+                 ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
+    if tokens <= 0 or not messages:
+        return None
+    return LastPrompt(tokens, len(messages) - 1, int(record["fixed_chars"]))
 
 
 def load_session(path: Path) -> LoadedSession:
@@ -228,6 +254,7 @@ def load_session(path: Path) -> LoadedSession:
     meta: dict[str, Any] = {}
     warnings: list[str] = []
     usage: list[dict[str, Any]] = []
+    last_prompt: LastPrompt | None = None
     records = read_records(path)
     landmarks: list[Landmark] = []
     snapshots: dict[int, Replayed] = {}
@@ -247,10 +274,14 @@ def load_session(path: Path) -> LoadedSession:
                 _apply(record, messages, originals, meta)
             if record.get("type") == "event" and record.get("kind") == "usage":
                 usage.append(record)
+                last_prompt = _last_prompt(record, messages) or last_prompt
+            elif record.get("type") in HISTORY_EDITS:
+                last_prompt = None
             landmark = _landmark(record, len(originals))
             if landmark is not None:
                 landmarks.append(landmark)
         except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
+            last_prompt = None  # the damaged line may have edited the history
             damaged += 1
             if damaged <= MAX_DAMAGE_WARNINGS:
                 where = "last line" if number == len(records) else f"line {number}"
@@ -273,6 +304,7 @@ def load_session(path: Path) -> LoadedSession:
         repair=repair,
         usage=usage,
         landmarks=landmarks,
+        last_prompt=last_prompt,
     )
 
 

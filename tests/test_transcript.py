@@ -92,3 +92,34 @@ def test_a_session_that_never_got_a_message_is_not_listed(tmp_path: Path) -> Non
             t.message(user_text("a real question"))
         t.close()
     assert [s.session_id for s in list_sessions(tmp_path, Path("/x"))] == ["used"]
+
+
+def _main_call(t: Transcript, reply: str, tokens: int, **extra: object) -> None:
+    """A reply appended, then its usage, as the agent records a model call."""
+    t.message(Message("assistant", [TextBlock(reply)]))
+    t.event("usage", model="m", input_tokens=0, cache_read_tokens=tokens - 100,
+            cache_write_tokens=100, output_tokens=7, **extra)
+
+
+def test_the_last_prompt_is_kept_only_while_the_history_has_only_grown(tmp_path: Path) -> None:
+    t = Transcript.create(tmp_path, "s2", {"cwd": "/proj"})
+    t.message(user_text("first"))
+    _main_call(t, "one", 1_000, fixed_chars=5_000)
+    t.message(user_text("second"))
+    _main_call(t, "two", 1_400, fixed_chars=5_200)
+    t.event("usage", model="m", input_tokens=9_999, summary=True)  # a notes update: not it
+    t.close()
+    last = load_session(tmp_path / "s2.jsonl").last_prompt
+    assert last is not None
+    assert (last.tokens, last.messages, last.fixed_chars) == (1_400, 3, 5_200)
+
+    t = Transcript(tmp_path / "s2.jsonl")
+    t.compaction("auto", "sum", 100, 10, [user_text("summary here")])
+    t.close()
+    assert load_session(tmp_path / "s2.jsonl").last_prompt is None  # the history was rebuilt
+
+    t = Transcript(tmp_path / "s2.jsonl")
+    t.message(user_text("third"))
+    _main_call(t, "three", 900)  # written before fixed_chars was recorded: not trusted
+    t.close()
+    assert load_session(tmp_path / "s2.jsonl").last_prompt is None

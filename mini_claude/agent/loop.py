@@ -260,8 +260,9 @@ class Agent:
         message = self.history.append_reply(response.message)
         if message is not response.message:
             response = replace(response, message=message)
-        if response.usage is not None:
-            self.transcript.event("usage", model=self.settings.model, **asdict(response.usage))
+        if response.usage is not None:  # with what a resumed meter anchors on
+            self.transcript.event("usage", model=self.settings.model,
+                                  fixed_chars=self.fixed_chars, **asdict(response.usage))
         return response
 
     # ---- numbers --------------------------------------------------------------------

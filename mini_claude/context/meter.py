@@ -271,6 +271,20 @@ class TokenMeter:
             ratio = prompt_chars / content_tokens
             self._ratio = _clamp(ratio, MIN_CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN)
 
+    def resume_from(self, tokens: int, messages: int, fixed_chars: int,
+                    conversation: Conversation) -> None:
+        """A resumed history starts from the server's count of its last request (the first
+        ``messages`` messages, sent with ``fixed_chars`` of system prompt and schemas), so
+        the bar reads after ``-c`` what it read when the session ended."""
+        if not 0 < messages <= len(conversation):
+            return
+        sent = Conversation(conversation.messages[:messages])
+        sent.epoch = conversation.epoch
+        now_fixed = self.fixed_chars
+        self.fixed_chars = fixed_chars
+        self.observe(tokens, sent)
+        self.schemas_changed(now_fixed)  # a system prompt or tools that changed since
+
     def schemas_changed(self, fixed_chars: int) -> None:
         """Tools were added (an MCP server connected): shift what was learnt and the anchor
         by the schemas' difference, so the estimate does not wait for the next response."""

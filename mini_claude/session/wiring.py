@@ -306,6 +306,10 @@ class Session:
                                               saved.notes.history_tokens,
                                               self.agent.conversation)
         self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
+        last = loaded.last_prompt
+        if last is not None:
+            self.agent.context.meter.resume_from(last.tokens, last.messages, last.fixed_chars,
+                                                 self.agent.conversation)
         return self.agent
 
     def _fork(self, origin: Path) -> Path:

@@ -1,4 +1,5 @@
-"""A resumed session's costs go on from the transcript's recorded usage, summaries included."""
+"""A resumed session's costs go on from the transcript's recorded usage, summaries included,
+and its context meter from the server's count of its last request."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from mini_claude.models import SONNET
 from mini_claude.pricing import CostTracker
 from mini_claude.protocol import Usage
-from mini_claude.simulator import Simulator
+from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.ui.statusbar import cost_label, status_text
 from tests.support.repl import running_repl, sim_settings
 
@@ -94,3 +95,46 @@ def test_the_transcript_notes_each_calls_model_and_marks_summaries(
     usage = [r for r in records if r.get("kind") == "usage"]
     assert [r.get("summary", False) for r in usage] == [False, True]
     assert {r["model"] for r in usage} == {settings.model}
+
+
+def _reading_session(simulator: Simulator, project: Path) -> None:
+    for i in range(3):
+        (project / f"part{i}.txt").write_text(
+            "".join(f"part {i} line {j}: words about the project\n" for j in range(120)))
+    simulator.policy = ScriptedPolicy([
+        *[Reply(text=f"Reading part {i}.",
+                tool_calls=[ToolCall("read_file", {"path": f"part{i}.txt"})]) for i in range(3)],
+        Reply(text="All three parts read."),
+    ])
+
+
+def test_resume_shows_the_context_the_session_ended_with(
+        simulator: Simulator, isolated_home: Path, project: Path) -> None:
+    """The bar after -c reads what it read at exit: the meter starts from the server's count
+    of the last request, not from an estimate of the whole history."""
+    _reading_session(simulator, project)
+    settings = sim_settings(simulator, isolated_home)
+
+    async def first_session() -> tuple[str, int, int]:
+        async with running_repl(settings, project) as repl:
+            mark = await repl.submit("read the parts")
+            await repl.wait_for("All three parts read.", after=mark)
+            await repl.at_prompt()
+            shown = repl.repl.agent.status().tokens
+            session_id = repl.session.session_id
+            assert await repl.exit() == 0
+        return session_id, shown, simulator.requests[-1].prompt_tokens
+
+    async def resumed(session_id: str) -> tuple[int, int]:
+        async with running_repl(settings, project, resume=session_id) as repl:
+            agent = repl.repl.agent
+            tokens = agent.status().tokens
+            whole = agent.context.meter.estimate_messages(agent.conversation.messages)
+            assert await repl.exit() == 0
+        return tokens, whole
+
+    session_id, at_exit, last_prompt = asyncio.run(first_session())
+    assert at_exit > last_prompt  # the last reply is in the history, not in that prompt
+    after, estimated_whole = asyncio.run(resumed(session_id))
+    assert abs(after - at_exit) <= max(20, at_exit // 200), (after, at_exit)
+    assert abs(estimated_whole - at_exit) > abs(after - at_exit)  # what it read before
