@@ -234,13 +234,14 @@ HISTORY_EDITS = frozenset({"edit", "fold", "compaction", "thinking_cleared", "re
 
 def _last_prompt(record: dict[str, Any], messages: list[Message]) -> LastPrompt | None:
     """A main call's usage, written right after its reply was appended."""
-    if record.get("summary") or not isinstance(record.get("fixed_chars"), int):
+    fixed_chars = record.get("fixed_chars")
+    if record.get("summary") or not isinstance(fixed_chars, int) or fixed_chars < 0:
         return None
     tokens = sum(int(record.get(name, 0)) for name in
                  ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
     if tokens <= 0 or not messages:
         return None
-    return LastPrompt(tokens, len(messages) - 1, int(record["fixed_chars"]))
+    return LastPrompt(tokens, len(messages) - 1, fixed_chars)
 
 
 def load_session(path: Path) -> LoadedSession:
