@@ -191,7 +191,7 @@ STRATEGIES: tuple[Strategy, ...] = (
              "(75% of the window at 32K), everything before it dropped", _anthropic_compaction),
     Strategy("mini", "mini-claude",
              "the full pipeline with default settings (persist, budget, snip, microcompact, "
-             "auto-compact)", _mini_claude, ours=True),
+             "session notes, auto-compact)", _mini_claude, ours=True),
 )
 
 
