@@ -4,7 +4,9 @@ A cleared exchange still costs the call (its id, name and input), the assistant'
 words around it and a placeholder naming the saved copy: about 90 tokens, most of
 what a long turn carries once its results are cleared. Folding turns a run of such
 exchanges into lines of one text block (tool, target, size, saved file, and the
-assistant's own words) with the saved results' folder named once. Only whole
+assistant's own words) with the saved results' folder named once; a later fold
+adds a block after it, so the earlier one, and the prompt cache up to it, stay
+as they were. Only whole
 exchanges go, so no call ever loses its result; a message with thinking never
 does, since the server checks it word for word. The transcript keeps every
 exchange as it was, and records a fold as what changed (messages removed, the
@@ -51,7 +53,7 @@ def fold_exchanges(messages: Sequence[Message], keep_last: int, folder: str) -> 
     """Fold every foldable exchange before the last ``keep_last`` messages.
 
     Runs of foldable exchanges are folded into the user message just before
-    each run (so the roles still alternate), merged with a fold already there.
+    each run (so the roles still alternate), as a block after any fold already there.
     None when nothing can be folded.
     """
     out: list[Message] = []
