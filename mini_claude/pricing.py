@@ -72,9 +72,7 @@ class CostTracker:
         (the model the session started with).
         """
         for record in records:
-            usage = Usage(**{name: int(record.get(name, 0)) for name in USAGE_FIELDS})
+            usage = Usage.from_record(record)
             self.add(str(record.get("model") or default_model), usage,
                      summary=bool(record.get("summary", False)))
 
-
-USAGE_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")

@@ -9,7 +9,7 @@ another for a shared word. Nothing here knows a wire format or an SDK type.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -54,6 +54,10 @@ class ModelRequest:
     cache_anchor: Block | None = None
 
 
+RECORDED_USAGE_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens",
+                         "output_tokens")
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     input_tokens: int = 0  # the uncached part of the prompt
@@ -66,6 +70,11 @@ class Usage:
     def prompt_tokens(self) -> int:
         """The whole prompt as the server counted it."""
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Usage:
+        """The counts of a transcript's ``usage`` record (a missing one is 0)."""
+        return cls(**{name: int(record.get(name, 0)) for name in RECORDED_USAGE_FIELDS})
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

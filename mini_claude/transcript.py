@@ -30,6 +30,7 @@ from mini_claude.conversation import (
     strip_thinking,
 )
 from mini_claude.private_dirs import ensure_private_dir
+from mini_claude.protocol import Usage
 from mini_claude.sanitize import clean_block, clean_message, clean_value
 from mini_claude.secrets import mask, secret_values
 from mini_claude.text import shorten
@@ -237,8 +238,7 @@ def _last_prompt(record: dict[str, Any], messages: list[Message]) -> LastPrompt 
     fixed_chars = record.get("fixed_chars")
     if record.get("summary") or not isinstance(fixed_chars, int) or fixed_chars < 0:
         return None
-    tokens = sum(int(record.get(name, 0)) for name in
-                 ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
+    tokens = Usage.from_record(record).prompt_tokens
     if tokens <= 0 or not messages:
         return None
     return LastPrompt(tokens, len(messages) - 1, fixed_chars)

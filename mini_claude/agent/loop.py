@@ -262,7 +262,8 @@ class Agent:
             response = replace(response, message=message)
         if response.usage is not None:  # with what a resumed meter anchors on
             self.transcript.event("usage", model=self.settings.model,
-                                  fixed_chars=self.fixed_chars, **asdict(response.usage))
+                                  fixed_chars=self.context.meter.fixed_chars,
+                                  **asdict(response.usage))
         return response
 
     # ---- numbers --------------------------------------------------------------------
