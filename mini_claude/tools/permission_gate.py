@@ -30,7 +30,6 @@ from mini_claude.tools.command_kinds import (
     is_workspace_file_command,
     suggest_rule,
 )
-from mini_claude.tools.shell_reach import read_only_problem
 from mini_claude.tools.common import error_output
 from mini_claude.tools.permission_modes import SESSION_SOURCE, Permissions
 from mini_claude.tools.permission_rules import (
@@ -43,6 +42,7 @@ from mini_claude.tools.permission_rules import (
     url_host,
 )
 from mini_claude.tools.shell_parse import analyse
+from mini_claude.tools.shell_reach import read_only_problem
 
 EXIT_PLAN_TOOL = "exit_plan_mode"
 PLAN_MODE_REFUSAL = (

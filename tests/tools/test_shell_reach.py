@@ -8,6 +8,7 @@ Each table holds the forms a review found, then the next ones an attacker would 
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
 
 from mini_claude.protocol import ToolOutput
@@ -42,36 +43,35 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 # ---- 10: options that name a target (acceptEdits) ------------------------------------------
 
-OUT = "{out}"
 TARGET_OPTIONS = [
-    f"cp --target-directory={OUT} a.txt",
-    f"mv --target-directory={OUT} a.txt",
-    f"cp --target-directory {OUT} a.txt",
-    f"cp -t {OUT} a.txt",
-    f"mv -t {OUT} a.txt",
-    f"cp -vt {OUT} a.txt",
-    f"cp -t{OUT} a.txt",
-    f"cp -rt {OUT} sub",
-    f"cp --target={OUT} a.txt",  # an abbreviation GNU accepts
-    f"mv -S /../../x a.txt sub/a.txt",  # a backup suffix is a path too
-    f"cp --frobnicate a.txt {OUT}/b",
-    f"install -t {OUT} a.txt",
-    f"install -D a.txt {OUT}/a.txt",
-    f"ln -t {OUT} a.txt",
-    f"ln a.txt {OUT}/a.txt",
-    f"rsync a.txt {OUT}/",
-    f"tar -C {OUT} -cf {OUT}/a.tar a.txt",
-    f"tar --directory={OUT} -cf a2.tar a.txt",
-    f"cp a.txt b.txt >& {OUT}/log",
-    f"cp a.txt b.txt 2>{OUT}/err",
-    f"touch --reference={OUT}/x a.txt",
-    f"mkdir -m 700 {OUT}/d",
-    f"sort -o {OUT}/sorted a.txt",
-    f"curl -o {OUT}/page file:///etc/hostname",
-    f"gcc -o {OUT}/prog a.c",
-    f"cp a.txt {OUT}/$NAME",
-    f"cp a.txt ~/copied",
-    f"nice cp a.txt {OUT}/",
+    "cp --target-directory={out} a.txt",
+    "mv --target-directory={out} a.txt",
+    "cp --target-directory {out} a.txt",
+    "cp -t {out} a.txt",
+    "mv -t {out} a.txt",
+    "cp -vt {out} a.txt",
+    "cp -t{out} a.txt",
+    "cp -rt {out} sub",
+    "cp --target={out} a.txt",  # an abbreviation GNU accepts
+    "mv -S /../../x a.txt sub/a.txt",  # a backup suffix is a path too
+    "cp --frobnicate a.txt {out}/b",
+    "install -t {out} a.txt",
+    "install -D a.txt {out}/a.txt",
+    "ln -t {out} a.txt",
+    "ln a.txt {out}/a.txt",
+    "rsync a.txt {out}/",
+    "tar -C {out} -cf {out}/a.tar a.txt",
+    "tar --directory={out} -cf a2.tar a.txt",
+    "cp a.txt b.txt >& {out}/log",
+    "cp a.txt b.txt 2>{out}/err",
+    "touch --reference={out}/x a.txt",
+    "mkdir -m 700 {out}/d",
+    "sort -o {out}/sorted a.txt",
+    "curl -o {out}/page file:///etc/hostname",
+    "gcc -o {out}/prog a.c",
+    "cp a.txt {out}/$NAME",
+    "cp a.txt ~/copied",
+    "nice cp a.txt {out}/",
 ]
 INSIDE = [
     "cp -t sub a.txt",
@@ -182,7 +182,8 @@ NOT_READ_ONLY = [
 READ_ONLY = [
     "ls -la", "cat a.txt b.txt | grep alpha | wc -l", "head -5 a.txt 2>/dev/null",
     "grep -rn alpha .", "rg -n --hidden -g '!.git' alpha", "cat *.txt", "ls sub/*",
-    "git status", "git status --porcelain -uno", "git log --oneline -5", "git log -3 --stat -- a.txt",
+    "git status", "git status --porcelain -uno", "git log --oneline -5",
+    "git log -3 --stat -- a.txt",
     "git diff HEAD --stat", "git diff --cached", "git show HEAD:a.txt", "git branch -a",
     "git log --format='%h %s' -n 10", "git grep -n alpha -- '*.txt'", "git blame -L 1,2 a.txt",
     "git rev-parse --show-toplevel", "find . -name '*.txt' -type f",
