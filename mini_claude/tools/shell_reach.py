@@ -135,7 +135,7 @@ def _operand_problem(program: str, spec: Options, operands: list[str | None]) ->
 # Every option of these reads (GNU coreutils, grep, util-linux and BSD manuals): they take any
 # words, even ones only known at run time (a glob, $VAR, xargs).
 ANY_WORDS = frozenset({
-    "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "ls", "pwd", "echo", "printf",
+    "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "ls", "pwd", "echo",
     "which", "whereis", "type", "stat", "du", "df", "basename", "dirname", "realpath",
     "readlink", "true", "false", "test", "[", "cmp", "comm", "cut", "tr", "nl", "column",
     "fold", "od", "hexdump", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum",
@@ -143,6 +143,7 @@ ANY_WORDS = frozenset({
     "diff", "whoami", "groups", "nproc", "arch", "tty", "locale", "sleep",
 })
 READ_ONLY: dict[str, Options] = {
+    "printf": options(),  # never -v: it sets a variable (PATH) that decides what runs next
     "sort": options("-b -d -f -g -i -M -h -n -R -r -V -c -C -m -s -u -z --ignore-leading-blanks "
                     "--dictionary-order --ignore-case --general-numeric-sort "
                     "--ignore-nonprinting --month-sort --human-numeric-sort --numeric-sort "
@@ -250,6 +251,8 @@ SYNTAX_PROBLEMS = {
     "declaration_command": "export/declare can change what a program runs",
     "function_definition": "a function definition can stand in for a command",
 }
+ASSIGNING = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "**=", "<<=", ">>=", "&=", "^=", "|=",
+                       "++", "--"})
 SILENT_TARGETS = frozenset({"/dev/null"})
 WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&", "&>|"})
 
@@ -264,6 +267,9 @@ def read_only_problem(command: str) -> str | None:
             continue
         if node.type not in READ_ONLY_SYNTAX:
             return SYNTAX_PROBLEMS.get(node.type, f"{node.type.replace('_', ' ')} on the line")
+        changed = _sets_a_variable(node)
+        if changed:
+            return changed
         if node.type == "file_redirect":
             problem = redirect_problem(node)
             if problem:
@@ -274,6 +280,24 @@ def read_only_problem(command: str) -> str | None:
                 return problem
     analysis = analyse(command)
     return analysis.reasons[0] if analysis.uncertain else None
+
+
+def _sets_a_variable(node: Node) -> str | None:
+    """``for PATH in …``, ``((PATH=1))``, ``${PATH:=…}``: a variable that decides what runs
+    (or what git runs) may change on the line."""
+    if node.type == "for_statement":
+        variable = node.child_by_field_name("variable")
+        name = (variable.text or b"").decode() if variable is not None else ""
+        if name == name.upper():
+            return f"for {name} changes a variable programs read"
+    arithmetic = node.type in ("arithmetic_expansion", "c_style_for_statement") or (
+        node.type == "compound_statement" and node.child_count and node.children[0].type == "((")
+    if arithmetic and any(not n.is_named and n.type in ASSIGNING for n in walk(node)):
+        return "arithmetic that assigns a variable"
+    if node.type == "expansion" and any(not c.is_named and c.type in ("=", ":=")
+                                        for c in node.children):
+        return "an expansion that assigns a variable"
+    return None
 
 
 def redirect_problem(node: Node) -> str | None:

@@ -178,6 +178,11 @@ NOT_READ_ONLY = [
     "awk '{print}' a.txt",
     "sort $OPTS a.txt",
     "uniq -- a.txt out",
+    "printf -v PATH . ; ls",
+    "for PATH in .; do ls; done",
+    "((PATH=1)); ls",
+    "echo $((PATH=1)); ls",
+    "echo ${GIT_EXTERNAL_DIFF:=./evil.sh}; git diff",
 ]
 READ_ONLY = [
     "ls -la", "cat a.txt b.txt | grep alpha | wc -l", "head -5 a.txt 2>/dev/null",
@@ -190,6 +195,7 @@ READ_ONLY = [
     "find . -name '*.txt' | xargs grep -l alpha", "sort -k1 -n a.txt | uniq -c",
     "xxd -l 16 a.txt", "file -b a.txt", "date +%Y", "timeout 5 cat a.txt", "echo hi",
     "for f in *.txt; do wc -l \"$f\"; done", "ls 2>&1 | head", "tree -L 2",
+    "printf '%s\\n' a b", "echo $((1 + 2))", "[[ -f a.txt ]] && cat a.txt",
 ]
 
 
