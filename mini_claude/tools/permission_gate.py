@@ -42,6 +42,7 @@ from mini_claude.tools.permission_rules import (
     url_host,
 )
 from mini_claude.tools.shell_parse import analyse
+from mini_claude.tools.shell_reach import read_only_problem
 
 EXIT_PLAN_TOOL = "exit_plan_mode"
 PLAN_MODE_REFUSAL = (
@@ -74,7 +75,7 @@ async def check_permission(
     if verdict is not None and verdict.behavior == "deny":
         return _refuse(ctx, name, args, f"Permission denied by {_why(verdict, name, args)}")
     if permissions.mode == "plan" and not runs_in_plan_mode(tool, args):
-        return _refuse(ctx, name, args, PLAN_MODE_REFUSAL.format(name=name))
+        return _refuse(ctx, name, args, _plan_refusal(name, args))
     prepared = tool.permission(args, ctx)  # the question, and what an approved edit writes
     request = prepared.request
     if verdict is not None and verdict.behavior == "ask":
@@ -175,6 +176,13 @@ def _edit_in_workspace(
     if name == "run_shell":
         return is_workspace_file_command(str(args.get("command", "")), inside)
     return name in EDIT_TOOLS and inside(str(args.get("path", "")))
+
+
+def _plan_refusal(name: str, args: dict[str, Any]) -> str:
+    """The plan-mode refusal; for a command, also why it is not certainly read-only."""
+    message = PLAN_MODE_REFUSAL.format(name=name)
+    why = read_only_problem(str(args.get("command", ""))) if name == "run_shell" else None
+    return f"{message} (The command is not certainly read-only: {why}.)" if why else message
 
 
 def _refuse(ctx: ToolContext, name: str, args: dict[str, Any], message: str) -> ToolOutput:

@@ -17,12 +17,13 @@ Rules are checked deny first, then ask, then allow; the first that matches decid
 Allowing a command by prefix is only safe for one plain command, so a prefix or
 wildcard allow rule never matches a line with a list, pipe, substitution or
 redirection in it. A deny rule is checked against every command the line would run
-(see :mod:`mini_claude.tools.shell_parse`); a line whose commands cannot all be
-known matches every command deny rule.
+(see :mod:`mini_claude.tools.shell_parse`); a word known only at run time may be any
+word, and a line whose commands cannot all be known matches every command deny rule.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -34,7 +35,7 @@ from urllib.parse import urlsplit
 
 import pathspec
 
-from mini_claude.tools.shell_parse import analyse, command_name, single_command_words
+from mini_claude.tools.shell_parse import Words, analyse, command_name, single_command_words
 
 RuleKind = Literal["any", "command", "path", "domain", "name"]
 Behavior = Literal["allow", "ask", "deny"]
@@ -138,10 +139,24 @@ class Rule:
         if analysis.uncertain:
             return True  # cannot tell what runs: the deny rule holds
         for words in analysis.invocations:
-            named = (command_name(words[0]), *words[1:])
-            if any(self._command_pattern_matches(" ".join(w)) for w in (words, named)):
+            named = (command_name(words[0] or ""), *words[1:])
+            if any(self._could_match(w) for w in (words, named)):
                 return True
         return False
+
+    def _could_match(self, words: Words) -> bool:
+        """The rule matches the words, or may once a word known only at run time is known
+        (``git $SUB``, ``git pu?h``: any word, or none, could stand there)."""
+        assert self.pattern is not None
+        known = list(itertools.takewhile(lambda word: word is not None, words))
+        text = " ".join(str(word) for word in known)
+        if len(known) == len(words):
+            return self._command_pattern_matches(text)
+        head = self.pattern.split("*")[0] if "*" in self.pattern and not self.prefix else None
+        if head is not None:
+            return (text + " ").startswith(head) or head.startswith(text + " ")
+        return starts_with_words(text, self.pattern) or (self.pattern + " ").startswith(
+            text + " ")
 
     def _command_pattern_matches(self, command: str) -> bool:
         assert self.pattern is not None
