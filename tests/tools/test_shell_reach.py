@@ -7,6 +7,7 @@ Each table holds the forms a review found, then the next ones an attacker would 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -199,14 +200,25 @@ READ_ONLY = [
 ]
 
 
+HOST_CHANGING_PROGRAMS = ("date", "hostname")
+
+
 @pytest.mark.parametrize("command", NOT_READ_ONLY)
 def test_plan_mode_refuses_what_is_not_certainly_read_only(command: str, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("alpha\n")
     evil = tmp_path / "evil.sh"
     evil.write_text("#!/bin/sh\ntouch pwned\n")
     evil.chmod(0o755)
+    # Programs that change the machine itself are stand-ins here: a judge that let one
+    # through leaves a file in the folder, never a changed clock or host name.
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name in HOST_CHANGING_PROGRAMS:
+        (stubs / name).write_text(f"#!/bin/sh\ntouch {tmp_path}/pwned-{name}\n")
+        (stubs / name).chmod(0o755)
     before = tree(tmp_path)
     ctx, approver = gate(tmp_path, "plan", allow=("Bash",))
+    ctx.env = {**os.environ, "PATH": f"{stubs}:{os.environ.get('PATH', '')}"}
     output = shell(command, ctx)
     assert output.is_error and "plan mode is on" in output.content, output.content
     assert "not certainly read-only: " in output.content
