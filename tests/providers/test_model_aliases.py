@@ -149,3 +149,14 @@ def test_without_a_fallback_an_unknown_model_ends_the_turn_with_one_line(
     assert code != 0
     assert "404" in err and "Traceback" not in err
     assert len(simulator.requests) == 1  # not retried: a missing model stays missing
+
+
+def test_opusplan_plans_with_opus_and_works_with_sonnet(
+    project: Path, simulator: Simulator, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="a plan"), Reply(text="the work")])
+    point_at(simulator, "anthropic", monkeypatch)
+    assert main(["-p", "plan it", "--model", "opusplan", "--permission-mode", "plan"]) == 0
+    assert main(["-p", "do it", "--model", "opusplan", "--yes"]) == 0, capsys.readouterr().err
+    assert [r.body["model"] for r in simulator.requests] == ["claude-opus-5-5", "claude-sonnet-5-5"]
