@@ -93,6 +93,10 @@ async def help_command(repl: ReplHost, argument: str) -> Outcome:
 
     for usage, description in command_rows(repl):
         table.add_row(Text(usage), Text(description))
+    table.add_row(Text("!command"), Text("run a shell command yourself; its output goes with "
+                                         "your next message"))
+    table.add_row(Text("@path"), Text("attach a file (or a folder's listing, or an image)"))
+    table.add_row(Text("# note"), Text("save a note to a memory file (CLAUDE.md and others)"))
     repl.console.print(table)
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "

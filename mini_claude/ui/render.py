@@ -158,6 +158,10 @@ def main_argument(tool_input: dict[str, Any]) -> str:
             return short_target(value)
     if not tool_input:
         return ""
+    plan = tool_input.get("plan")
+    if isinstance(plan, str) and len(tool_input) == 1:  # exit_plan_mode: the plan's heading
+        first = next((line.strip("# ").strip() for line in plan.splitlines() if line.strip()), "")
+        return short_target(first)
     todos = tool_input.get("todos")
     if isinstance(todos, list) and len(tool_input) == 1:
         return todo_argument(todos)

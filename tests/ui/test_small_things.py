@@ -1,0 +1,57 @@
+"""Small things that looked broken to a Claude Code user: counts, headers, /help, /memory."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from mini_claude.simulator import Simulator
+from mini_claude.tools.base import allow_all
+from mini_claude.ui.paste import PastedTexts
+from mini_claude.ui.render import main_argument
+from tests.support.repl import ReplDriver, running_repl, sim_settings
+
+
+@pytest.mark.parametrize(("text", "lines"), [
+    ("".join(f"line {n}\n" for n in range(30)), 30),
+    ("\n".join(f"line {n}" for n in range(30)), 30),
+    ("\n".join(f"line {n}" for n in range(12)) + "\n\n", 13),
+])
+def test_a_paste_counts_the_lines_it_has(text: str, lines: int) -> None:
+    assert PastedTexts().placeholder_for(text) == f"[Pasted text #1 +{lines} lines]"
+
+
+def test_the_plan_tool_shows_the_plans_heading_not_json() -> None:
+    shown = main_argument({"plan": "## Add a cache\n\n1. write the store\n2. test it\n"})
+    assert shown == "Add a cache"
+
+
+def test_help_lists_the_prefixes_and_memory_says_when_nothing_changed(
+    simulator: Simulator, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    monkeypatch.setenv("EDITOR", "true")  # opens and quits without writing, like :q!
+    monkeypatch.delenv("VISUAL", raising=False)
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("/help")
+        await repl.wait_for("Ctrl-D exits", after=mark)
+        for prefix in ("!command", "@path", "# note"):
+            assert prefix in repl.text[mark:], prefix
+        mark = await repl.submit("/memory")
+        await repl.wait_for("Edit which memory file?", after=mark)
+        await repl.keys("1")
+        await repl.wait_for("unchanged", after=mark)
+        assert "edited" not in repl.text[mark:]
+        assert not (root / "CLAUDE.md").exists()  # created to open it, left empty: removed
+
+    async def main() -> None:
+        async with running_repl(sim_settings(simulator, isolated_home), root,
+                                approver=allow_all) as repl:
+            await scenario(repl)
+            assert await repl.exit() == 0
+
+    asyncio.run(main())
