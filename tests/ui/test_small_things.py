@@ -55,3 +55,23 @@ def test_help_lists_the_prefixes_and_memory_says_when_nothing_changed(
             assert await repl.exit() == 0
 
     asyncio.run(main())
+
+
+def test_hooks_show_the_matcher_the_user_wrote(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from mini_claude.session.settings_files import load_settings_layers
+    from mini_claude.ui.hooks_view import hooks_table
+
+    root = tmp_path / "repo"
+    (root / ".claude").mkdir(parents=True)
+    (root / ".claude" / "settings.json").write_text(
+        '{"hooks": {"PreToolUse": [{"matcher": "Edit|Write", '
+        '"hooks": [{"type": "command", "command": "true"}]}]}}')
+    layers = load_settings_layers(root, tmp_path / "home", 10.0)
+    commands = layers.hooks(project_approved=True)
+    assert commands and commands[0].matches("write_file")  # widened to our names inside
+    console = Console(width=120, record=True)
+    console.print(hooks_table(commands))
+    shown = console.export_text()
+    assert "Edit|Write" in shown and "(?:" not in shown
