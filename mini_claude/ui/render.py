@@ -231,8 +231,10 @@ def _collapsed(text: Text, style: str) -> Text:
     while lines and not lines[-1].plain.strip():
         lines.pop()
     out = Text()
+    errors = style == "red"  # a denial or an error is read whole: the terminal wraps it
     for line in lines[:RESULT_PREVIEW_LINES]:
-        clipped = line[:LINE_PREVIEW_CHARS] if len(line) > LINE_PREVIEW_CHARS else line
+        long = len(line) > LINE_PREVIEW_CHARS and not errors
+        clipped = line[:LINE_PREVIEW_CHARS] if long else line
         clipped.stylize(style)
         out.append_text(clipped)
         out.append("\n")

@@ -75,3 +75,31 @@ def test_hooks_show_the_matcher_the_user_wrote(tmp_path: Path) -> None:
     console.print(hooks_table(commands))
     shown = console.export_text()
     assert "Edit|Write" in shown and "(?:" not in shown
+
+
+def test_text_a_person_reads_is_cut_between_words() -> None:
+    from mini_claude.text import shorten_at_word
+
+    assert shorten_at_word("alpha beta gamma delta", 15) == "alpha beta…"
+    assert shorten_at_word("short", 15) == "short"
+    assert len(shorten_at_word("x" * 50, 10)) == 10
+
+
+def test_print_mode_narrates_a_denial_whole(
+    project: Path, simulator: Simulator, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mini_claude.cli import main
+    from mini_claude.simulator import Reply, ScriptedPolicy, ToolCall
+    from tests.support.printing import point_at
+
+    simulator.policy = ScriptedPolicy([
+        Reply(tool_calls=[ToolCall("task", {"description": "x", "prompt": "y",
+                                            "subagent_type": "quick"})]),
+        Reply(text="ok"),
+    ])
+    point_at(simulator, "anthropic", monkeypatch)
+    assert main(["-p", "go"]) == 0
+    err = capsys.readouterr().err
+    failed = next(line for line in err.splitlines() if line.startswith("  ✗"))
+    assert failed.endswith(")"), failed  # the whole message, up to its closing parenthesis
