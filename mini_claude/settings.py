@@ -210,6 +210,9 @@ class Settings:
     # its request (REPL and print mode; 0: never wait, the tools join a later request).
     mcp_startup_wait_seconds: float = 15.0
 
+    # The prompt edits as vi does (``/vim`` switches it for the session).
+    vim_mode: bool = False
+
     # Sub-agents (the task tool): off removes the tool; the model for children (None: the same)
     task_tool: bool = True
     task_model: str | None = None

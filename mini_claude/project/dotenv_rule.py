@@ -63,6 +63,7 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     "compact_model": "allowed",
     "task_model": "allowed",
     "fallback_model": "allowed",
+    "vim_mode": "allowed",
     "task_tool": "allowed",
     "context_window": "allowed",
     "thinking_tokens": "allowed",
