@@ -107,7 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("anthropic", "openai"),
         help="model provider (default: from the environment)",
     )
-    parser.add_argument("--model", help="model name (default: MINI_CLAUDE_MODEL or the provider's)")
+    parser.add_argument(
+        "--model",
+        help="model id or alias: sonnet, opus, haiku, opusplan, default, NAME[1m] "
+        "(default: MINI_CLAUDE_MODEL or the provider's)",
+    )
+    parser.add_argument(
+        "--fallback-model",
+        help="go on with this model when the model is overloaded or not found "
+        "(MINI_CLAUDE_FALLBACK_MODEL)",
+    )
     parser.add_argument(
         "-c",
         "--continue",
@@ -243,7 +252,8 @@ def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
         print(f"mini-claude: {note}", file=sys.stderr)
     environ = layered.values
     try:
-        return from_environment(environ, provider=args.provider, model=args.model)
+        return from_environment(environ, provider=args.provider, model=args.model,
+                                fallback_model=args.fallback_model)
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 _T = TypeVar("_T")
@@ -59,6 +59,12 @@ class ProviderRow:
     model_facts: str
     chosen_by: tuple[str, ...]  # variables whose presence picks it when none is named
     setup_hint: str  # what to set, for "no model provider configured"
+    # Current models, the default first: what `/model <Tab>` offers.
+    current_models: tuple[str, ...] = ()
+    # Short names a user types for a model (Claude Code's ``sonnet``, ``opus``, ``haiku``),
+    # each with the environment variable that may name another model for it.
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    alias_variables: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def key_field(self) -> str:
@@ -81,6 +87,13 @@ PROVIDERS: dict[str, ProviderRow] = {
             "anthropic", "mini_claude.providers.anthropic:from_settings",
             model_facts="mini_claude.providers.anthropic:model_facts",
             chosen_by=("ANTHROPIC_API_KEY",), setup_hint="ANTHROPIC_API_KEY",
+            current_models=("claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5",
+                            "claude-fable-5-1", "claude-opus-4-8", "claude-sonnet-4-6"),
+            aliases={"sonnet": "claude-sonnet-5-5", "opus": "claude-opus-5-5",
+                     "haiku": "claude-haiku-5-5"},
+            alias_variables={"sonnet": "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                             "opus": "ANTHROPIC_DEFAULT_OPUS_MODEL",
+                             "haiku": "ANTHROPIC_DEFAULT_HAIKU_MODEL"},
         ),
         ProviderRow(
             "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL", "gpt-5.6-terra",
@@ -88,6 +101,8 @@ PROVIDERS: dict[str, ProviderRow] = {
             model_facts="mini_claude.providers.openai:model_facts",
             chosen_by=("OPENAI_API_KEY", "OPENAI_BASE_URL"),
             setup_hint="OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server)",
+            current_models=("gpt-5.6-terra", "gpt-5.6-sol", "gpt-5.6-luna", "gpt-6.1-terra",
+                            "gpt-5", "gpt-5-mini", "gpt-4.1"),
         ),
     )
 }
@@ -97,6 +112,60 @@ DEFAULT_MODELS: dict[str, str] = {row.name: row.default_model for row in PROVIDE
 
 def provider_row(name: str) -> ProviderRow:
     return PROVIDERS[name]
+
+
+# ---- names a user types ----------------------------------------------------------------
+
+DEFAULT_ALIAS = "default"
+PLAN_ALIAS = "opusplan"  # the opus model while planning, the sonnet model otherwise
+_WINDOW_TAG = re.compile(r"\[\w+\]$")  # "[1m]": the long-context variant
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """What a typed model name means: the model, and another for plan mode (opusplan)."""
+
+    model: str
+    plan_model: str | None = None
+
+
+def resolve_model(name: str, provider: str, environ: Mapping[str, str]) -> ModelChoice:
+    """A typed name (``sonnet``, ``opus[1m]``, ``opusplan``, ``default`` or an id) as the
+    provider's model ids, the way Claude Code resolves its aliases; unknown names pass
+    through unchanged, so any model a server offers can still be named."""
+    row = PROVIDERS[provider]
+    text = name.strip()
+    tag_match = _WINDOW_TAG.search(text)
+    tag = tag_match.group(0) if tag_match else ""
+    alias = text[: len(text) - len(tag)].lower()
+    if alias == PLAN_ALIAS:
+        opus, sonnet = _alias(row, "opus", environ), _alias(row, "sonnet", environ)
+        if opus is not None and sonnet is not None:
+            return ModelChoice(sonnet + tag, plan_model=opus + tag)
+    model = _alias(row, alias, environ)
+    return ModelChoice(text if model is None else model + tag)
+
+
+def _alias(row: ProviderRow, alias: str, environ: Mapping[str, str]) -> str | None:
+    if alias == DEFAULT_ALIAS:
+        return row.default_model
+    variable = row.alias_variables.get(alias)
+    chosen = environ.get(variable, "").strip() if variable else ""
+    return chosen or row.aliases.get(alias)
+
+
+def wire_model(model: str) -> str:
+    """The id sent to the server: a ``[1m]`` tag selects the window, it is no model name."""
+    return _WINDOW_TAG.sub("", model.strip())
+
+
+def alias_names(provider: str) -> tuple[str, ...]:
+    """The short names the provider's row knows, for completion and help."""
+    row = PROVIDERS[provider]
+    names = [*row.aliases, DEFAULT_ALIAS]
+    if {"opus", "sonnet"} <= set(row.aliases):
+        names.append(PLAN_ALIAS)
+    return tuple(names)
 
 
 # ---- model windows ---------------------------------------------------------------------

@@ -147,7 +147,19 @@ class StreamRestarted:
     error: str  # the one-line message of the failure being retried
 
 
-StreamEvent = ModelTextDelta | ToolUseStarted | ResponseComplete | StreamRestarted | ModelThinking
+@dataclass(frozen=True, slots=True)
+class ModelSwitched:
+    """The model was overloaded or not found: the request went to the fallback model."""
+
+    from_model: str
+    to_model: str
+    reason: str  # the one-line message of the failure
+
+
+StreamEvent = (
+    ModelTextDelta | ToolUseStarted | ResponseComplete | StreamRestarted | ModelThinking
+    | ModelSwitched
+)
 
 
 class Provider(Protocol):
@@ -220,6 +232,10 @@ class AuthenticationFailed(ProviderError):
 
 class BadRequest(ProviderError):
     pass
+
+
+class ModelNotFound(BadRequest):
+    """The server does not know the model (404 ``not_found_error``, ``model_not_found``)."""
 
 
 class MalformedResponse(ProviderError):

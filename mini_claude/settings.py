@@ -19,6 +19,7 @@ from mini_claude.models import (
     PROVIDERS,
     known_window,
     provider_row,
+    resolve_model,
     window_for_model,
 )
 
@@ -36,6 +37,10 @@ class Settings:
 
     provider: ProviderName = DEFAULT_PROVIDER
     model: str = DEFAULT_MODELS[DEFAULT_PROVIDER]
+    # The model while the permission mode is plan (``opusplan``: opus plans, sonnet works).
+    plan_model: str | None = None
+    # Where a turn goes on when the model is overloaded or not found (``--fallback-model``).
+    fallback_model: str | None = None
     compact_model: str | None = None
     context_window: int | None = None  # None: from the model table
     # What the provider's Models API said about a model the table does not know
@@ -205,6 +210,9 @@ class Settings:
     # its request (REPL and print mode; 0: never wait, the tools join a later request).
     mcp_startup_wait_seconds: float = 15.0
 
+    # The prompt edits as vi does (``/vim`` switches it for the session).
+    vim_mode: bool = False
+
     # Sub-agents (the task tool): off removes the tool; the model for children (None: the same)
     task_tool: bool = True
     task_model: str | None = None
@@ -317,7 +325,7 @@ ENV_NAMES: dict[str, str] = {
 }
 # Learnt at run time, not configured.
 NOT_FROM_ENVIRONMENT = {
-    "reported_window", "window_reported_by", "reported_thinking", "rejected_window",
+    "plan_model", "reported_window", "window_reported_by", "reported_thinking", "rejected_window",
     "window_rejected_by",
 }
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
@@ -420,8 +428,9 @@ def from_environment(
     *,
     provider: str | None = None,
     model: str | None = None,
+    fallback_model: str | None = None,
 ) -> Settings:
-    """Build settings from an environment mapping and the two flags that override it."""
+    """Build settings from an environment mapping and the flags that override it."""
     base = Settings()
     values: dict[str, Any] = {}
     for f in fields(Settings):
@@ -438,9 +447,26 @@ def from_environment(
         values["model"] = model
     elif "model" not in values:
         values["model"] = provider_row(values["provider"]).default_model
-    settings = replace(base, **values)
+    if fallback_model:
+        values["fallback_model"] = fallback_model
+    settings = with_models_resolved(replace(base, **values), environ)
     check_base_url(settings)
     return settings
+
+
+def with_models_resolved(settings: Settings, environ: Mapping[str, str]) -> Settings:
+    """Every model setting as the provider's ids: ``sonnet``, ``opusplan``, ``haiku[1m]``
+    name what they name in Claude Code (see ``models.resolve_model``)."""
+    choice = resolve_model(settings.model, settings.provider, environ)
+
+    def one(name: str | None) -> str | None:
+        return resolve_model(name, settings.provider, environ).model if name else None
+
+    return replace(
+        settings, model=choice.model, plan_model=choice.plan_model,
+        fallback_model=one(settings.fallback_model), compact_model=one(settings.compact_model),
+        task_model=one(settings.task_model),
+    )
 
 
 def check_base_url(settings: Settings) -> None:

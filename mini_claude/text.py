@@ -14,6 +14,18 @@ def shorten(text: str, limit: int, *, marker: str = "…") -> str:
     return flat[: limit - len(marker)].rstrip() + marker
 
 
+def shorten_at_word(text: str, limit: int, *, marker: str = "…") -> str:
+    """As :func:`shorten`, but a cut falls between words where one is near: text a person
+    reads (a result's first line, a reason) is not cut mid-word."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - len(marker) + 1]
+    space = cut.rfind(" ")
+    cut = cut[:space] if space >= limit // 2 else cut[:-1]
+    return cut.rstrip() + marker
+
+
 def short_target(target: str) -> str:
     """A target on one line and short enough for a placeholder."""
     return shorten(target, TARGET_DISPLAY_CHARS)

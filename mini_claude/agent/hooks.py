@@ -58,6 +58,12 @@ class HookCommand:
     command: str
     timeout: float
     source: Path
+    written: str | None = None  # the matcher as the settings file has it, when widened
+
+    @property
+    def shown_matcher(self) -> str:
+        """What ``/hooks`` shows: the user's own words, not the widened pattern."""
+        return self.written if self.written is not None else self.matcher
 
     def matches(self, value: str) -> bool:
         if self.matcher in ("", "*") or self.event in UNMATCHED_EVENTS:

@@ -232,7 +232,7 @@ class Agent:
         """Stream one reply; on interruption keep whatever text had arrived."""
         yield ev.ModelCallStarted(number, self.status())
         request = next_request(self.settings, self.system_prompt, self.tools,
-                               self.conversation.messages)
+                               self.conversation.messages, planning=self._planning())
         reply = ReplyStream(self.provider.stream(request))
         started = time.perf_counter()
         try:
@@ -254,17 +254,22 @@ class Agent:
 
     def _record_response(self, response: ResponseComplete) -> ResponseComplete:
         """Append the reply; returns it with the tool call ids it was recorded under."""
+        model = (self.settings.plan_model if self._planning() else None) or self.settings.model
         if response.usage is not None:
-            self.costs.add(self.settings.model, response.usage)
+            self.costs.add(model, response.usage)
         self.context.observe_reply(response)
         message = self.history.append_reply(response.message)
         if message is not response.message:
             response = replace(response, message=message)
         if response.usage is not None:  # with what a resumed meter anchors on
-            self.transcript.event("usage", model=self.settings.model,
+            self.transcript.event("usage", model=model,
                                   fixed_chars=self.context.meter.fixed_chars,
                                   **asdict(response.usage))
         return response
+
+    def _planning(self) -> bool:
+        rules = self.tool_context.rules
+        return rules is not None and rules.mode == "plan"
 
     # ---- numbers --------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from mini_claude import events as ev
 from mini_claude.conversation import Message, TextBlock
 from mini_claude.protocol import (
+    ModelSwitched,
     ModelTextDelta,
     ModelThinking,
     ResponseComplete,
@@ -49,6 +50,11 @@ class ReplyStream:
                 self._partial.clear()
                 held = SurrogateHold()
                 yield ev.Retrying(event.attempt, event.delay_seconds, event.error)
+            elif isinstance(event, ModelSwitched):
+                self._partial.clear()
+                held = SurrogateHold()
+                yield ev.Notice(f"{event.from_model} failed ({event.reason}); "
+                                f"going on with the fallback model {event.to_model}")
             elif isinstance(event, ModelThinking):
                 yield ev.Thinking(event.chars, event.redacted, clean_text(event.text))
             elif isinstance(event, ResponseComplete):

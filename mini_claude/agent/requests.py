@@ -29,11 +29,12 @@ def fixed_chars(system: str, tools: list[ToolSpec]) -> int:
 
 
 def next_request(
-    settings: Settings, system: str, tools: list[ToolSpec], messages: Sequence[Message]
+    settings: Settings, system: str, tools: list[ToolSpec], messages: Sequence[Message],
+    *, planning: bool = False,
 ) -> ModelRequest:
     thinking = thinking_config(settings)
     return ModelRequest(
-        model=settings.model,
+        model=(settings.plan_model if planning else None) or settings.model,
         system=system,
         messages=list(messages),
         tools=tools,

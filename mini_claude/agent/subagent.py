@@ -10,6 +10,7 @@ session's totals as they happen, and its progress reaches the status bar.
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -22,6 +23,7 @@ from mini_claude.agent.lifecycle import LifecycleHooks
 from mini_claude.agent.loop import Agent
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import Conversation
+from mini_claude.models import resolve_model
 from mini_claude.pricing import CostTracker
 from mini_claude.project.agent_types import DEFAULT_TYPE, AgentCatalog, AgentType, load_catalog
 from mini_claude.project.instructions import ProjectInstructions, build_system_prompt
@@ -150,8 +152,11 @@ class SubagentRunner:
     def _child(self, request: TaskRequest, agent_type: AgentType, ctx: ToolContext) -> Agent:
         session = self.session
         settings = session.settings
-        model = agent_type.model or settings.task_model or settings.model
-        child_settings = settings.with_overrides(model=model)
+        typed = agent_type.model and resolve_model(agent_type.model, settings.provider, os.environ)
+        model = (typed.model if typed else None) or settings.task_model or settings.model
+        child_settings = settings.with_overrides(
+            model=model, plan_model=typed.plan_model if typed else settings.plan_model
+        )
         task_id = f"{session.session_id}-task-{uuid.uuid4().hex[:6]}"
         transcript = Transcript.create(
             task_transcripts_dir(settings, session.session_id),

@@ -27,7 +27,7 @@ from mini_claude.project.instructions import build_system_prompt
 from mini_claude.protocol import ProviderError
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE
 from mini_claude.settings import Settings
-from mini_claude.text import format_tokens
+from mini_claude.text import format_tokens, shorten_at_word
 from mini_claude.tools.base import deny_all
 from mini_claude.tools.permission_modes import mode_from_flags
 from mini_claude.tools.permission_rules import RuleError
@@ -37,6 +37,10 @@ from mini_claude.visible import visible
 if TYPE_CHECKING:
     from mini_claude.agent.loop import Agent
     from mini_claude.session.wiring import Session
+
+
+# A successful call's first line on stderr; an error or a denial is shown whole.
+NARRATED_RESULT_CHARS = 100
 
 
 def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Namespace) -> int:
@@ -283,9 +287,10 @@ def narration(event: ev.Event) -> str | None:
         )
         return f"→ {event.name} {target}".rstrip()
     if isinstance(event, ev.ToolFinished):
-        mark = "✗" if event.result.is_error else "✓"
-        first = event.result.content.strip().splitlines()[:1]
-        return f"  {mark} {first[0][:100] if first else ''}"
+        first = next(iter(event.result.content.strip().splitlines()), "")
+        if event.result.is_error:  # why a call failed or was denied, whole
+            return f"  ✗ {first}"
+        return f"  ✓ {shorten_at_word(first, NARRATED_RESULT_CHARS)}"
     if isinstance(event, ev.TierFired):
         return f"  · {event.report.describe()}"
     if isinstance(event, ev.CompactionStarted):

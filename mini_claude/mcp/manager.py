@@ -20,6 +20,7 @@ from mini_claude.mcp.tool import McpTool, tool_name
 from mini_claude.project.trust import ProjectTrust, TrustStatus
 from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
+from mini_claude.tools.common import plural
 from mini_claude.tools.registry import ToolRegistry
 
 LOG_FOLDER = "mcp-logs"
@@ -187,7 +188,7 @@ class McpManager:
         self._tools_by_server[connection.name] = added
         for callback in self.on_tools_changed:
             callback()
-        self._tell(f"MCP server {connection.name} connected · {len(added)} tools")
+        self._tell(f"MCP server {connection.name} connected · {plural(len(added), 'tool')}")
 
     def _failed(self, connection: ServerConnection) -> None:
         self._tell(f"MCP server {connection.name} {connection.describe()} (see /mcp)")

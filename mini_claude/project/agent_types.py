@@ -33,8 +33,9 @@ TEMPLATE_PACKAGE = "mini_claude.templates"
 READ_ONLY_TOOLS = ("read_file", "grep_search", "list_files")
 DEFAULT_TYPE = "explore"
 MAX_AGENT_FILE_CHARS = 40_000
-# Claude Code's model aliases name no model of ours: the sub-agent keeps the session's.
-INHERITED_MODELS = {"", "inherit", "sonnet", "opus", "haiku", "default"}
+# The sub-agent keeps the session's model; any other name (an id or an alias such as
+# ``haiku``) is resolved when the sub-agent starts.
+INHERITED_MODELS = {"", "inherit"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 

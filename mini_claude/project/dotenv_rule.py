@@ -62,6 +62,8 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     "model": "allowed",
     "compact_model": "allowed",
     "task_model": "allowed",
+    "fallback_model": "allowed",
+    "vim_mode": "allowed",
     "task_tool": "allowed",
     "context_window": "allowed",
     "thinking_tokens": "allowed",

@@ -21,6 +21,7 @@ from mini_claude.conversation import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from mini_claude.models import wire_model
 from mini_claude.protocol import (
     CacheMiss,
     ConnectionLost,
@@ -76,7 +77,7 @@ def build_request(request: ModelRequest) -> dict[str, Any]:
                 anchor = wired
         messages.append({"role": role, "content": content})
     body: dict[str, Any] = {
-        "model": request.model,
+        "model": wire_model(request.model),
         "max_tokens": request.max_tokens,
         "messages": messages,
         "stream": True,

@@ -17,6 +17,7 @@ from mini_claude.protocol import (
     AuthenticationFailed,
     BadRequest,
     ConnectionLost,
+    ModelNotFound,
     Overloaded,
     PromptTooLong,
     ProviderError,
@@ -33,6 +34,7 @@ _TOO_LONG_KINDS = frozenset({"context_length_exceeded", "exceed_context_size_err
 _RATE_LIMIT_KINDS = frozenset({"rate_limit_error", "rate_limit_exceeded", "tokens", "requests"})
 _OVERLOADED_KINDS = frozenset({"overloaded_error", "overloaded", "server_overloaded"})
 _AUTH_KINDS = frozenset({"authentication_error", "permission_error", "invalid_api_key"})
+_NOT_FOUND_KINDS = frozenset({"not_found_error", "model_not_found"})
 _SERVER_KINDS = frozenset({"api_error", "server_error", "internal_error"})
 
 
@@ -88,6 +90,8 @@ def classify(failure: Failure, context: ErrorContext) -> ProviderError:
         return RequestTimeout(
             f"the request timed out ({label}): {text}", status=status, retry_after=retry_after
         )
+    if status == 404 or kinds & _NOT_FOUND_KINDS:
+        return ModelNotFound(f"request rejected ({label}): {text}", status=status)
     if status is not None and 400 <= status < 500:
         return BadRequest(f"request rejected ({label}): {text}", status=status)
     # 5xx, and any error event inside a stream that names no client mistake.

@@ -22,6 +22,7 @@ from mini_claude.conversation import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from mini_claude.models import wire_model
 from mini_claude.protocol import (
     BadRequest,
     ConnectionLost,
@@ -78,7 +79,7 @@ def build_request(request: ModelRequest, *, legacy_max_tokens: bool = False) -> 
     for message in request.messages:
         messages.extend(wire_messages(message))
     body: dict[str, Any] = {
-        "model": request.model,
+        "model": wire_model(request.model),
         "messages": messages,
         "stream": True,
         "stream_options": {"include_usage": True},

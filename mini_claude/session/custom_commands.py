@@ -10,6 +10,7 @@ does so only after its file was approved; the caller says how to ask.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from mini_claude import events as ev
 from mini_claude.context.persist import admit_result
 from mini_claude.conversation import ToolUseBlock
+from mini_claude.models import resolve_model
 from mini_claude.project.commands import (
     SHELL_LINE,
     CustomCommand,
@@ -154,7 +156,8 @@ def turn_overrides(agent: Agent, allowed: tuple[Rule, ...], model: str | None) -
     settings = agent.settings
     permissions.turn_allow = allowed
     if model:
-        agent.settings = settings.with_overrides(model=model)
+        chosen = resolve_model(model, settings.provider, os.environ)
+        agent.settings = settings.with_overrides(model=chosen.model, plan_model=chosen.plan_model)
     try:
         yield
     finally:

@@ -298,7 +298,8 @@ def _with_our_tool_names(hook: HookCommand) -> HookCommand:
         ours = CLAUDE_TOOL_NAMES.get(name)
         return f"(?:{'|'.join((name, *ours))})" if ours else name
 
-    return replace(hook, matcher=re.sub(r"\b[A-Z][A-Za-z]+\b", widen, hook.matcher))
+    widened = re.sub(r"\b[A-Z][A-Za-z]+\b", widen, hook.matcher)
+    return replace(hook, matcher=widened, written=hook.matcher)
 
 
 def _real(path: Path) -> Path:

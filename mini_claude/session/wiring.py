@@ -21,6 +21,7 @@ from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.context.window import WindowWatch, adopt_rejected_window, keep_learnt_window
 from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
+from mini_claude.models import resolve_model
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.project.commands import CommandCatalog, find_commands
 from mini_claude.project.instructions import (
@@ -33,6 +34,7 @@ from mini_claude.project.rules import PathRules
 from mini_claude.project.skills import SkillCatalog, find_skills
 from mini_claude.protocol import PromptTooLong, Provider
 from mini_claude.providers import PLACEHOLDER_KEY
+from mini_claude.providers.fallback import ModelFallback
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
 from mini_claude.session.lock import SessionBusy, SessionLock, lock_path, sweep_stale_locks
@@ -82,6 +84,7 @@ class Session:
     # The transcript as written, when this conversation was resumed (for its recap).
     resumed: LoadedSession | None = field(init=False, default=None)
     _last_thinking: int = field(init=False, default=0)
+    _fallback_pending: str | None = field(init=False, default=None)
     lock: SessionLock | None = field(init=False, default=None)
     # --allowed-tools / --disallowed-tools (REPL and print mode), and --permission-mode (or --yes)
     flag_allow: list[Rule] = field(default_factory=list)
@@ -181,9 +184,12 @@ class Session:
             shells=self.shells,
             checkpoints=self._checkpointer_for(transcript),
         )
+        provider: Provider = WindowWatch(self.provider, self._window_refused)
+        if self.settings.fallback_model:
+            provider = ModelFallback(provider, self.settings.fallback_model, self._fell_back)
         agent = Agent(
             settings=self.settings,
-            provider=WindowWatch(self.provider, self._window_refused),
+            provider=provider,
             registry=self.registry,
             tool_context=context,
             system_prompt=self.system_prompt,
@@ -377,12 +383,23 @@ class Session:
 
     def switch_model(self, model: str) -> None:
         """`/model NAME`: later requests use the new model; the window follows it."""
+        self._use_model(model)
+        self.agent.reconfigure(self.settings)
+
+    def _use_model(self, model: str) -> None:
+        chosen = resolve_model(model, self.settings.provider, os.environ)
         self.settings = self.settings.with_overrides(
-            model=model, reported_window=None, window_reported_by=None, reported_thinking=None,
-            rejected_window=None, window_rejected_by=None,
+            model=chosen.model, plan_model=chosen.plan_model, reported_window=None,
+            window_reported_by=None, reported_thinking=None, rejected_window=None,
+            window_rejected_by=None,
         )
         self._look_up_model()
-        self.agent.reconfigure(self.settings)
+
+    def _fell_back(self, given_up: str, fallback: str) -> None:
+        """The provider went on with the fallback model; from the next turn the session's
+        settings (window, prices, status line) follow it."""
+        self.agent.transcript.event("model_fallback", model=given_up, fallback=fallback)
+        self._fallback_pending = fallback
 
     def toggle_thinking(self, tokens: int | None = None) -> int:
         """`/think [tokens]`: extended thinking on (with this budget) or off; returns the
@@ -422,6 +439,10 @@ class Session:
         """New settings once the lookup has a window the session does not use yet, or the
         agent learnt one from a server's refusal."""
         agent: Agent | None = getattr(self, "agent", None)
+        if self._fallback_pending is not None:
+            self._use_model(self._fallback_pending)
+            self._fallback_pending = None
+            return self.settings
         if agent is not None and agent.settings is not self.settings:
             learnt = keep_learnt_window(self.settings, agent.settings)
             if learnt is not self.settings:

@@ -12,6 +12,7 @@ from mini_claude.simulator.types import SimConversation
 FaultKind = Literal[
     "rate_limit",
     "overloaded",
+    "model_not_found",
     "server_error",
     "unavailable",
     "drop_before",
@@ -28,7 +29,10 @@ FaultKind = Literal[
 FAULT_KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
 
 # Answered with an error status before any reply is made.
-STATUS_FAULTS = {"rate_limit": 429, "overloaded": 529, "server_error": 500, "unavailable": 503}
+STATUS_FAULTS = {
+    "rate_limit": 429, "overloaded": 529, "model_not_found": 404, "server_error": 500,
+    "unavailable": 503,
+}
 # Cut or spoil a reply mid-way: the reply is kept for the retry.
 INTERRUPTING_FAULTS = {"drop_after_text", "drop_in_tool_call", "stream_error"}
 # Only summary requests can be hit by these.

@@ -94,6 +94,12 @@ class Answer:
     delay_s: float = 0.0
 
 
+def parsed_model(record: RecordedRequest) -> str:
+    """The model a request named, for an error that quotes it."""
+    body = record.body
+    return str(body.get("model", "")) if isinstance(body, dict) else ""
+
+
 def _json_answer(
     status: int, body: dict[str, Any], headers: dict[str, str] | None = None
 ) -> Answer:
@@ -481,6 +487,7 @@ class Simulator:
         anthropic_types = {
             429: ("rate_limit_error", "Number of requests has exceeded your rate limit."),
             529: ("overloaded_error", "Overloaded"),
+            404: ("not_found_error", f"model: {parsed_model(record)}"),
             500: ("api_error", "Internal server error"),
             503: ("api_error", "Service unavailable"),
         }
@@ -490,6 +497,12 @@ class Simulator:
                 "overloaded_error",
                 "The server is overloaded. Please try again later.",
                 "overloaded",
+            ),
+            404: (
+                "invalid_request_error",
+                f"The model `{parsed_model(record)}` does not exist or you do not have access "
+                "to it.",
+                "model_not_found",
             ),
             500: ("server_error", "The server had an error while processing your request.", None),
             503: ("server_error", "The server is overloaded or not ready yet.", None),

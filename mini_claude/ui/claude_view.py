@@ -136,13 +136,21 @@ async def memory_command(repl: ReplHost, argument: str) -> None:
         return
     path = targets[index].path
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    created = not path.exists()
     try:
-        if not path.exists():
+        if created:
             make_private_dirs(path.parent)
             path.touch()
+        before = path.read_bytes()
         code = await asyncio.to_thread(subprocess.call, [*shlex.split(editor), str(path)])
+        changed = path.read_bytes() != before
     except (OSError, ValueError) as exc:
         repl.console.print(note(f"cannot open {editor}: {exc}", "error"))
+        return
+    if not changed:
+        if created:
+            path.unlink(missing_ok=True)  # a file opened and left empty was never wanted
+        repl.console.print(note(f"{path} unchanged"))
         return
     message = f"edited {path}" if code == 0 else f"{editor} exited with code {code}"
     repl.console.print(note(f"{message}; the change applies from the next session"))

@@ -93,6 +93,10 @@ async def help_command(repl: ReplHost, argument: str) -> Outcome:
 
     for usage, description in command_rows(repl):
         table.add_row(Text(usage), Text(description))
+    table.add_row(Text("!command"), Text("run a shell command yourself; its output goes with "
+                                         "your next message"))
+    table.add_row(Text("@path"), Text("attach a file (or a folder's listing, or an image)"))
+    table.add_row(Text("# note"), Text("save a note to a memory file (CLAUDE.md and others)"))
     repl.console.print(table)
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
@@ -379,6 +383,79 @@ async def summary_command(repl: ReplHost, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
+async def status_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.info_views import status_table
+
+    repl.console.print(status_table(repl))
+    return Outcome.CONTINUE
+
+
+async def config_command(repl: ReplHost, argument: str) -> Outcome:
+    import os
+
+    from mini_claude.project.dotenv_rule import layered_environment
+    from mini_claude.ui.info_views import config_table
+
+    layered = layered_environment(repl.cwd, os.environ).values
+    dotenv = {k: v for k, v in layered.items() if os.environ.get(k) != v}
+    repl.console.print(Text("Settings not at their defaults, and where each came from "
+                            "(the README's Settings lists them all):", style="bold"))
+    repl.console.print(config_table(repl.settings, os.environ, dotenv))
+    return Outcome.CONTINUE
+
+
+async def doctor_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.info_views import doctor_rows, doctor_table
+
+    rows = doctor_rows(repl)
+    repl.console.print(doctor_table(rows))
+    problems = sum(1 for _, _, fine in rows if not fine)
+    repl.console.print(note("all checks passed" if not problems else
+                            f"{problems} to look at (marked !)", "info" if not problems
+                            else "warning"))
+    return Outcome.CONTINUE
+
+
+async def export_command(repl: ReplHost, argument: str) -> Outcome:
+    """``/export [file]`` writes Markdown; ``/export --clipboard`` copies it (OSC 52)."""
+    from mini_claude.transcript import load_session
+    from mini_claude.ui.info_views import conversation_markdown, export_target, osc52_copy
+
+    session = repl.session
+    loaded = load_session(repl.agent.transcript.path)
+    text = conversation_markdown(loaded.original_messages or repl.agent.conversation.messages,
+                                 f"mini-claude session {session.session_id}")
+    if argument.strip() in ("--clipboard", "-c"):
+        repl.console.file.write(osc52_copy(text))
+        repl.console.file.flush()
+        repl.console.print(note(f"conversation copied to the clipboard ({len(text):,} characters;"
+                                " a terminal without OSC 52 ignores it: /export FILE writes it)"))
+        return Outcome.CONTINUE
+    target = export_target(argument, repl.cwd, session.session_id)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        repl.console.print(note(f"cannot write {target}: {exc.strerror or exc}", "error"))
+        return Outcome.CONTINUE
+    repl.console.print(note(f"conversation exported to {target}"))
+    return Outcome.CONTINUE
+
+
+async def agents_list_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.agents_view import agents_command
+
+    await agents_command(repl, argument)
+    return Outcome.CONTINUE
+
+
+async def vim_command(repl: ReplHost, argument: str) -> Outcome:
+    on = repl.toggle_vim_mode()
+    repl.console.print(note("vim editing mode (Esc for normal mode, i to insert)" if on
+                            else "standard editing mode"))
+    return Outcome.CONTINUE
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("help", "show commands and keys", help_command),
     Command("compact", "summarize the conversation now to free context", compact_command,
@@ -404,8 +481,18 @@ COMMANDS: tuple[Command, ...] = (
             argument="[approve]"),
     Command("permissions", "the permission rules in force, and their sources; remove one",
             permissions_list_command, argument="[remove N]"),
-    Command("shells", "background shells: list them, or stop one", shells_list_command,
-            argument="[kill <id>]"),
+    Command("shells", "background shells: list them, show one's output, or stop one",
+            shells_list_command, ("bashes",), argument="[<id> | kill <id>]"),
+    Command("status", "version, session, model, mode, context and MCP at a glance",
+            status_command),
+    Command("config", "the settings in force and where each came from", config_command),
+    Command("doctor", "check the install, the key, ripgrep, the sandbox, MCP and the terminal",
+            doctor_command),
+    Command("export", "the conversation as Markdown, to a file or the clipboard",
+            export_command, argument="[file | --clipboard]"),
+    Command("agents", "sub-agent types: list, show one, or create one", agents_list_command,
+            argument="[name | new <name>]"),
+    Command("vim", "switch the prompt between vim and standard editing", vim_command),
     Command("memory", "edit a memory file (CLAUDE.md) in $EDITOR", memory_command),
     Command("init", "study the project and write its CLAUDE.md", init_command,
             argument="[focus]"),

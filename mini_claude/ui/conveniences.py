@@ -17,6 +17,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
 from mini_claude.conversation import ToolUseBlock
+from mini_claude.models import alias_names, provider_row
 
 if TYPE_CHECKING:  # the agent chain loads after the first prompt is drawn
     from mini_claude import events as ev
@@ -24,14 +25,6 @@ if TYPE_CHECKING:  # the agent chain loads after the first prompt is drawn
 
 SHELL_PREFIX = "!"
 MAX_PATH_COMPLETIONS = 50
-
-# Current model names per provider, for `/model <Tab>`; any other name can still be typed.
-KNOWN_MODELS: dict[str, tuple[str, ...]] = {
-    "anthropic": ("claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5", "claude-opus-4-1",
-                  "claude-sonnet-4-0", "claude-3-7-sonnet-latest", "claude-3-5-haiku-latest"),
-    "openai": ("gpt-5", "gpt-5-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4o", "gpt-4o-mini"),
-}
-
 
 @dataclass
 class ShellContext:
@@ -105,7 +98,10 @@ class ModelCompleter(Completer):
     """Completes `/model NAME` from the known models of the session's provider."""
 
     def __init__(self, provider: str, current: str, extra: Sequence[str] = ()) -> None:
-        self.names = list(dict.fromkeys([current, *KNOWN_MODELS.get(provider, ()), *extra]))
+        row = provider_row(provider)
+        self.names = list(dict.fromkeys([
+            row.default_model, *row.current_models, *alias_names(provider), current, *extra,
+        ]))
 
     def get_completions(self, document: Document,
                         complete_event: CompleteEvent) -> Iterable[Completion]:

@@ -33,7 +33,7 @@ def hooks_table(commands: list[HookCommand]) -> Table:
     table.add_column(style="dim")
     table.add_column()
     for command in commands:
-        table.add_row(command.event, visible(command.matcher or "*", one_line=True),
+        table.add_row(command.event, visible(command.shown_matcher or "*", one_line=True),
                       visible(command.command, one_line=True))
     return table
 

@@ -63,6 +63,10 @@ class ReplHost(Protocol):
         """Show the conversation just resumed or started."""
         ...
 
+    def toggle_vim_mode(self) -> bool:
+        """``/vim``: switch the prompt's editing mode; True when vi keys are on now."""
+        ...
+
     def refresh_status(self) -> None:
         """Redraw the status line now (the permission mode changed)."""
         ...

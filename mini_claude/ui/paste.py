@@ -26,7 +26,7 @@ class PastedTexts:
 
     def placeholder_for(self, text: str) -> str | None:
         """The placeholder to show for ``text``, or None when it is short enough to show."""
-        lines = text.count("\n") + 1
+        lines = len(text.splitlines()) or 1  # a last newline ends a line; it starts none
         if lines <= COLLAPSE_LINES and len(text) <= COLLAPSE_CHARS:
             return None
         number = len(self._texts) + 1

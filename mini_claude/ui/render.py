@@ -158,6 +158,10 @@ def main_argument(tool_input: dict[str, Any]) -> str:
             return short_target(value)
     if not tool_input:
         return ""
+    plan = tool_input.get("plan")
+    if isinstance(plan, str) and len(tool_input) == 1:  # exit_plan_mode: the plan's heading
+        first = next((line.strip("# ").strip() for line in plan.splitlines() if line.strip()), "")
+        return short_target(first)
     todos = tool_input.get("todos")
     if isinstance(todos, list) and len(tool_input) == 1:
         return todo_argument(todos)
@@ -227,8 +231,10 @@ def _collapsed(text: Text, style: str) -> Text:
     while lines and not lines[-1].plain.strip():
         lines.pop()
     out = Text()
+    errors = style == "red"  # a denial or an error is read whole: the terminal wraps it
     for line in lines[:RESULT_PREVIEW_LINES]:
-        clipped = line[:LINE_PREVIEW_CHARS] if len(line) > LINE_PREVIEW_CHARS else line
+        long = len(line) > LINE_PREVIEW_CHARS and not errors
+        clipped = line[:LINE_PREVIEW_CHARS] if long else line
         clipped.stylize(style)
         out.append_text(clipped)
         out.append("\n")

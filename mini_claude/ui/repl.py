@@ -25,6 +25,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.application.current import get_app_or_none
 from prompt_toolkit.completion import merge_completers
+from prompt_toolkit.enums import EditingMode
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
@@ -202,6 +203,7 @@ class Repl:
         self._pump: asyncio.Task[None] | None = None
         self._queue: EventQueue | None = None
         self._prompt: PromptSession[str] | None = None
+        self.vim_mode = self.settings.vim_mode
         self._warmed_up = False
         self._sdk_imported = False
         self._notifications: set[asyncio.Future[None]] = set()
@@ -469,7 +471,18 @@ class Repl:
         ])
         self._prompt = build_prompt(history_for(settings.home), completer,
                                     self._status_line, extra_keys=self._prompt_keys())
+        self._apply_editing_mode()
         return self._prompt
+
+    def toggle_vim_mode(self) -> bool:
+        """``/vim``: the prompt edits as vi does, or as before; returns whether vi is on."""
+        self.vim_mode = not self.vim_mode
+        self._apply_editing_mode()
+        return self.vim_mode
+
+    def _apply_editing_mode(self) -> None:
+        if self._prompt is not None:
+            self._prompt.app.editing_mode = EditingMode.VI if self.vim_mode else EditingMode.EMACS
 
     def _prompt_keys(self) -> KeyBindings:
         keys = paste_keys(self.pastes)

@@ -6,16 +6,19 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from rich.table import Table
+from rich.text import Text
 
 from mini_claude.text import human_size
 from mini_claude.tools.background import BackgroundShells
 from mini_claude.tools.common import ToolError
 from mini_claude.ui.render import note
+from mini_claude.visible import visible
 
 if TYPE_CHECKING:
     from mini_claude.ui.host import ReplHost
 
-USAGE = "usage: /shells [kill <id>]"
+USAGE = "usage: /shells [<id> | kill <id>]"
+SHOWN_OUTPUT_BYTES = 8_000  # the end of a shell's log that /shells <id> prints
 
 
 def shells_table(shells: BackgroundShells) -> Table:
@@ -35,6 +38,26 @@ def running_label(shells: BackgroundShells) -> str | None:
     return f"{count} shell" + ("" if count == 1 else "s")
 
 
+def show_output(repl: ReplHost, shells: BackgroundShells, shell_id: str) -> None:
+    """The end of a shell's output, as it is now (the model's reads are not moved on)."""
+    try:
+        shell = shells.get(shell_id)
+        size = shell.log_size()
+        with shell.log_path.open("rb") as log:
+            log.seek(max(0, size - SHOWN_OUTPUT_BYTES))
+            tail = log.read(SHOWN_OUTPUT_BYTES).decode("utf-8", errors="replace")
+    except ToolError as exc:
+        repl.console.print(note(exc.message, "warning"))
+        return
+    except OSError as exc:
+        repl.console.print(note(f"cannot read the output of {shell_id}: {exc}", "warning"))
+        return
+    cut = f", the last {human_size(SHOWN_OUTPUT_BYTES)} shown" if size > SHOWN_OUTPUT_BYTES else ""
+    repl.console.print(Text(f"{shell.id} · {shell.state()} · {shell.command}", style="bold"))
+    repl.console.print(Text(visible(tail) if tail.strip() else "(no output yet)"))
+    repl.console.print(note(f"{human_size(size)} of output{cut}"))
+
+
 async def shells_command(repl: ReplHost, argument: str) -> None:
     shells = repl.session.shells
     words = argument.split()
@@ -44,6 +67,9 @@ async def shells_command(repl: ReplHost, argument: str) -> None:
             return
         repl.console.print(shells_table(shells))
         repl.console.print(note("stop one with /shells kill <id>"))
+        return
+    if len(words) == 1:
+        show_output(repl, shells, words[0])
         return
     if len(words) != 2 or words[0] != "kill":
         repl.console.print(note(USAGE, "warning"))

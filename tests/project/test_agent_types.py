@@ -39,7 +39,7 @@ def test_claude_code_agent_files_keep_their_meaning(tmp_path: Path) -> None:
     agent = parse_agent_file(path)
     assert agent.description == "Reviews changes for bugs."
     assert agent.tools == ("read_file", "run_shell", "edit_file")
-    assert agent.model is None  # an alias of theirs: the session's model
+    assert agent.model == "sonnet"  # resolved to the current Sonnet when the sub-agent starts
     assert agent.prompt == "Be strict.\n"
     listed = parse_agent_file(write(tmp_path / "b.md", (
         "---\nname: b\ndescription: 'quoted: yes'\ntools: [grep_search, Glob]\n"

@@ -9,6 +9,7 @@ import pytest
 from mini_claude.protocol import (
     AuthenticationFailed,
     BadRequest,
+    ModelNotFound,
     Overloaded,
     PromptTooLong,
     ProviderError,
@@ -49,7 +50,7 @@ def classified(
         (401, ("authentication_error",), AuthenticationFailed),
         (403, ("permission_error",), AuthenticationFailed),
         (408, (), RequestTimeout),
-        (404, ("not_found_error",), BadRequest),
+        (404, ("not_found_error",), ModelNotFound),
         (400, ("invalid_request_error",), BadRequest),
     ],
 )

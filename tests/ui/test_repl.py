@@ -955,9 +955,9 @@ def test_tab_completes_at_paths_and_model_names(
         await repl.keys("\x03")
         await until(lambda: _line() == "", "an empty line")
         await repl.keys("/model claude-s")
-        await until(lambda: "claude-sonnet-4-5" in _offered(), "the model completion")
+        await until(lambda: "claude-sonnet-5-5" in _offered(), "the model completion")
         await repl.keys("\t")
-        await until(lambda: _line() == "/model claude-sonnet-4-5", "the model completed")
+        await until(lambda: _line() == "/model claude-sonnet-5-5", "the model completed")
         await repl.keys("\x03")
         await until(lambda: _line() == "", "an empty line")
 

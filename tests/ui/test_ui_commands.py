@@ -54,7 +54,7 @@ def test_completion_offers_commands_only_at_the_start() -> None:
     def complete(text: str) -> list[str]:
         return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
 
-    assert complete("/co") == ["/compact", "/context", "/cost"]
+    assert complete("/co") == ["/compact", "/context", "/cost", "/config"]
     assert complete("/cl") == ["/clear"]
     assert complete("/compact now") == []
     assert complete("hello /co") == []
