@@ -698,6 +698,10 @@ class Repl:
                  if written is not None and written.original_messages else recap(messages))
         for line in lines:
             self.console.print(line)
+        origin = written.meta.get("forked_from") if written is not None else None
+        if origin:
+            self.console.print(note(f"this session is a fork of {origin}: its history up to "
+                                    "the fork is shared, and nothing here changes the original"))
 
     async def _close(self) -> None:
         from mini_claude.agent.lifecycle import end_session
