@@ -39,6 +39,8 @@ class Settings:
     model: str = DEFAULT_MODELS[DEFAULT_PROVIDER]
     # The model while the permission mode is plan (``opusplan``: opus plans, sonnet works).
     plan_model: str | None = None
+    # The user's ``apiKeyHelper`` (Claude Code's settings): run for the key, again on a 401.
+    api_key_helper: str | None = field(default=None, repr=False)
     # Where a turn goes on when the model is overloaded or not found (``--fallback-model``).
     fallback_model: str | None = None
     compact_model: str | None = None
@@ -325,8 +327,8 @@ ENV_NAMES: dict[str, str] = {
 }
 # Learnt at run time, not configured.
 NOT_FROM_ENVIRONMENT = {
-    "plan_model", "reported_window", "window_reported_by", "reported_thinking", "rejected_window",
-    "window_rejected_by",
+    "plan_model", "api_key_helper", "reported_window", "window_reported_by",
+    "reported_thinking", "rejected_window", "window_rejected_by",
 }
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
 REASONING_EFFORTS = ("none", "minimal", *EFFORTS)

@@ -27,7 +27,14 @@ AdapterFactory = Callable[[Settings, str, float], Provider]
 def create_provider(settings: Settings) -> Provider:
     """The configured provider's adapter (its row in ``models.PROVIDERS``), with retries."""
     row = provider_row(settings.provider)
-    inner = adapter_factory(row)(settings, _api_key(settings, row), _read_timeout(settings))
+    factory, timeout = adapter_factory(row), _read_timeout(settings)
+    inner: Provider
+    if settings.api_key_helper:
+        from mini_claude.providers.key_helper import RefreshedKey
+
+        inner = RefreshedKey(lambda key: factory(settings, key, timeout), settings)
+    else:
+        inner = factory(settings, _api_key(settings, row), timeout)
     return RetryingProvider(inner, max_retries=settings.max_retries)
 
 

@@ -64,6 +64,16 @@ def settings_paths(cwd: Path, home: Path, *, claude_files: bool = True) -> list[
     return paths
 
 
+@dataclass(frozen=True, slots=True)
+class StatusLineCommand:
+    """Claude Code's ``statusLine``: a command whose first line of output is shown beside
+    our status line; it reads the session as JSON on stdin."""
+
+    command: str
+    padding: int
+    source: Path
+
+
 @dataclass
 class SettingsFile:
     """What one settings file asks for."""
@@ -79,6 +89,8 @@ class SettingsFile:
     env: dict[str, str] = field(default_factory=dict)
     hooks: list[HookCommand] = field(default_factory=list)
     disables_bypass: bool = False  # permissions.disableBypassPermissionsMode: "disable"
+    status_line: StatusLineCommand | None = None
+    api_key_helper: str | None = None  # honoured in the user's own files only
 
     @property
     def grants(self) -> list[str]:
@@ -98,6 +110,8 @@ class SettingsFile:
             lines.append(f"run as a {hook.event} hook{matcher}: {hook.command}")
         if self.env:
             lines.append("set for commands: " + ", ".join(f"{k}={v}" for k, v in self.env.items()))
+        if self.status_line:
+            lines.append(f"run as the status line: {self.status_line.command}")
         return lines
 
 
@@ -167,6 +181,17 @@ class SettingsLayers:
     def hooks(self, project_approved: bool) -> list[HookCommand]:
         return [h for f in self.counted(project_approved) for h in f.hooks]
 
+    def status_line(self, project_approved: bool) -> StatusLineCommand | None:
+        """The highest counted file's ``statusLine``."""
+        found = [f.status_line for f in self.counted(project_approved) if f.status_line]
+        return found[-1] if found else None
+
+    def api_key_helper(self) -> str | None:
+        """The user's ``apiKeyHelper``: a project file never names the program a key comes
+        from (it could send the key anywhere)."""
+        found = [f.api_key_helper for f in self.files if f.scope == "user" and f.api_key_helper]
+        return found[-1] if found else None
+
 
 def load_settings_layers(
     cwd: Path, home: Path, hook_timeout: float, *, claude_files: bool = True
@@ -183,6 +208,14 @@ def load_settings_layers(
         if settings_file is not None:
             layers.files.append(settings_file)
     return layers
+
+
+def user_api_key_helper(cwd: Path, home: Path) -> str | None:
+    """The ``apiKeyHelper`` of the user's own settings files, if one names it."""
+    paths = [(p, s) for p, s in settings_paths(cwd, home) if s == "user"]
+    found = [f for p, s in paths if (f := _read(p, s, cwd, 0.0, [])) is not None]
+    helpers = [f.api_key_helper for f in found if f.api_key_helper]
+    return helpers[-1] if helpers else None
 
 
 def _read(
@@ -206,6 +239,8 @@ def _read(
     found = SettingsFile(path, scope, content)
     _read_permissions(data.get("permissions"), found, cwd, warnings)
     found.env = _env(data.get("env"), path, warnings)
+    found.status_line = _status_line(data.get("statusLine"), path, warnings)
+    found.api_key_helper = _api_key_helper(data.get("apiKeyHelper"), path, scope, warnings)
     hooks = data.get("hooks")
     if hooks is not None:
         commands = hook_commands(path, hooks, hook_timeout, warnings)
@@ -286,6 +321,33 @@ def _env(value: object, path: Path, warnings: list[str]) -> dict[str, str]:
             continue
         env[str(name)] = setting if isinstance(setting, str) else json.dumps(setting)
     return env
+
+
+def _status_line(value: object, path: Path, warnings: list[str]) -> StatusLineCommand | None:
+    if value is None:
+        return None
+    command = value.get("command") if isinstance(value, dict) else None
+    if not isinstance(value, dict) or value.get("type", "command") != "command" or not (
+            isinstance(command, str) and command.strip()):
+        warnings.append(f'{path}: "statusLine" needs {{"type": "command", "command": "..."}}; '
+                        "it is not used")
+        return None
+    padding = value.get("padding", 0)
+    return StatusLineCommand(command, padding if isinstance(padding, int) else 0, path)
+
+
+def _api_key_helper(value: object, path: Path, scope: Scope,
+                    warnings: list[str]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        warnings.append(f'{path}: "apiKeyHelper" must be a command; it is not used')
+        return None
+    if scope != "user":
+        warnings.append(f'{path}: "apiKeyHelper" is read from your own settings only '
+                        "(~/.claude/settings.json); a project cannot name where keys come from")
+        return None
+    return value
 
 
 def _with_our_tool_names(hook: HookCommand) -> HookCommand:

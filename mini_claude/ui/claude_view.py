@@ -7,7 +7,7 @@ import asyncio
 import os
 import shlex
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from prompt_toolkit.completion import CompleteEvent, Completion
@@ -23,9 +23,11 @@ from mini_claude.project.imports import held_lines
 from mini_claude.project.memory import append_memory, init_prompt, memory_note, memory_targets
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.prompt_input import SlashCommandCompleter
+from mini_claude.ui.recall import command_message
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
+    from mini_claude import events as ev
     from mini_claude.ui.host import ReplHost
 
 YES = 0
@@ -44,7 +46,10 @@ async def run_custom_command(repl: ReplHost, text: str) -> bool:
         async with repl.question():
             return await ask_command_trust(repl, command)
 
-    await repl.run_events(invocation_events(session, invocation, repl.send, ask))
+    def send(prompt: str) -> AsyncIterator[ev.Event]:
+        return repl.send(command_message(text, prompt))
+
+    await repl.run_events(invocation_events(session, invocation, send, ask))
     return True
 
 
@@ -159,7 +164,8 @@ async def memory_command(repl: ReplHost, argument: str) -> None:
 async def init_command(repl: ReplHost, argument: str) -> None:
     """``/init``: the model studies the project and writes its CLAUDE.md."""
     extra = f"\n\nAlso: {argument}" if argument else ""
-    await repl.run_events(repl.user_turn(init_prompt() + extra))
+    typed = f"/init {argument}".strip()
+    await repl.run_events(repl.user_turn(command_message(typed, init_prompt() + extra)))
 
 
 async def ask_held_imports(repl: ReplHost) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from mini_claude.ui.host import ReplHost
 
 RESUME_MENU_SIZE = 9
+# 20261127-204512-3fa9c1, or a UUID
+SESSION_ID_SHAPE = re.compile(r"^(\d{8}-\d{4,}|[0-9a-f]{8}-[0-9a-f]{4}-)")
 
 
 class Outcome(Enum):
@@ -217,27 +221,49 @@ async def model_command(repl: ReplHost, argument: str) -> Outcome:
 
 
 async def resume_command(repl: ReplHost, argument: str) -> Outcome:
+    """``/resume`` picks from this folder's sessions; ``/resume ID`` resumes one; any other
+    ``/resume TEXT`` picks from the sessions whose name or messages hold the text."""
+    from mini_claude.session.titles import load_titles, matching_sessions
     from mini_claude.transcript import list_sessions
     from mini_claude.ui.choice import ChoiceInterrupted, choose
 
     session = repl.session
-    if argument:
-        return _resume(repl, argument.split()[0])
-    earlier = forks_under_origins(
-        [s for s in list_sessions(session.settings.transcripts_dir, session.cwd)
-         if s.session_id != session.session_id])[:RESUME_MENU_SIZE]
+    folder = session.settings.transcripts_dir
+    earlier = [s for s in list_sessions(folder, session.cwd)
+               if s.session_id != session.session_id]
+    titles = load_titles(folder)
+    query = argument.strip()
+    if query and _names_a_session(query, folder):
+        return _resume(repl, query)
+    if query:
+        earlier = matching_sessions(earlier, query, titles)
+        if not earlier:
+            repl.console.print(note(f"no earlier session of {session.cwd} mentions {query!r}"))
+            return Outcome.CONTINUE
+    earlier = forks_under_origins(earlier)[:RESUME_MENU_SIZE]
     if not earlier:
         repl.console.print(note(f"no earlier sessions in {session.cwd}"))
         return Outcome.CONTINUE
     repl.console.print(Text("Resume which session?", style="bold"))
     try:
-        index = await choose([_session_label(s) for s in earlier], hint="esc to cancel")
+        index = await choose([_session_label(s, titles) for s in earlier],
+                             hint="esc to cancel")
     except ChoiceInterrupted:
         index = None
     if index is None:
         repl.console.print(note("resume cancelled"))
         return Outcome.CONTINUE
     return _resume(repl, earlier[index].session_id)
+
+
+def _names_a_session(query: str, folder: Path) -> bool:
+    """An id or an id's prefix (of any folder's session), or text shaped like one."""
+    from mini_claude.transcript import list_sessions
+
+    if " " in query:
+        return False
+    return bool(SESSION_ID_SHAPE.match(query)) or any(
+        s.session_id.startswith(query) for s in list_sessions(folder))
 
 
 def _resume(repl: ReplHost, session_id: str) -> Outcome:
@@ -259,11 +285,27 @@ def _resume(repl: ReplHost, session_id: str) -> Outcome:
     return Outcome.CONTINUE
 
 
-def _session_label(info: SessionInfo) -> str:
+def _session_label(info: SessionInfo, titles: dict[str, str] | None = None) -> str:
     age = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.modified))
     prompt = " ".join(info.first_prompt.split()) or "(no prompt)"
-    fork = "  ↳ fork " if info.forked_from else ""
-    return f"{fork}{info.session_id}  {age}  {prompt[:60]}"
+    name = (titles or {}).get(info.session_id)
+    fork = f"  ↳ fork of {info.forked_from} " if info.forked_from else ""
+    return f"{fork}{info.session_id}  {age}  {name or prompt[:60]}"
+
+
+async def rename_command(repl: ReplHost, argument: str) -> Outcome:
+    """``/rename NAME``: the name /resume lists and finds this session by."""
+    from mini_claude.session.titles import set_title
+
+    session = repl.session
+    try:
+        kept = set_title(session.settings.transcripts_dir, session.session_id, argument)
+    except OSError as exc:
+        repl.console.print(note(f"cannot save the name: {exc.strerror or exc}", "error"))
+        return Outcome.CONTINUE
+    repl.console.print(note(f"session {session.session_id} is named {kept!r}" if kept
+                            else f"session {session.session_id} has no name now"))
+    return Outcome.CONTINUE
 
 
 def forks_under_origins(sessions: list[SessionInfo]) -> list[SessionInfo]:
@@ -465,8 +507,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("clear", "start a new conversation (new transcript)", clear_command, ("new",)),
     Command("model", "show the model, or switch to another", model_command, argument="[name]"),
     Command("think", "turn extended thinking on or off", think_command, argument="[tokens]"),
-    Command("resume", "continue an earlier session of this folder", resume_command,
-            argument="[id]"),
+    Command("resume", "continue an earlier session of this folder, or find one by what was "
+            "said", resume_command, argument="[id | text]"),
+    Command("rename", "name this session (/resume lists and finds it by the name)",
+            rename_command, argument="<name>"),
     Command("rewind", "go back to an earlier message: code, conversation or both (Esc Esc)",
             rewind_command, ("checkpoint",)),
     Command("mcp", "MCP servers, their status and tools", mcp_servers_command,

@@ -8,6 +8,7 @@ while the user remembers the exchanges, the compactions and the interruptions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import get_args
@@ -15,7 +16,8 @@ from typing import get_args
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from mini_claude.conversation import Message, SummaryBlock, ToolResultBlock
+from mini_claude.conversation import Message, SummaryBlock, TextBlock, ToolResultBlock
+from mini_claude.plan import REMINDER_TAG
 from mini_claude.protocol import CompactReason
 from mini_claude.transcript import Landmark
 from mini_claude.ui.render import compaction_line, hanging, tool_call_line
@@ -124,11 +126,32 @@ def recap(messages: Sequence[Message]) -> list[RenderableType]:
     return out
 
 
+COMMAND_TAG = "command-name"  # as Claude Code marks a slash command's expanded prompt
+_COMMAND = re.compile(rf"^<{COMMAND_TAG}>(.*?)</{COMMAND_TAG}>\n?", re.DOTALL)
+_REMINDER = re.compile(rf"<{REMINDER_TAG}>.*?</{REMINDER_TAG}>", re.DOTALL)
+
+
+def command_message(typed: str, prompt: str) -> str:
+    """A slash command's prompt, marked with what the user typed, so a resumed session
+    shows ``/init`` rather than the page of instructions it stood for."""
+    return f"<{COMMAND_TAG}>{typed.strip()}</{COMMAND_TAG}>\n{prompt}"
+
+
+def typed_text(message: Message) -> str:
+    """What the user typed: the command they gave, or their first text without the
+    reminders and hook context added to it."""
+    first = next((b.text for b in message.blocks if isinstance(b, TextBlock)), "")
+    command = _COMMAND.match(first)
+    if command:
+        return command.group(1)
+    return _REMINDER.sub("", first).strip()
+
+
 def _message_lines(message: Message) -> list[RenderableType]:
     out: list[RenderableType] = []
     if message.is_plain_user_message:
         out.append(Text())
-        out.append(hanging(Text("> ", style="bold magenta"), Text(message.text.strip())))
+        out.append(hanging(Text("> ", style="bold magenta"), Text(typed_text(message))))
         return out
     if message.role == "assistant":
         if message.text.strip():

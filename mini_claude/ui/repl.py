@@ -72,6 +72,7 @@ from mini_claude.ui.startup import (
     new_session,
     warm_up_first_turn,
 )
+from mini_claude.ui.status_command import StatusCommand, status_payload
 from mini_claude.ui.statusbar import percent, short_tokens, status_fragments
 
 if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
@@ -204,6 +205,7 @@ class Repl:
         self._queue: EventQueue | None = None
         self._prompt: PromptSession[str] | None = None
         self.vim_mode = self.settings.vim_mode
+        self.status_command: StatusCommand | None = None  # the settings' statusLine
         self._warmed_up = False
         self._sdk_imported = False
         self._notifications: set[asyncio.Future[None]] = set()
@@ -365,7 +367,32 @@ class Repl:
             echo.append(text)
             self.console.print(echo)
             return self.pastes.expand(text)
+        self._refresh_status_command()
         return await self._read()
+
+    def _refresh_status_command(self) -> None:
+        """The user's ``statusLine`` command, run again with the session as it is now."""
+        if self._session is None:
+            return
+        session = self._session
+        if self.status_command is None:
+            setup = session.permission_setup
+            command = setup.layers.status_line(setup.project_approved)
+            if command is None:
+                return
+            self.status_command = StatusCommand(command, str(self.cwd), self._redraw)
+        costs, status = self.agent.costs, self.agent.status()
+        self.status_command.refresh(status_payload(
+            session_id=session.session_id, transcript_path=str(self.agent.transcript.path),
+            cwd=str(self.cwd), model=session.settings.model, version=__version__,
+            cost_usd=costs.dollars, api_seconds=costs.api_seconds,
+            wall_seconds=time.monotonic() - self.started, tokens=status.tokens,
+            window=status.window))
+
+    def _redraw(self) -> None:
+        app = get_app_or_none()
+        if app is not None and app.is_running:
+            app.invalidate()
 
     # ---- keys during a turn ---------------------------------------------------------
 
@@ -622,10 +649,12 @@ class Repl:
             assert self.starter is not None
             return status_fragments(self.starter.idle_status(), self.starter.no_costs(),
                                     self.settings.model, activity, width)
-        return status_fragments(self.agent.status(), self.agent.costs,
+        ours = status_fragments(self.agent.status(), self.agent.costs,
                                 self.session.settings.model, activity, width,
                                 mode_marker(self.session.permission_setup.permissions),
                                 shells=running_label(self.session.shells))
+        theirs = self.status_command.fragments() if self.status_command is not None else []
+        return [*ours, ("", "\n"), *theirs] if theirs else ours
 
     def _print_header(self) -> None:
         settings = self.settings
@@ -669,6 +698,10 @@ class Repl:
                  if written is not None and written.original_messages else recap(messages))
         for line in lines:
             self.console.print(line)
+        origin = written.meta.get("forked_from") if written is not None else None
+        if origin:
+            self.console.print(note(f"this session is a fork of {origin}: its history up to "
+                                    "the fork is shared, and nothing here changes the original"))
 
     async def _close(self) -> None:
         from mini_claude.agent.lifecycle import end_session
@@ -694,6 +727,8 @@ class Repl:
         if not kept:
             with contextlib.suppress(OSError):
                 agent.transcript.path.unlink()
+        if self.status_command is not None:
+            await self.status_command.close()
         await self.session.mcp.close()
         await self.session.provider.close()
 

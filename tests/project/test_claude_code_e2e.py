@@ -130,8 +130,8 @@ def test_custom_commands_fill_in_arguments_run_their_lines_and_allow_for_one_tur
     assert "[Attached @README.md]\n" in prompt and "demo" in prompt
     assert asked == []  # a command that runs nothing needs no approval
 
-    events = invoke(run, "/status 42", approve)
-    assert [c.name for c in asked] == ["status"]
+    events = invoke(run, "/build-status 42", approve)
+    assert [c.name for c in asked] == ["build-status"]
     status_prompt = text_of(run, 1)
     assert "STATUS-OF-42" in status_prompt and "Explain it for 42." in status_prompt
     assert run.model_requests()[1].conversation.model == "sim-model"
@@ -143,7 +143,7 @@ def test_custom_commands_fill_in_arguments_run_their_lines_and_allow_for_one_tur
     run.turn("try again")
     (refused,) = last_results(run.model_requests()[4])
     assert refused.startswith("Permission denied")  # the turn is over: no rule allows it
-    invoke(run, "/status 7", approve)
+    invoke(run, "/build-status 7", approve)
     assert len(asked) == 1  # approved once for this content of the file
 
 

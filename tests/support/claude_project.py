@@ -37,7 +37,7 @@ def claude_project(root: Path) -> Path:
         "---\ndescription: Scaffold a UI component\nargument-hint: <name> <folder>\n"
         "model: sim-frontend\n---\nCreate the component $1 in $2 (asked: $ARGUMENTS). "
         "Follow @README.md.\n"))
-    write(root / ".claude" / "commands" / "status.md", (
+    write(root / ".claude" / "commands" / "build-status.md", (
         "---\ndescription: Report the build status\nallowed-tools: Bash(echo:*)\n---\n"
         "Build status: !`echo STATUS-OF-$1`\nExplain it for $1.\n"))
     return root

@@ -58,8 +58,8 @@ def test_a_claude_code_repository_in_the_repl(
         mark = await repl.submit("/help")
         await repl.wait_for("Scaffold a UI component", after=mark)
         assert "/frontend:component <name> <folder>" in repl.text[mark:]
-        assert "/status" in repl.text[mark:] and "/memory" in repl.text[mark:]
-        mark = await repl.submit("/status 5")
+        assert "/build-status" in repl.text[mark:] and "/memory" in repl.text[mark:]
+        mark = await repl.submit("/build-status 5")
         await repl.wait_for("comes with this project", after=mark)
         await repl.keys("1")
         await first_turn_shows(repl, "Status explained.", mark)
