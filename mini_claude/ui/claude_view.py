@@ -107,7 +107,7 @@ async def remember(repl: ReplHost, text: str) -> bool:
         return True
     target = targets[index].path
     try:
-        append_memory(target, note_text)
+        append_memory(target, note_text, targets[index].boundary)
     except OSError as exc:
         repl.console.print(note(f"cannot write {target}: {exc.strerror or exc}", "error"))
         return True
