@@ -119,7 +119,6 @@ class _Menu:
         return handler
 
 
-
 async def ask_trust(console: Console, panel: RenderableType, yes: str, no: str) -> bool | None:
     """Ask whether a project's files may act (start servers, run hooks, load outside files).
 
