@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from mini_claude.project.boundary import ProjectBoundary
 from mini_claude.project.claude_tools import our_tool_name
-from mini_claude.safe_read import leaves_folder, read_text_limited
+from mini_claude.safe_read import read_text_limited
 
 TEMPLATE_PACKAGE = "mini_claude.templates"
 READ_ONLY_TOOLS = ("read_file", "grep_search", "list_files")
@@ -101,20 +102,15 @@ def agent_folders(cwd: Path, home: Path) -> list[Path]:
 def load_catalog(cwd: Path, home: Path) -> AgentCatalog:
     """Built-in types, then the files; a bad file is skipped with a warning."""
     catalog = AgentCatalog({t.name: t for t in builtin_types()})
+    boundary = ProjectBoundary.of(cwd, home)
     for folder in agent_folders(cwd, home):
         try:
             paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
         except OSError:
             continue
         for path in paths:
-            if folder != home / "agents" and leaves_folder(path, cwd):
-                catalog.warnings.append(
-                    f"agent file {path} links outside the project; skipped (a project's "
-                    "files may not bring in files from elsewhere without asking)"
-                )
-                continue
             try:
-                agent = parse_agent_file(path)
+                agent = parse_agent_file(path, None if folder == home / "agents" else boundary)
             except AgentFileError as exc:
                 catalog.warnings.append(f"agent file {path}: {exc}; skipped")
                 continue
@@ -126,9 +122,11 @@ class AgentFileError(ValueError):
     """An agent file that cannot be used; the message says why, in a few words."""
 
 
-def parse_agent_file(path: Path) -> AgentType:
+def parse_agent_file(path: Path, boundary: ProjectBoundary | None = None) -> AgentType:
+    """An agent type; a project's file is read through its ``boundary``."""
     try:
-        text = read_text_limited(path)[:MAX_AGENT_FILE_CHARS]
+        raw = boundary.read_text(path) if boundary is not None else read_text_limited(path)
+        text = raw[:MAX_AGENT_FILE_CHARS]
     except OSError as exc:
         raise AgentFileError(exc.strerror or str(exc)) from None
     fields, body = split_front_matter(text)

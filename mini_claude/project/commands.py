@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_claude.project.boundary import ProjectBoundary
 from mini_claude.project.front_matter import read, string_list
 from mini_claude.text import shorten
 
@@ -92,7 +93,10 @@ def command_roots(cwd: Path, home: Path, user_home: Path) -> list[tuple[Path, st
 
 
 def find_commands(cwd: Path, home: Path, user_home: Path | None = None) -> CommandCatalog:
+    """Every command file; a project's through the project's boundary (a link out of the
+    project is skipped with a warning)."""
     catalog = CommandCatalog()
+    boundary = ProjectBoundary.of(cwd, home, user_home)
     for root, scope in command_roots(cwd, home, user_home or Path.home()):
         try:
             files = sorted(p for p in root.rglob("*.md") if p.is_file())
@@ -100,7 +104,8 @@ def find_commands(cwd: Path, home: Path, user_home: Path | None = None) -> Comma
             continue
         for path in files:
             name = ":".join(path.relative_to(root).with_suffix("").parts).lower()
-            command = _read(path, name, scope, catalog.warnings)
+            command = _read(path, name, scope, catalog.warnings,
+                            boundary if scope == "project" else None)
             if command is None:
                 continue
             other = catalog.commands.get(name)
@@ -111,8 +116,9 @@ def find_commands(cwd: Path, home: Path, user_home: Path | None = None) -> Comma
     return catalog
 
 
-def _read(path: Path, name: str, scope: str, warnings: list[str]) -> CustomCommand | None:
-    parsed = read(path, "command", warnings, MAX_COMMAND_CHARS)
+def _read(path: Path, name: str, scope: str, warnings: list[str],
+          boundary: ProjectBoundary | None) -> CustomCommand | None:
+    parsed = read(path, "command", warnings, MAX_COMMAND_CHARS, boundary)
     if parsed is None:
         return None
     fields, body = parsed[0], parsed[1].strip()

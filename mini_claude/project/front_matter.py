@@ -8,9 +8,14 @@ A file without front matter is all body; broken YAML is an error naming the file
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from mini_claude.safe_read import read_text_limited
+
+if TYPE_CHECKING:
+    from mini_claude.project.boundary import ProjectBoundary
 
 
 class FrontMatterError(ValueError):
@@ -38,13 +43,17 @@ def split(text: str, path: Path) -> tuple[dict[str, Any], str]:
     return {str(k): v for k, v in data.items()}, "\n".join(lines[end + 1 :])
 
 
-def read(path: Path, what: str, warnings: list[str],
-         max_chars: int | None = None) -> tuple[dict[str, Any], str] | None:
+def read(path: Path, what: str, warnings: list[str], max_chars: int | None = None,
+         boundary: ProjectBoundary | None = None) -> tuple[dict[str, Any], str] | None:
     """``split`` of a file's text; a file that cannot be read or parsed is one warning naming
-    ``what`` it is (``"command"``, ``"rule"``) and None."""
+    ``what`` it is (``"command"``, ``"rule"``) and None.
+
+    A project's file is read through its ``boundary`` (a link out of the project is not
+    read); the user's own files have none.
+    """
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")[:max_chars]
-        return split(text, path)
+        raw = boundary.read_text(path) if boundary is not None else read_text_limited(path)
+        return split(raw[:max_chars], path)
     except OSError as exc:
         warnings.append(f"cannot read the {what} {path} ({exc.strerror or exc}); not used")
     except FrontMatterError as exc:

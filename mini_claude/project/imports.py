@@ -10,7 +10,10 @@ one warning line, never an error.
 A repository must not be able to pull ``~/.ssh/id_rsa`` or our own ``.env``
 into the prompt (and so to the provider): an import made by a project file
 that reaches outside the project, or into the home folder's private parts,
-loads only once the user approved it (the project-trust record).
+loads only once the user approved it (the project-trust record). The rule for
+what is outside is :class:`~mini_claude.project.boundary.ProjectBoundary`'s, the
+same for every file a project brings; a top-level instruction file that is a link
+out is held for approval the same way as an import.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mini_claude.safe_read import UnsafeFile, read_limited
+from mini_claude.project.boundary import ProjectBoundary, real_path
+from mini_claude.safe_read import UnsafeFile
 
 MAX_IMPORT_DEPTH = 5
 MAX_FILE_CHARS = 40_000
@@ -45,10 +49,12 @@ class InstructionFile:
 
 @dataclass(frozen=True, slots=True)
 class HeldImport:
-    """An import a project file makes that waits for the user's approval."""
+    """An import a project file makes (or the file a project's link reaches) that waits for
+    the user's approval."""
 
     source: Path
     target: Path
+    link: bool = False  # ``source`` is itself a link to ``target``
 
 
 @dataclass
@@ -89,27 +95,19 @@ def looks_like_a_path(reference: str) -> bool:
 
 
 class ImportGate:
-    """Whether a project file may import a path without asking."""
+    """Whether a project file may import a path (or be a link to it) without asking."""
 
-    def __init__(self, project_root: Path, private: tuple[Path, ...],
-                 approved: Callable[[Path, Path], bool], user_home: Path | None = None) -> None:
-        self.project_root = _real(project_root)
-        self.private = tuple(_real(p) for p in private)
+    def __init__(self, boundary: ProjectBoundary,
+                 approved: Callable[[Path, Path], bool]) -> None:
+        self.boundary = boundary
         self.approved = approved
-        self.user_home = _real(user_home or Path.home())
-
-    def needs_approval(self, target: Path) -> bool:
-        """Outside the project, in a private folder, or anywhere in the home folder when the
-        project is the home folder itself (or holds it)."""
-        real = _real(target)
-        if any(_inside(real, p) for p in self.private):
-            return True
-        if _inside(self.user_home, self.project_root) and _inside(real, self.user_home):
-            return True
-        return not _inside(real, self.project_root)
 
     def allows(self, source: Path, target: Path) -> bool:
-        return not self.needs_approval(target) or self.approved(source, target)
+        return not self.boundary.needs_approval(target) or self.approved(source, target)
+
+    def holds_link(self, path: Path) -> bool:
+        """A project's own file that is a link out, not approved yet."""
+        return self.boundary.brings_in(path) and not self.approved(path, real_path(path))
 
 
 class ImportExpander:
@@ -123,7 +121,10 @@ class ImportExpander:
         self._total = 0
 
     def add(self, path: Path, kind: str, *, trusted: bool, text: str | None = None) -> None:
-        if _real(path) in self._seen:
+        if real_path(path) in self._seen:
+            return
+        if text is None and not trusted and self.gate.holds_link(path):
+            self.result.held.append(HeldImport(path, real_path(path), link=True))
             return
         body = text if text is not None else self._read(path, None)
         if body is None:
@@ -132,7 +133,7 @@ class ImportExpander:
         self._imports(path, body, trusted, depth=1)
 
     def _keep(self, file: InstructionFile) -> None:
-        self._seen.add(_real(file.path))
+        self._seen.add(real_path(file.path))
         self._total += len(file.text)
         self.result.files.append(file)
 
@@ -144,7 +145,7 @@ class ImportExpander:
             return
         for reference in references(text):
             target = resolve(reference, source, self.home)
-            if _real(target) in self._seen:
+            if real_path(target) in self._seen:
                 continue  # loaded already (or a cycle)
             if not target.exists():
                 if looks_like_a_path(reference):
@@ -164,8 +165,8 @@ class ImportExpander:
         if not path.is_file():
             self.result.warnings.append(f"{where} is not a file; not loaded")
             return None
-        try:  # never blocks on a pipe or device, never reads past the limit
-            raw = read_limited(path, MAX_FILE_CHARS * 4 + 1)
+        try:  # the gate allowed it; never blocks on a pipe, never reads past the limit
+            raw = self.gate.boundary.read(path, MAX_FILE_CHARS * 4 + 1, approved=True)
         except UnsafeFile as exc:
             self.result.warnings.append(f"{where} is not loaded ({exc})")
             return None
@@ -194,28 +195,10 @@ class ImportExpander:
         return text
 
 
-def _real(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except OSError:
-        return path.absolute()
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def project_root(cwd: Path) -> Path:
-    """The repository's top folder (the nearest ``.git`` above), else the working folder."""
-    for folder in [cwd, *cwd.parents]:
-        if (folder / ".git").exists():
-            return folder
-    return cwd
-
-
 def held_lines(held: list[HeldImport], cwd: Path) -> Iterator[str]:
     for item in held:
-        yield f"{_shown(item.source, cwd)} imports {item.target}"
+        verb = "links to" if item.link else "imports"
+        yield f"{_shown(item.source, cwd)} {verb} {item.target}"
 
 
 def _shown(path: Path, cwd: Path) -> str:

@@ -10,13 +10,8 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mini_claude.project.imports import (
-    HeldImport,
-    ImportExpander,
-    ImportGate,
-    InstructionFile,
-    project_root,
-)
+from mini_claude.project.boundary import ProjectBoundary, project_root
+from mini_claude.project.imports import HeldImport, ImportExpander, ImportGate, InstructionFile
 from mini_claude.project.rules import RULES_DIR, Rule, find_rules
 from mini_claude.project.trust import ProjectTrust
 
@@ -62,16 +57,17 @@ def find_instructions(cwd: Path, home: Path, user_home: Path | None = None) -> P
     ``home`` is our own home folder; ``user_home`` the user's (for ``~/.claude``).
     """
     user_home = user_home or Path.home()
-    root = project_root(cwd)
+    boundary = ProjectBoundary.of(cwd, home, user_home)
+    root = boundary.root
     trust = ProjectTrust(home)
-    gate = ImportGate(root, (home, user_home / ".claude"),
-                      lambda source, target: import_approved(trust, root, source, target),
-                      user_home)
+    gate = ImportGate(boundary,
+                      lambda source, target: import_approved(trust, root, source, target))
     expander = ImportExpander(gate, user_home)
     for path in (home / USER_INSTRUCTION_FILE, user_home / ".claude" / "CLAUDE.md"):
         if path.is_file():
             expander.add(path, "user", trusted=True)
-    rules = find_rules([(user_home / ".claude" / "rules", "user"), (cwd / RULES_DIR, "project")])
+    rules = find_rules([(user_home / ".claude" / "rules", "user"), (cwd / RULES_DIR, "project")],
+                       boundary)
     for rule in (r for r in rules.always if r.scope == "user"):
         expander.add(rule.path, "rule", trusted=True, text=rule.body)
     top: list[Path] = [f.path for f in expander.result.files]

@@ -18,6 +18,7 @@ from typing import Any
 
 import pathspec
 
+from mini_claude.project.boundary import ProjectBoundary
 from mini_claude.project.front_matter import read, string_list
 
 RULES_DIR = Path(".claude") / "rules"
@@ -53,8 +54,10 @@ def expand_braces(glob: str) -> list[str]:
     return [g for option in match.group(1).split(",") for g in expand_braces(head + option + tail)]
 
 
-def find_rules(folders: Sequence[tuple[Path, str]]) -> RuleSet:
-    """Every ``*.md`` under each rules folder (subfolders too), in name order."""
+def find_rules(folders: Sequence[tuple[Path, str]],
+               boundary: ProjectBoundary | None = None) -> RuleSet:
+    """Every ``*.md`` under each rules folder (subfolders too), in name order; a project's
+    rules through ``boundary`` (one that links out of the project is skipped)."""
     rules = RuleSet()
     for folder, scope in folders:
         try:
@@ -62,14 +65,16 @@ def find_rules(folders: Sequence[tuple[Path, str]]) -> RuleSet:
         except OSError:
             continue
         for path in files:
-            rule = _read_rule(path, scope, rules.warnings)
+            rule = _read_rule(path, scope, rules.warnings,
+                              boundary if scope == "project" else None)
             if rule is not None:
                 (rules.by_path if rule.globs else rules.always).append(rule)
     return rules
 
 
-def _read_rule(path: Path, scope: str, warnings: list[str]) -> Rule | None:
-    parsed = read(path, "rule", warnings)
+def _read_rule(path: Path, scope: str, warnings: list[str],
+               boundary: ProjectBoundary | None) -> Rule | None:
+    parsed = read(path, "rule", warnings, boundary=boundary)
     if parsed is None:
         return None
     fields, body = parsed

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mini_claude.safe_read import leaves_folder, read_limited
+from mini_claude.project.boundary import ProjectBoundary
+from mini_claude.safe_read import read_limited
 
 SKILL_FILE = "SKILL.md"
 PROJECT_SKILL_DIRS = (Path(".mini-claude") / "skills", Path(".claude") / "skills")
@@ -79,18 +80,14 @@ def skill_roots(cwd: Path, home: Path) -> list[tuple[Path, str]]:
 
 
 def find_skills(cwd: Path, home: Path) -> SkillCatalog:
-    """Read every ``*/SKILL.md`` under the skill folders; bad ones become warnings."""
+    """Read every ``*/SKILL.md`` under the skill folders; bad ones (and a project's that link
+    out of the project) become warnings."""
     catalog = SkillCatalog()
+    boundary = ProjectBoundary.of(cwd, home)
     for root, scope in skill_roots(cwd, home):
         for folder in _skill_folders(root):
-            if scope == "project" and leaves_folder(folder / SKILL_FILE, cwd):
-                catalog.warnings.append(
-                    f"skill {folder / SKILL_FILE} links outside the project; skipped (a "
-                    "project's files may not bring in files from elsewhere without asking)"
-                )
-                continue
             try:
-                skill = read_skill(folder, scope)
+                skill = read_skill(folder, scope, boundary if scope == "project" else None)
             except SkillError as exc:
                 catalog.warnings.append(str(exc))
                 continue
@@ -111,10 +108,12 @@ def _skill_folders(root: Path) -> list[Path]:
         return []
 
 
-def read_skill(folder: Path, scope: str) -> Skill:
+def read_skill(folder: Path, scope: str, boundary: ProjectBoundary | None = None) -> Skill:
+    """A skill; a project's is read through its ``boundary`` (a link out is an error)."""
     path = folder / SKILL_FILE
     try:
-        text = read_limited(path).decode("utf-8")
+        raw = boundary.read(path) if boundary is not None else read_limited(path)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillError(f"cannot read {path}: {exc}") from None
     fields, body = split_front_matter(text, path)

@@ -21,7 +21,7 @@ from mini_claude.private_dirs import make_private_dirs
 from mini_claude.project.commands import CustomCommand
 from mini_claude.project.imports import held_lines
 from mini_claude.project.memory import append_memory, init_prompt, memory_note, memory_targets
-from mini_claude.ui.choice import ChoiceInterrupted, choose
+from mini_claude.ui.choice import ChoiceInterrupted, ask_trust, choose
 from mini_claude.ui.prompt_input import SlashCommandCompleter
 from mini_claude.ui.recall import command_message
 from mini_claude.ui.render import note
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from mini_claude import events as ev
     from mini_claude.ui.host import ReplHost
 
-YES = 0
 
 
 async def run_custom_command(repl: ReplHost, text: str) -> bool:
@@ -60,14 +59,10 @@ async def ask_command_trust(repl: ReplHost, command: CustomCommand) -> bool:
     lines += [Text(f"  allow without asking  {rule}") for rule in command.allowed_tools]
     lines += [Text(), Text("Commands still go through your permission rules and questions. "
                            "A change to the file asks again.", style="dim")]
-    repl.console.print(Panel(Group(*lines), title="[bold]Project command[/]", title_align="left",
-                             border_style="yellow"))
-    try:
-        index = await choose(["Yes, approve this command file", "No, send the prompt without "
-                              "running anything"], escape_index=1, hint="esc means no")
-    except ChoiceInterrupted:
-        return False
-    return index == YES
+    panel = Panel(Group(*lines), title="[bold]Project command[/]", title_align="left",
+                  border_style="yellow")
+    return bool(await ask_trust(repl.console, panel, "Yes, approve this command file",
+                                "No, send the prompt without running anything"))
 
 
 def command_rows(repl: ReplHost) -> list[tuple[str, str]]:
@@ -117,7 +112,7 @@ async def remember(repl: ReplHost, text: str) -> bool:
         return True
     target = targets[index].path
     try:
-        append_memory(target, note_text)
+        append_memory(target, note_text, targets[index].boundary)
     except OSError as exc:
         repl.console.print(note(f"cannot write {target}: {exc.strerror or exc}", "error"))
         return True
@@ -177,18 +172,16 @@ async def ask_held_imports(repl: ReplHost) -> None:
     table = Table(box=None, show_header=False)
     for line in held_lines(list(held), session.cwd):
         table.add_row(line)
-    repl.console.print(Panel(Group(
+    panel = Panel(Group(
         Text("This project's instruction files import files from outside the project (or from "
              "your home folder's private parts). Their text would be sent to the model:"),
         Text(), table),
-        title="[bold]Instruction imports[/]", title_align="left", border_style="yellow"))
-    try:
-        index = await choose(["Yes, load them (remembered for this project)",
-                              "No, leave them out"], escape_index=1, hint="esc means no")
-    except ChoiceInterrupted:
-        index = 1
-    session.decide_imports(index == YES)
-    repl.console.print(note("imports loaded" if index == YES else "imports left out"))
+        title="[bold]Instruction imports[/]", title_align="left", border_style="yellow")
+    approved = bool(await ask_trust(repl.console, panel,
+                                    "Yes, load them (remembered for this project)",
+                                    "No, leave them out"))
+    session.decide_imports(approved)
+    repl.console.print(note("imports loaded" if approved else "imports left out"))
 
 
 def instruction_table(repl: ReplHost) -> Table:

@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from mini_claude.ui.choice import ChoiceInterrupted, choose
+from mini_claude.ui.choice import ask_trust
 from mini_claude.ui.render import note
 from mini_claude.visible import visible
 
@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # the hooks module loads with the agent chain, after the firs
     from mini_claude.agent.hooks import HookCommand
     from mini_claude.ui.host import ReplHost
 
-APPROVE, DENY = 0, 1
 NOT_RUN = ("project settings not used (hooks, allow and ask rules, mode, env); "
            "/hooks approve uses them")
 
@@ -62,16 +61,16 @@ async def ask_project_settings(repl: ReplHost) -> None:
         "Hooks and commands run on your machine with your permissions. Approve only if you "
         "trust this repository; a change to any of these files asks again. Their deny rules "
         "apply either way.", style="dim")]
-    repl.console.print(Panel(Group(*parts), title=Text("Project settings", style="bold"),
-                             title_align="left", border_style="yellow"))
-    try:
-        index = await choose(["Yes, use them (remembered for this project)",
-                              "No, only their deny rules"], escape_index=DENY, hint="esc means no")
-    except ChoiceInterrupted:
+    panel = Panel(Group(*parts), title=Text("Project settings", style="bold"),
+                  title_align="left", border_style="yellow")
+    approved = await ask_trust(repl.console, panel,
+                               "Yes, use them (remembered for this project)",
+                               "No, only their deny rules")
+    if approved is None:
         repl.console.print(note(NOT_RUN))
         return
-    session.decide_project_hooks(index == APPROVE)
-    repl.console.print(note("project settings approved" if index == APPROVE else NOT_RUN))
+    session.decide_project_hooks(approved)
+    repl.console.print(note("project settings approved" if approved else NOT_RUN))
     repl.refresh_status()
 
 

@@ -15,13 +15,12 @@ from rich.text import Text
 from mini_claude.mcp.manager import McpManager
 from mini_claude.mcp.tool import TOOL_PREFIX
 from mini_claude.secrets import api_keys, shown_setting
-from mini_claude.ui.choice import ChoiceInterrupted, choose
+from mini_claude.ui.choice import ask_trust
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
     from mini_claude.ui.host import ReplHost
 
-APPROVE, DENY = 0, 1
 STATE_STYLES = {"connected": "green", "connecting": "yellow"}
 
 
@@ -64,22 +63,16 @@ async def ask_project_trust(repl: ReplHost) -> None:
     if status == "denied":
         repl.console.print(note(manager.unapproved_notice("/mcp approve starts them") or ""))
         return
-    repl.console.print(trust_panel(manager))
-    try:
-        index = await choose(
-            ["Yes, start them (remembered for this project)", "No, do not start them"],
-            escape_index=DENY,
-            hint="esc means no",
-        )
-    except ChoiceInterrupted:
-        repl.console.print(note("project MCP servers not started; /mcp approve starts them"))
-        return
-    if index == APPROVE:
+    approved = await ask_trust(repl.console, trust_panel(manager),
+                               "Yes, start them (remembered for this project)",
+                               "No, do not start them")
+    if approved:
         manager.approve_project()
         repl.console.print(note("project MCP servers approved; they connect in the background"))
-    else:
+        return
+    if approved is not None:
         manager.deny_project()
-        repl.console.print(note("project MCP servers not started; /mcp approve starts them"))
+    repl.console.print(note("project MCP servers not started; /mcp approve starts them"))
 
 
 def watch_servers(repl: ReplHost) -> None:

@@ -17,7 +17,7 @@ from rich.text import Text
 from mini_claude.mcp.tool import TOOL_PREFIX
 from mini_claude.text import short_target
 from mini_claude.tools.base import PermissionDecision, PermissionRequest
-from mini_claude.ui.choice import ChoiceInterrupted, choose
+from mini_claude.ui.choice import ChoiceInterrupted, choose, keys_typed_before_kept
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS
 from mini_claude.ui.render import diff_view
 from mini_claude.ui.statusbar import UI_STYLE
@@ -139,7 +139,8 @@ class TerminalApprover:
         async with self._pause():
             if self.on_question is not None:
                 self.on_question(request)
-            return await self._ask(self._console, request)
+            with keys_typed_before_kept():  # type-ahead goes back to the turn's input box
+                return await self._ask(self._console, request)
 
     async def _ask(self, console: Console, request: PermissionRequest) -> PermissionDecision:
         if request.tool_name == EXIT_PLAN_TOOL:

@@ -86,3 +86,40 @@ def test_links_out_of_the_project_bring_in_no_skill_or_agent(cli: Cli, tmp_path:
         assert OUTSIDE_SECRET not in json.dumps(request.body)
     said = [line for line in outcome.err.splitlines() if "links outside the project" in line]
     assert len(said) == 2, outcome.err
+
+
+# Each a link out of the project, to a file (or a folder holding one) with the secret in it.
+LINKED_PROJECT_FILES = [
+    "CLAUDE.md",
+    "CLAUDE.local.md",
+    ".claude/CLAUDE.md",
+    "AGENTS.md",
+    ".claude/rules/style.md",
+    ".claude/rules",
+    ".claude/commands/leak.md",
+    ".claude/commands",
+]
+
+
+@pytest.mark.parametrize("name", LINKED_PROJECT_FILES)
+def test_a_project_file_linked_out_of_the_project_is_never_sent(
+    cli: Cli, tmp_path: Path, name: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "id_rsa"
+    secret.write_text(f"-----BEGIN KEY-----\n{OUTSIDE_SECRET}\n-----END KEY-----\n")
+    for inner in ("style.md", "leak.md"):  # what a linked folder holds
+        (outside / inner).symlink_to(secret)
+    link = cli.project / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside if name in (".claude/rules", ".claude/commands") else secret)
+    prompt = "/leak now" if "commands" in name else "hello"
+    outcome = cli.run("-p", prompt)
+    assert "Traceback" not in outcome.err
+    for request in cli.sim.requests:
+        assert OUTSIDE_SECRET not in json.dumps(request.body), name
+    assert OUTSIDE_SECRET not in outcome.out + outcome.err
+    told = [line for line in outcome.err.splitlines()
+            if "links outside the project" in line or "links to" in line]
+    assert told, outcome.err

@@ -66,8 +66,9 @@ def test_approved_project_server_tools_arrive_and_ask_before_running(
         await repl.wait_for("echo, getenv, big, picture", after=mark)
 
         mark = await repl.submit("call the server")
-        await repl.wait_for("mcp__sample__echo", after=mark)  # the permission box
-        await repl.keys("1")  # yes, once
+        await repl.wait_for("mcp__sample__echo", after=mark)
+        await repl.wait_for("Do you want to proceed?", after=mark)  # the permission box
+        await repl.keys("1")  # yes, once (keys typed before the box is shown answer nothing)
         await repl.wait_for("the server said: echo: from the repl", after=mark)
         request = simulator.requests[0]
         assert any(t.get("name") == "mcp__sample__echo" for t in request.body["tools"])
