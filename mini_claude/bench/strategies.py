@@ -33,6 +33,8 @@ class Strategy:
     configure: Callable[[Settings], Settings]
     ours: bool = False
     ablation: bool = False  # a variant of ours with one tier off: explains, is not judged
+    # The product's own summary prompt (a template of bench/prompts/); None: the agent's own.
+    summary_prompt: str | None = None
 
 
 def _tiers_off(settings: Settings) -> Settings:
@@ -171,24 +173,26 @@ STRATEGIES: tuple[Strategy, ...] = (
              "every tier off and no summary: the history only grows", _no_compaction),
     Strategy("learn", "learn-claude-code",
              "all but the last 3 tool results become placeholders before every call; a full "
-             "summary above 50,000 tokens", _learn_claude_code),
+             "summary above 50,000 tokens", _learn_claude_code,
+             summary_prompt="learn_claude_code"),
     Strategy("summary", "summary only", "a full summary at 85% of the window, nothing else",
              _summary_only),
     Strategy("claude-code", "Claude Code",
              "Claude Code's published policy: summary at window - 20K - 13K (167K of 200K), 5 "
              "files re-attached, results over 50,000 chars saved with a preview, old results "
-             "cleared only after an hour idle", _claude_code),
+             "cleared only after an hour idle", _claude_code, summary_prompt="claude_code"),
     Strategy("claude-code-memory", "Claude Code + session memory",
              "Claude Code's policy with its session memory: notes kept in the background from "
              "10K tokens, updated every 5K, standing in for the summary at the threshold",
-             _claude_code_memory),
+             _claude_code_memory, summary_prompt="claude_code"),
     Strategy("codex", "Codex CLI",
              "Codex CLI's published policy: a handoff summary at 90% of the window, checked "
              "after every call, plus up to 20K tokens of the user's own messages; results cut "
-             "to 12K tokens when recorded", _codex),
+             "to 12K tokens when recorded", _codex, summary_prompt="codex"),
     Strategy("server", "Anthropic compaction",
              "server-side compact_20260112: a summary by the same model at 150K input tokens "
-             "(75% of the window at 32K), everything before it dropped", _anthropic_compaction),
+             "(75% of the window at 32K), everything before it dropped", _anthropic_compaction,
+             summary_prompt="anthropic_api"),
     Strategy("mini", "mini-claude",
              "the full pipeline with default settings (persist, budget, snip, microcompact, "
              "session notes, auto-compact)", _mini_claude, ours=True),
