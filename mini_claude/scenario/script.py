@@ -328,10 +328,12 @@ def _make_draft(planner: _Planner, kind: str) -> _Draft:
     return planner.big_log()
 
 
-def _idle_before(index: int, rng: random.Random) -> float:
+def _idle_before(index: int, rng: random.Random, long_idle_every: int) -> float:
+    """Seconds before turn ``index``: short gaps (the prompt cache still warm), and every
+    ``long_idle_every`` turns a gap longer than the cache's 5-minute life (0: never)."""
     if index == 0:
         return 0.0
-    if index % LONG_IDLE_EVERY == 0:
+    if long_idle_every and index % long_idle_every == 0:
         return round(rng.uniform(*LONG_IDLE_SECONDS))
     return round(rng.uniform(*SHORT_IDLE_SECONDS))
 
@@ -374,7 +376,8 @@ def _with_needs(draft: _Draft, fact_ids: list[str], facts: Mapping[str, Fact]) -
     return f"{draft.user} {asks}", f"{draft.answer}\n{answers}"
 
 
-def build_script(plan: ProjectPlan, *, turns: int = FULL_TURNS, seed: int | None = None) -> Script:
+def build_script(plan: ProjectPlan, *, turns: int = FULL_TURNS, seed: int | None = None,
+                 long_idle_every: int = LONG_IDLE_EVERY) -> Script:
     """The session for ``plan``: ``turns`` user requests with their tool calls and needs."""
     rng = random.Random(plan.seed if seed is None else seed)
     planner = _Planner(plan, rng)
@@ -386,7 +389,8 @@ def build_script(plan: ProjectPlan, *, turns: int = FULL_TURNS, seed: int | None
         wanted = needs.get(index, [])
         user, answer = _with_needs(draft, wanted, plan.facts) if wanted else (draft.user,
                                                                               draft.answer)
-        built.append(Turn(user, tuple(draft.steps), answer, _idle_before(index, rng),
+        built.append(Turn(user, tuple(draft.steps), answer,
+                          _idle_before(index, rng, long_idle_every),
                           tuple(dict.fromkeys(draft.reveals)), tuple(wanted), draft.kind))
     return Script(tuple(built), plan.facts, recovery_calls(plan), question_calls(plan))
 
