@@ -71,6 +71,11 @@ QUICK_SCALING_REPEATS = 5
 SCRATCH_PARENT = "mini-claude-bench"
 
 
+# Our own baselines that judge nothing (no compaction overflows; summary-only is the plain
+# tier): played by --quick and --strategies, left out of the full run to keep it short.
+SKIPPED_BY_DEFAULT = ("none", "summary")
+
+
 @dataclass(frozen=True)
 class BenchOptions:
     windows: tuple[int, ...]
@@ -90,7 +95,8 @@ class BenchOptions:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BenchOptions:
-        chosen = STRATEGIES
+        chosen = STRATEGIES if args.quick else tuple(
+            s for s in STRATEGIES if s.key not in SKIPPED_BY_DEFAULT)
         if args.strategies:
             keys = [k.strip() for k in args.strategies.split(",") if k.strip()]
             unknown = [k for k in keys if k not in {s.key for s in STRATEGIES}]
@@ -306,9 +312,15 @@ def _report(options: BenchOptions, scripts: Sequence[Script], jobs: Sequence[Job
     results_json = to_json(first, [*rows, *ablation_rows], verdicts, extra)
     (options.out / "results.json").write_text(json.dumps(results_json, indent=1),
                                               encoding="utf-8")
+    print(f"{per_session[0].name}:")
+    print(markdown_table(rows))
+    print()
     print(summary_table(per_session, options.windows))
     print()
     print("\n".join(goals))
+    print("\n".join(line for window in options.windows for line in goal_lines(rows, window)))
+    if poor_section:
+        print(poor_section.rstrip())
     print(f"\ntokens counted with {shared_counter().name}")
     print(f"report: {options.out / 'report.md'} · {plot_note}")
     return EXIT_OK
@@ -595,49 +607,57 @@ PROMPT_NAMES = ("claude_code", "codex", "anthropic_api", "learn_claude_code")
 
 PEER_NOTES = (
     "All rows run the same agent on the same script; a peer is a set of settings that "
-    "imitates its published policy (numbers from the peers' public source and docs). Every "
-    "summary is written by the same simulated model from our own summary request; the peers' "
-    "own prompts (Claude Code's 9 sections, Codex's handoff prompt, the server's default) are "
-    "not reproduced, and none of them is given our request to keep every path and command.",
-    "- **Claude Code**: summary at window - min(max output, 20K) - 13K = 167K of 200K. At 32K "
-    "that formula is negative, so the output share is capped at a quarter of the window and the "
-    "13K buffer scaled with the window: 32K - 8K - 2.1K = 21.9K. Up to 5 recent files "
-    "re-attached (5K tokens each, 50K in all); results over 50,000 characters saved with a 2 KB "
-    "preview; old results cleared only after an hour idle, keeping the last 5. Left out: the "
-    "server-side cache_edits clearing, the per-tool read limits (2,000 lines / 25K tokens), the "
-    "circuit breaker's exact behaviour, todo lists and plan files re-attached.",
-    "- **Codex CLI**: summary at 90% of the window (the output reserve set to 10% so that 90% "
-    "is reachable), checked before every call, mid-turn too; the rebuilt history holds the "
-    "summary and up to 20K tokens of the user's own messages (capped by our 15% share of the "
-    "window), nothing else; results cut to 10K tokens x1.2 when recorded. Left out: the "
-    "Responses API's encrypted compaction item and its warning about repeated compactions.",
-    "- **Anthropic compaction** (`compact_20260112`): summary at 150,000 input tokens at 200K. "
-    "The 50,000 minimum is above a 32K window, so the trigger is scaled with the window: 75%, "
-    "24,000 tokens. The summary is a separate, billed call by the same model (as "
-    "`usage.iterations` bills it) and everything before it is dropped. Left out: the summary is "
-    "written inside the same request server-side, so the real one saves the round trip; "
-    "`pause_after_compaction` and custom `instructions`.",
-    "- **learn-claude-code**, **summary only**, **no compaction**: our own baselines; they too no "
-    "longer use our idle summaries or the clearing that comes before a second summary in a turn.",
+    "imitates its published policy (numbers from the peers' public source and docs), at the "
+    "best of its documented settings for this workload: `mini-claude bench --tune-peers` plays "
+    "each candidate on the tuning sessions only and the lowest median cost without overflow is "
+    "kept (`bench/strategies.py` names the result). Every row asks for its summaries with its "
+    "own product's published prompt (listed under *Summaries and recovery*).",
+    "- **Claude Code**: summary at window - min(max output, 20K) - 13K = 167K of 200K "
+    "(`CLAUDE_CODE_AUTO_COMPACT_WINDOW` applies the formula to a smaller window, 100K at least). "
+    "Below 100K no real Claude Code runs, so its 32K row is an extrapolation: output share "
+    "capped at a quarter of the window, buffer scaled. Up to 5 recent files re-attached (5K "
+    "tokens each, 50K in all); results over 50,000 characters saved with a 2 KB preview; old "
+    "results cleared only after an hour idle, keeping the last 5. Left out: its cached "
+    "microcompact (server-side `cache_edits` clearing of old results, which the simulator does "
+    "not implement), the per-tool read limits, todo lists and plan files re-attached.",
+    "- **Codex CLI**: summary at 90% of the window or `model_auto_compact_token_limit`, checked "
+    "before every call, mid-turn too; the rebuilt history holds the summary and up to 20K "
+    "tokens of the user's own messages, nothing else; tool output cut to 10K bytes when "
+    "recorded (its limit for models other than its own). It runs at 32K with a local model, so "
+    "its 32K row is a real product's. Left out: the Responses API's encrypted compaction item.",
+    "- **Anthropic compaction** (`compact_20260112`): a summary at the trigger (default 150K, "
+    "at least 50K input tokens), optionally with `clear_tool_uses_20250919` (modelled as all "
+    "but the newest 3 results cleared before each call, its trigger at 0). Below a 64K window "
+    "the trigger cannot be set, so the 32K row (trigger at 75% of the window) is an "
+    "extrapolation. The summary is a separate, billed call by the same model (as "
+    "`usage.iterations` bills it) and everything before it is dropped; the real one saves "
+    "the round trip.",
+    "- **learn-claude-code**: a tutorial's agent, not a product: placeholders for all but the "
+    "last 3 results before every call, a summary above 50K tokens.",
 )
 
 RECOVERY_NOTES = (
     "The simulated model writes a summary of a seeded length between 1,000 and 3,000 tokens "
-    "(seed 0, drawn per request from the history's length). It keeps, most important first: the "
-    "focus, the current state, the user's requests (newest first), errors, files changed, what "
-    "the assistant itself concluded (statements of exact values first), files read, commands and "
-    "searches; each up to a share of the budget. Raw details that appeared only in tool "
-    "results come last, newest first, with whatever room is left: in a long session, none. A "
-    "request that asks for every path and command in full (mini-claude's does) gets that list "
-    "on top, within the reply's token limit. With `--summarizer poor` it keeps only the user's "
-    "requests.",
+    "and follows the request's own words by one rule (`simulator/summary.py`, `asked_for`), "
+    "which does not know which product wrote it: a kind the request names (the user's "
+    "messages or requests, decisions and learnings, errors, files or paths or references, "
+    "commands, searches, the state and next steps, critical data or code snippets) is written "
+    "first, each up to a share of the length; a kind named with *all*, *every* or *enumerate* "
+    "is written whole, as far as a long summary's 4K tokens allow; kinds not named get the "
+    "room left, raw tool output last. A request that names nothing specific, or asks for "
+    "*anything helpful*, gets a general summary. With `--summarizer poor` it keeps only the "
+    "user's requests.",
     "",
-    "When a turn needs a fact that is not in its first request, the scripted model looks for a "
-    "pointer to it in the context, the question itself not counted: the file's path, the "
-    "command, the search (in a summary, a placeholder, a kept message). If there is one, it "
-    "re-runs that one call first (and pages through it if the output was saved to a file) and "
-    "goes on; the fact counts as recovered when a later call of the turn carries it. Without a "
-    "pointer it is lost.",
+    "When a turn needs a fact that is not in its first request, the scripted model reads it "
+    "back with one call: the call a pointer still in context names (the file's path, the "
+    "command, the search, in a summary, a placeholder, a kept message), or else the call the "
+    "question itself points to (the file it names, the end of a log it names, the search of "
+    "a log it names); a question that only names a report (\"the lint report\") points to "
+    "nothing. mini-claude can also search its own history (`search_history`); the peers "
+    "cannot. The fact counts as recovered when a later call of the turn carries it, and as "
+    "lost otherwise.",
+    "",
+    "The summary prompts sent:",
 )
 
 COLUMN_NOTES = (
