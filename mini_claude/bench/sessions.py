@@ -39,7 +39,7 @@ SHAPES = (
     Shape("mixed", 60, 6, 1.0),
     Shape("short, warm cache, small outputs", 30, 0, 0.5),
     Shape("idle often, large outputs", 45, 3, 2.0),
-    Shape("long, warm cache", 90, 0, 1.0),
+    Shape("warm cache", 60, 0, 1.0),
 )
 LONG_SHAPE = Shape("very long", 300, 6, 1.0)  # --long: each run takes minutes
 

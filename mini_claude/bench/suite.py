@@ -71,9 +71,11 @@ QUICK_SCALING_REPEATS = 5
 SCRATCH_PARENT = "mini-claude-bench"
 
 
-# Our own baselines that judge nothing (no compaction overflows; summary-only is the plain
-# tier): played by --quick and --strategies, left out of the full run to keep it short.
-SKIPPED_BY_DEFAULT = ("none", "summary")
+# Rows that judge nothing, left out of the full run to keep it short (--quick and --strategies
+# play them): our own baselines (no compaction overflows; summary only is the plain tier),
+# learn-claude-code (a tutorial, not a product) and Claude Code's session memory (behind a flag
+# in the product, and never seen in its requests).
+SKIPPED_BY_DEFAULT = ("none", "summary", "learn", "claude-code-memory")
 
 
 @dataclass(frozen=True)
