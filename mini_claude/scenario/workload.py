@@ -68,6 +68,7 @@ class ProjectPlan:
 
     seed: int
     module_lines: dict[str, int]
+    output_scale: float = 1.0  # how large tool outputs run: module and log sizes scale with it
     module_facts: dict[str, Fact] = field(default_factory=dict)
     config_facts: dict[str, Fact] = field(default_factory=dict)
     command_facts: dict[str, Fact] = field(default_factory=dict)
@@ -115,11 +116,15 @@ class _FactMaker:
         return Fact(fact_id, value, where)
 
 
-def plan_project(seed: int) -> ProjectPlan:
+def plan_project(seed: int, output_scale: float = 1.0) -> ProjectPlan:
+    """The project of ``seed``; ``output_scale`` makes its modules and logs (so the tool
+    outputs that show them) smaller or larger than usual."""
     rng = random.Random(seed)
     sizes = {name: _module_size(rng) for name in MODULE_NAMES}
     sizes["orders"] = max(sizes["orders"], 720)  # the one big module everybody has
-    plan = ProjectPlan(seed=seed, module_lines=sizes)
+    if output_scale != 1.0:
+        sizes = {name: max(60, round(lines * output_scale)) for name, lines in sizes.items()}
+    plan = ProjectPlan(seed=seed, module_lines=sizes, output_scale=output_scale)
     facts = _FactMaker(rng)
     cold = plan.cold_modules
     for index, module in enumerate(rng.sample(cold, k=min(12, len(cold)))):
@@ -198,6 +203,7 @@ def _write_configs(plan: ProjectPlan, root: Path) -> None:
 
 def _write_logs(plan: ProjectPlan, rng: random.Random, root: Path) -> None:
     for path, size in LOGS.items():
+        size = round(size * plan.output_scale)
         lines = codegen.log_lines(rng, path.split("/")[1].removesuffix(".log"), size)
         if path == "logs/worker.log":
             fact = plan.command_facts[WORKER_TAIL_COMMAND]

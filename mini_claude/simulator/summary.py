@@ -1,12 +1,14 @@
 """The summary the simulator writes for a summary request, as a real model would write it.
 
-A real model's summary is short (about 1-3K tokens) and selective: it keeps
-what the user asked, what the assistant itself concluded, the files, commands
-and errors, and the current state; raw details that appeared only inside tool
-results survive only as far as the budget allows, newest first, or not at all.
-:class:`SummaryStyle` fixes the budget from a seed (so every run writes the same
-summary) and the mode: ``realistic``, or ``poor`` for a model that keeps the
-user's requests and nothing else.
+A real model's summary is short (about 1-3K tokens) and selective, and it
+follows the request: :func:`asked_for` reads the request's own words for the
+kinds it names (the user's messages, decisions, errors, files, commands,
+searches, the state and next steps, exact details) and which of them it wants
+whole ("all", "every", "enumerate"). One rule for every request, whoever wrote
+it. Those kinds are written first; the rest only as far as room is left, raw
+details from tool results last. :class:`SummaryStyle` fixes the length from a
+seed (so every run writes the same summary) and the mode: ``realistic``, or
+``poor`` for a model that keeps the user's requests and nothing else.
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ from mini_claude.simulator.types import (
 from mini_claude.text import shorten
 
 FACT_PATTERN = re.compile(r"FACT-[A-Za-z0-9_-]+[^\n]{0,80}")
-# A request that asks for every path and command in full ("Keep in full: ...").
-KEEP_IN_FULL = re.compile(r"^\s*keep in full\s*:", re.IGNORECASE | re.MULTILINE)
 FOCUS_LINE = re.compile(r"^\s*focus\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 SUMMARY_TAG = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 HEADING = re.compile(r"^##\s+(.+?)\s*$")
@@ -47,9 +47,39 @@ REATTACHED_FILE = re.compile(r"^\[File re-attached after compaction[^:]*: (\S+)"
 ITEM_CHARS = 200
 # Kept for callers that still name the old fixed size: the middle of the realistic range.
 SUMMARY_TOKEN_BUDGET = 2_000
+# However much a request asks to keep in full, a summary stops here (a long real summary).
+MAX_SUMMARY_TOKENS = 4_096
 HEADING_TOKENS = 10
 REPLY_MARGIN_TOKENS = 300  # the analysis scratchpad and the tags, inside the reply's limit
 ITEM_OVERHEAD_TOKENS = 2
+
+# What a summary request can ask for, by kind, in the words prompts use for it. One table for
+# every request: the simulated model reads the words, not who wrote them.
+KIND_WORDS: dict[str, re.Pattern[str]] = {
+    kind: re.compile(words, re.IGNORECASE) for kind, words in {
+        "requests": r"\buser(?:'s|s'|s)?\b[\w\s]{0,20}?\b(?:messages?|requests?|preferences?|"
+                    r"said|wrote|asked)\b|\brequests? and intent|\bintents?\b|\bconstraints?\b|"
+                    r"\binstructions?\b|\bthe (?:initial )?task\b|\bwhat the user\b",
+        "findings": r"\bdecisions?\b|\bdecided\b|\blearnings?\b|\bconcepts?\b|\bconclu\w+|"
+                    r"\bfindings?\b|\baccomplished\b|\bprogress\b|\bproblems? solv\w*",
+        "errors": r"\berrors?\b|\bfail\w*|\bfix(?:es|ed)?\b",
+        "files": r"\bfiles?\b|\bpaths?\b|\breferences\b",
+        "commands": r"\bcommands?\b",
+        "searches": r"\bsearch(?:es)?\b",
+        "state": r"\bstate\b|\bcurrent work\b|\bnext steps?\b|\bpending\b|\bremains?\b|"
+                 r"\bleft off\b",
+        "details": r"\bcritical (?:data|details)\b|\bexact values?\b|\bcode snippets?\b|"
+                   r"\bexamples?\b|\bidentifiers\b",
+    }.items()
+}
+# Words that ask for a kind whole rather than a selection of it.
+COMPLETE_WORDS = re.compile(r"\b(?:all|every|everything|enumerate|in full|however long)\b",
+                            re.IGNORECASE)
+# A request that asks for "anything helpful" asks for a general summary: every kind but raw output.
+GENERAL_WORDS = re.compile(r"\banything (?:that would be )?helpful\b", re.IGNORECASE)
+NEGATED = re.compile(r"^\W*(?:leave out|do not|don't|never|omit|avoid)\b", re.IGNORECASE)
+SENTENCE_BREAK = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9])|\n+")
+GENERAL_KINDS = frozenset(KIND_WORDS) - {"details"}
 
 SummaryMode = Literal["realistic", "poor"]
 
@@ -115,6 +145,36 @@ def focus_of(instruction: str) -> str:
     return shorten(rest, MAX_FOCUS_CHARS)
 
 
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a summary request asks to keep, by kind, and which kinds it wants whole."""
+
+    kinds: frozenset[str]
+    complete: frozenset[str] = frozenset()
+
+
+def asked_for(instruction: str) -> Asked:
+    """The kinds a request names, read sentence by sentence from its own words.
+
+    A sentence that names a kind asks for it; with a word such as "all", "every" or
+    "enumerate" it asks for that kind whole. A sentence that starts by saying what to
+    leave out asks for nothing. A request that names no kind, or asks for "anything"
+    helpful, gets a general summary: every kind but raw tool output.
+    """
+    kinds: set[str] = set()
+    complete: set[str] = set()
+    for sentence in SENTENCE_BREAK.split(instruction):
+        if not sentence.strip() or NEGATED.match(sentence):
+            continue
+        named = {kind for kind, words in KIND_WORDS.items() if words.search(sentence)}
+        kinds |= named | (GENERAL_KINDS if GENERAL_WORDS.search(sentence) else set())
+        if COMPLETE_WORDS.search(sentence):
+            complete |= named
+    if not kinds - {"state"}:  # only where things stand, or nothing: a general summary
+        kinds |= GENERAL_KINDS
+    return Asked(frozenset(kinds), frozenset(complete))
+
+
 def earlier_summary(text: str) -> str | None:
     """The summary carried by a compaction boundary, or None when the text is not one."""
     head = text.lstrip()[:200].lower()
@@ -161,7 +221,7 @@ class _Sections:
         self.commands = Section("Commands run", 0.07)
         self.searches = Section("Searches", 0.03)
         self.state = Section("Current state and next step", 0.10)
-        self.details = Section("Details from tool output", 1.0)
+        self.details = Section("Details from tool output", 0.10)
 
     def ordered(self) -> list[Section]:
         return [self.focus, self.requests, self.findings, self.errors, self.changed, self.read,
@@ -170,22 +230,23 @@ class _Sections:
     def by_title(self, title: str) -> Section | None:
         return next((s for s in self.ordered() if s.title.lower() == title.lower()), None)
 
-    def pointers(self) -> list[Section]:
-        """Where things are: what a request that asks for them in full gets whole."""
-        return [self.commands, self.changed, self.read, self.searches]
+    def of_kind(self, kind: str) -> list[Section]:
+        """The sections a kind of :data:`KIND_WORDS` names."""
+        return {
+            "requests": [self.requests], "findings": [self.findings], "errors": [self.errors],
+            "files": [self.changed, self.read], "commands": [self.commands],
+            "searches": [self.searches], "state": [self.state], "details": [self.details],
+        }[kind]
 
-    def first_pass(self, pointers_in_full: bool) -> list[Section]:
-        """What a model writes first, most important first: everything but raw tool output."""
-        if pointers_in_full:
-            return [self.focus, self.state, self.requests, *self.pointers(), self.errors,
-                    self.findings]
+    def asked(self, kinds: frozenset[str]) -> list[Section]:
+        """The sections of those kinds, in the order a model writes them down."""
+        wanted = {id(section) for kind in kinds for section in self.of_kind(kind)}
+        return [section for section in self.writing_order() if id(section) in wanted]
+
+    def writing_order(self) -> list[Section]:
+        """Most important first: where things stand, what was asked, what went wrong."""
         return [self.focus, self.state, self.requests, self.errors, self.changed, self.findings,
-                self.read, self.commands, self.searches]
-
-    def leftover_pass(self) -> list[Section]:
-        """Where room left over goes: more of the same, and raw tool output only at the end."""
-        return [self.requests, self.findings, self.read, self.commands, self.searches,
-                self.errors, self.changed, self.details]
+                self.read, self.commands, self.searches, self.details]
 
 
 def _target(use: ToolUsePart) -> str:
@@ -295,13 +356,17 @@ def _state(history: list[SimMessage], sections: _Sections) -> None:
     sections.state.items = items
 
 
-def _select(
-    sections: _Sections, counter: TokenCounter, budget: int, pointers_in_full: bool = False
-) -> None:
-    """Fill the budget: each part up to its share first, then raw details with what is left.
+def _size(section: Section, counter: TokenCounter) -> int:
+    return sum(counter.count(item) + ITEM_OVERHEAD_TOKENS for item in section.items)
 
-    A request that asks for the paths, commands and searches in full gets them
-    whole (as far as the budget goes), right after the requests.
+
+def _select(sections: _Sections, counter: TokenCounter, budget: int, asked: Asked) -> None:
+    """Fill the budget with what the request asked for, then with what room is left.
+
+    Kinds asked for whole come first, the smallest first (so as many lists as can be
+    are whole); then the other kinds asked for, each up to its share; then room left
+    goes to the kinds asked for, and last to those not asked for, raw tool output
+    at the very end.
     """
     used = HEADING_TOKENS
 
@@ -321,10 +386,16 @@ def _select(
 
     # The assistant's own statements of exact values come before its passing remarks.
     sections.findings.items.sort(key=lambda item: "FACT-" not in item)
-    full = sections.pointers() if pointers_in_full else []
-    for section in sections.first_pass(pointers_in_full):
-        take(section, budget if section in full else int(budget * section.share))
-    for section in sections.leftover_pass():
+    whole = sorted(sections.asked(asked.complete), key=lambda s: _size(s, counter))
+    chosen = sections.asked(asked.kinds)
+    take(sections.focus, int(budget * sections.focus.share))
+    for section in whole:
+        take(section, budget)
+    for section in chosen:
+        take(section, int(budget * section.share))
+    chosen_ids = {id(section) for section in chosen}
+    rest = [section for section in sections.writing_order() if id(section) not in chosen_ids]
+    for section in [*chosen, *rest]:
         take(section, budget)
 
 
@@ -358,17 +429,17 @@ def build_summary(
         for section in sections.ordered():
             if section is not sections.requests:
                 section.items.clear()
-    pointers_in_full = KEEP_IN_FULL.search(instruction) is not None
+    asked = asked_for(instruction)
     if budget is None:
         budget = style.budget(conv)
-        if pointers_in_full:
-            # Asked for the list "however long", a model writes it on top of its usual length,
-            # as far as the reply's token limit lets it.
-            extra = sum(counter.count(item) + ITEM_OVERHEAD_TOKENS
-                        for section in sections.pointers() for item in section.items)
-            ceiling = conv.max_tokens - REPLY_MARGIN_TOKENS if conv.max_tokens else budget + extra
-            budget = max(budget, min(budget + extra, ceiling))
-    _select(sections, counter, budget, pointers_in_full)
+        # Asked for whole lists "however long", a model writes them on top of its usual
+        # length, as far as the reply's token limit and a long summary's length let it.
+        extra = sum(_size(section, counter) for section in sections.asked(asked.complete))
+        ceiling = MAX_SUMMARY_TOKENS - REPLY_MARGIN_TOKENS
+        if conv.max_tokens:
+            ceiling = min(ceiling, conv.max_tokens - REPLY_MARGIN_TOKENS)
+        budget = max(budget, min(budget + extra, ceiling))
+    _select(sections, counter, budget, asked)
     uses = sum(len(m.tool_uses) for m in history)
     analysis = (
         f"The session has {len(history)} messages, {len(sections.requests.items)} user requests, "

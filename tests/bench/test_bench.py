@@ -128,11 +128,12 @@ def test_quick_run_adds_ours_with_poor_summaries(quick_report: tuple[int, Path, 
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "## Poor summaries" in report and "## Poor summaries" in stdout
     rows = [line for line in report.split("## Poor summaries", 1)[1].splitlines()
-            if line.startswith(("| realistic | 32K", "| poor | 32K"))]
-    assert [row.split(" | ")[0] for row in rows] == ["| realistic", "| poor"]
-    assert rows[1].rstrip(" |").endswith("%")  # the cost beside the realistic run's
+            if line.startswith(("| fair | 32K", "| poor | 32K"))]
+    assert [row.split(" | ")[0] for row in rows] == ["| fair", "| poor"]
+    assert rows[1].rstrip(" |").endswith("%")  # the cost beside the fair run's
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    [poor] = results["poor_summary"]
+    [session] = results["poor_summary"]
+    [poor] = session["rows"]
     assert poor["window"] == 32_000 and poor["needed"] > 0
     assert poor["retained"] + poor["recovered"] <= poor["needed"]
 
@@ -147,3 +148,4 @@ def test_quick_run_reports_the_wait_and_the_goals(quick_report: tuple[int, Path,
     assert rows["mini"]["notes_updates"] > 0
     assert rows["claude-code-memory"]["notes_updates"] > 0
     assert "32K cost goal:" in stdout and "32K wait goal:" in stdout
+    assert "median" in stdout and "worst" in stdout

@@ -12,8 +12,22 @@ from mini_claude.bench.report import make_row
 from mini_claude.bench.runner import registry_for, run_strategy
 from mini_claude.bench.strategies import strategy_named
 from mini_claude.scenario.policy import ScriptPolicy
-from mini_claude.scenario.script import Script, Step, Turn, build_script, read, recovery_calls
-from mini_claude.scenario.workload import ProjectPlan, plan_project, write_project
+from mini_claude.scenario.script import (
+    Script,
+    Step,
+    Turn,
+    build_script,
+    question_calls,
+    read,
+    recovery_calls,
+)
+from mini_claude.scenario.workload import (
+    LINT_COMMAND,
+    LOG_KEYWORD,
+    ProjectPlan,
+    plan_project,
+    write_project,
+)
 from mini_claude.settings import Settings
 from mini_claude.simulator import SimConversation, SimMessage, TextPart
 
@@ -30,7 +44,7 @@ def needing_script(plan: ProjectPlan, fact_id: str) -> Script:
     question = f"What did FACT-{fact_id} in {plan.facts[fact_id].where} say?"
     return Script((Turn("start", (step,), "ok"), Turn(question, (step,), "done",
                                                       needs=(fact_id,))),
-                  plan.facts, recovery_calls(plan))
+                  plan.facts, recovery_calls(plan), question_calls(plan))
 
 
 def request(script: Script, *context: str) -> SimConversation:
@@ -66,12 +80,30 @@ def test_a_missing_fact_with_its_path_in_context_is_read_back(plan: ProjectPlan)
     assert policy.respond(conv).tool_calls[0].input == {"path": "README.md"}
 
 
-def test_the_question_itself_is_no_pointer(plan: ProjectPlan) -> None:
+def test_a_question_that_names_the_file_is_pointer_enough(plan: ProjectPlan) -> None:
     fact_id, path = module_fact(plan)
     script = needing_script(plan, fact_id)
-    assert path in script.turns[1].user  # the user names the file...
+    assert path in script.turns[1].user  # the user names the file, nothing else does
     policy, calls = first_reply(script, request(script, "[compacted]\n## User requests\n- hi"))
-    assert calls == ["read_file [('path', 'README.md')]"]  # ...but nothing else does: lost
+    assert calls == [f"read_file {[('path', path)]}"]
+    assert [r.fact_ids for r in policy.recoveries] == [(fact_id,)]
+
+
+def test_a_question_that_names_a_log_search_runs_that_search(plan: ProjectPlan) -> None:
+    fact = plan.keyword_facts[0]
+    script = needing_script(plan, fact.id)
+    assert "logs/app.log" in script.turns[1].user
+    _, calls = first_reply(script, request(script, "[compacted]\n## User requests\n- hi"))
+    assert calls == [f"grep_search {[('path', 'logs/app.log'), ('pattern', LOG_KEYWORD)]}"]
+
+
+def test_a_question_that_only_names_a_report_needs_a_pointer_in_context(
+        plan: ProjectPlan) -> None:
+    fact = plan.command_facts[LINT_COMMAND]
+    script = needing_script(plan, fact.id)
+    assert fact.where in script.turns[1].user and LINT_COMMAND not in script.turns[1].user
+    policy, calls = first_reply(script, request(script, "[compacted]\n## User requests\n- hi"))
+    assert calls == ["read_file [('path', 'README.md')]"]  # nothing says which command: lost
     assert policy.recoveries == [] and policy.recovery_ids == set()
 
 
@@ -122,7 +154,7 @@ def test_the_summarizer_mode_is_a_bench_switch() -> None:
 def test_with_no_pointer_left_the_model_searches_its_history_when_it_can(
     plan: ProjectPlan,
 ) -> None:
-    fact_id, _ = module_fact(plan)
+    fact_id = plan.command_facts[LINT_COMMAND].id
     script = needing_script(plan, fact_id)
     conv = request(script, "[compacted]\n## User requests\n- hi")
     conv.tool_names = ["read_file", "search_history"]
@@ -132,6 +164,16 @@ def test_with_no_pointer_left_the_model_searches_its_history_when_it_can(
     conv.tool_names = ["read_file"]  # a peer row: no such tool, the fact is lost
     policy, calls = first_reply(script, conv)
     assert calls == ["read_file [('path', 'README.md')]"] and policy.recoveries == []
+
+
+def test_every_fact_but_the_report_ones_has_a_question_call(plan: ProjectPlan) -> None:
+    script = build_script(plan)
+    named = set(script.asked)
+    reports = {f.id for c, f in plan.command_facts.items() if "logs/" not in c}
+    assert named == set(plan.facts) - reports
+    for turn in script.turns:  # each question does name where its fact is
+        for fact_id in turn.needs:
+            assert plan.facts[fact_id].where in turn.user
 
 
 def test_peer_rows_go_without_the_ledger_and_search_history() -> None:

@@ -1,0 +1,1 @@
+"""Each product's own summary prompt, sent by the benchmark row that models that product."""
