@@ -1,4 +1,8 @@
-"""Child processes that can always be stopped, and output that can never grow unbounded."""
+"""Child processes that can always be stopped, and output that can never grow unbounded.
+
+Shell commands run under a guard (see ``shell_guard``): a small process that takes
+everything the command started down with it when the session ends, however it ends.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +11,161 @@ import codecs
 import contextlib
 import os
 import signal
-from collections.abc import Callable
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from mini_claude.private_dirs import make_private_dirs
 from mini_claude.secrets import mask, secret_values
+from mini_claude.tools import shell_guard
 
 TERMINATE_GRACE_SECONDS = 2.0
 EXIT_POLL_SECONDS = 0.02
+# How long a stop waits for the guard beyond the grace it gives the command; a guard still
+# busy after that finishes on its own (it needs nothing more from us).
+GUARD_STOP_MARGIN_SECONDS = 3.0
+GUARD_SCRIPT = shell_guard.__file__
 
 
-# Process groups of commands still running, so a forced exit can take them along.
-LIVE_GROUPS: set[int] = set()
+class Exited(Protocol):
+    @property
+    def returncode(self) -> int | None: ...
+
+
+class GuardedProcess:
+    """A command running under its guard; ``pid`` is the guard's (its own process group).
+
+    ``returncode`` is the command's exit status, which the guard reports the moment the
+    command exits, although the guard stays while anything the command started runs.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes], status_fd: int) -> None:
+        self.popen = popen
+        self._status_fd = status_fd
+        self._status = b""
+        self._code: int | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.poll()
+
+    def poll(self) -> int | None:
+        if self._code is not None or self._status_fd < 0:
+            return self._code
+        try:
+            data = os.read(self._status_fd, 64)
+        except BlockingIOError:
+            return None
+        except OSError:
+            data = b""
+        self._status += data
+        if data and b"\n" not in self._status:
+            return None
+        try:
+            self._code = int(self._status.split(b"\n", 1)[0])
+        except ValueError:  # the guard was killed before it could say
+            self._code = -signal.SIGKILL
+        os.close(self._status_fd)
+        self._status_fd = -1
+        return self._code
+
+    def guard_running(self) -> bool:
+        return self.popen.poll() is None
+
+    def request_stop(self, *, now: bool = False) -> None:
+        """Ask the guard to stop the command and all it started (SIGKILL at once if ``now``)."""
+        if self.guard_running():
+            with contextlib.suppress(ProcessLookupError):
+                self.popen.send_signal(shell_guard.STOP_NOW if now else signal.SIGTERM)
+
+    def wait_stopped(self, timeout: float) -> bool:
+        """Wait for the guard to finish; True when everything below it has ended."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=timeout)
+        self.poll()
+        return not self.guard_running()
+
+
+# Guards whose commands (or what those started) may still run, so a forced exit can end them.
+LIVE_GUARDS: set[GuardedProcess] = set()
+_lifeline: tuple[int, int] | None = None
+
+
+def _lifeline_read_end() -> int:
+    """The pipe every guard watches; its write end lives exactly as long as this process."""
+    global _lifeline
+    if _lifeline is None:
+        _lifeline = os.pipe()  # not inherited: only the guards get the read end, by number
+    return _lifeline[0]
+
+
+def spawn_guarded(
+    argv: Sequence[str], cwd: os.PathLike[str] | str, env: Mapping[str, str], *,
+    stdout: int = subprocess.DEVNULL, stderr: int = subprocess.DEVNULL,
+    log_path: Path | None = None, log_cap: int = 0,
+    grace: float = TERMINATE_GRACE_SECONDS,
+) -> GuardedProcess:
+    """Start ``argv`` under a guard (stdin closed); with ``log_path`` its output goes there,
+    capped at ``log_cap`` bytes. Raises OSError when it cannot start."""
+    lifeline = _lifeline_read_end()
+    status_r, status_w = os.pipe()
+    try:
+        popen = subprocess.Popen(
+            [sys.executable, "-I", "-S", GUARD_SCRIPT, str(lifeline), str(status_w),
+             f"{grace:g}", str(log_path) if log_path else shell_guard.NO_LOG, str(log_cap),
+             *argv],
+            cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+            pass_fds=(lifeline, status_w), start_new_session=True,
+        )
+    except BaseException:
+        os.close(status_r)
+        raise
+    finally:
+        os.close(status_w)
+    os.set_blocking(status_r, False)
+    process = GuardedProcess(popen, status_r)
+    _prune()
+    LIVE_GUARDS.add(process)
+    return process
+
+
+def _prune() -> None:
+    for process in list(LIVE_GUARDS):
+        if not process.guard_running():
+            LIVE_GUARDS.discard(process)
+
+
+def stop_guarded(process: GuardedProcess, grace: float = TERMINATE_GRACE_SECONDS) -> None:
+    """Stop the command and everything it started; SIGKILL at once when ``grace`` is 0."""
+    process.request_stop(now=grace <= 0)
+    if process.wait_stopped(grace + GUARD_STOP_MARGIN_SECONDS):
+        LIVE_GUARDS.discard(process)
+
+
+async def stop_guarded_async(
+    process: GuardedProcess, grace: float = TERMINATE_GRACE_SECONDS
+) -> None:
+    """``stop_guarded`` for the event loop; the stop is asked for even if this is cancelled."""
+    process.request_stop(now=grace <= 0)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace + GUARD_STOP_MARGIN_SECONDS
+    while process.guard_running() and loop.time() < deadline:
+        await asyncio.sleep(EXIT_POLL_SECONDS)
+    process.poll()
+    if not process.guard_running():
+        LIVE_GUARDS.discard(process)
 
 
 def kill_live_groups() -> None:
-    """SIGKILL every command group still running (the process is about to exit)."""
-    for pgid in list(LIVE_GROUPS):
-        signal_group(pgid, signal.SIGKILL)
+    """SIGKILL every command still running, and all it started (the process is about to exit)."""
+    for process in list(LIVE_GUARDS):
+        process.request_stop(now=True)
 
 
 def signal_group(pgid: int, signum: int) -> None:
@@ -34,7 +174,7 @@ def signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
-async def wait_for_exit(process: asyncio.subprocess.Process, timeout: float | None) -> bool:
+async def wait_for_exit(process: Exited, timeout: float | None) -> bool:
     """Wait until the process itself has exited; True when it did within ``timeout``.
 
     ``Process.wait()`` on Python 3.11 also waits for every pipe to close, so a
