@@ -75,22 +75,25 @@ class CappedLog:
         self.head = b""
         self.tail = bytearray()
         self.dropped = 0
+        self.over = False  # past the cap: the file is rewritten whole from here on
         self.dirty = False
         self.flushed_at = 0.0
         self.file = open(path, "ab", buffering=0)  # noqa: SIM115 - held for the guard's life
 
     def write(self, data: bytes) -> None:
-        if not self.dropped and self.total + len(data) <= self.cap:
+        if not self.over and self.total + len(data) <= self.cap:
             self.file.write(data)
             self.total += len(data)
             return
-        if not self.dropped:  # the first overflow: take the head and tail from the file
-            with open(self.path, "rb") as handle:
-                written = handle.read()
-            self.head = written[: self.head_cap]
-            self.tail = bytearray(written[self.head_cap:])
         self.total += len(data)
-        self.tail += data
+        if self.over:
+            self.tail += data
+        else:  # the first overflow: the head and tail from what the file holds, and this
+            with open(self.path, "rb") as handle:
+                everything = handle.read() + data
+            self.head = everything[: self.head_cap]
+            self.tail = bytearray(everything[self.head_cap:])
+            self.over = True
         excess = len(self.tail) - self.tail_cap
         if excess > 0:
             del self.tail[:excess]
