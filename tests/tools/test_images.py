@@ -144,8 +144,9 @@ def huge_png(width: int, height: int) -> bytes:
             + chunk(b"IEND", b""))
 
 
+# Peak memory from VmHWM, this program's own: ru_maxrss would count the parent's at exec.
 PEAK_MEMORY_SCRIPT = """
-import resource, sys
+import re, sys
 from pathlib import Path
 from mini_claude.settings import Settings
 from mini_claude.tools.common import ToolError
@@ -155,7 +156,8 @@ try:
     print("decoded")
 except ToolError as exc:
     print(exc.message)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+status = Path("/proc/self/status").read_text()
+print(int(re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1)) // 1024)
 """
 
 
@@ -168,8 +170,6 @@ def test_a_small_png_of_huge_dimensions_is_refused_before_it_is_decoded(tmp_path
     bomb = tmp_path / "bomb.png"
     bomb.write_bytes(huge_png(12_000, 12_000))
     assert bomb.stat().st_size < 1_000_000
-    with Image.open(bomb) as opened:
-        assert opened.size == (12_000, 12_000)
     done = subprocess.run([sys.executable, "-c", PEAK_MEMORY_SCRIPT, str(bomb)],
                           capture_output=True, text=True, timeout=120)
     message, peak_mb = done.stdout.strip().splitlines()
