@@ -13,9 +13,10 @@ import os
 import signal
 import subprocess
 import sys
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import BinaryIO, Protocol
 
 from mini_claude.private_dirs import make_private_dirs
 from mini_claude.secrets import mask, secret_values
@@ -211,11 +212,13 @@ class HeadTailBuffer:
     """Keeps the first and last characters of a stream and counts what fell in between.
 
     The head shows how a command started, the tail how it ended (the error
-    is usually there); memory stays at ``cap`` characters whatever arrives.
+    is usually there); memory stays at ``cap`` characters whatever arrives. The
+    spill file, once the stream outgrows that, keeps at most ``spill_cap`` bytes:
+    its head and tail, with the line a background shell's log has between them.
     """
 
     def __init__(self, cap: int, spill_path: Path | None = None,
-                 secrets: tuple[str, ...] = ()) -> None:
+                 secrets: tuple[str, ...] = (), spill_cap: int | None = None) -> None:
         self.head_cap = cap // 2
         self.tail_cap = cap - self.head_cap
         self.head = ""
@@ -224,7 +227,12 @@ class HeadTailBuffer:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.spill_path = spill_path  # where the whole stream goes once it outgrows the cap
         self.spilled: Path | None = None
-        self._spill: TextIO | None = None
+        self._spill: BinaryIO | None = None
+        self._spill_cap = spill_cap
+        self._spill_written = 0
+        self._spill_tail: deque[bytes] = deque()
+        self._spill_tail_size = 0
+        self._spill_dropped = 0
         self._secrets = secret_values(secrets)
         # The end of what arrived, held back until no key can straddle it: a key is only
         # ever written masked, even if the process dies mid-command.
@@ -260,7 +268,7 @@ class HeadTailBuffer:
         try:
             make_private_dirs(self.spill_path.parent)
             fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            self._spill = os.fdopen(fd, "w", encoding="utf-8")
+            self._spill = os.fdopen(fd, "wb")
             self.spilled = self.spill_path
             self._write_spill(everything_so_far)
         except OSError:
@@ -273,13 +281,49 @@ class HeadTailBuffer:
         cut = len(text) if final else max(0, len(text) - self._hold)
         text, self._held_back = text[:cut], text[cut:]
         try:
-            self._spill.write(text)
+            self._store(text.encode("utf-8", "replace"))
+            if final:
+                self._store_tail()
             self._spill.flush()
         except OSError:
             failed, self._spill = self._spill, None
             with contextlib.suppress(OSError):
                 failed.close()
             self.spilled = None
+
+    def _store(self, data: bytes) -> None:
+        """Write the head of the spill; past it, hold the tail (in chunks) until the end."""
+        assert self._spill is not None
+        if self._spill_cap is None:
+            self._spill.write(data)
+            return
+        room = shell_guard.head_size(self._spill_cap) - self._spill_written
+        if room > 0:
+            self._spill.write(data[:room])
+            self._spill_written += min(room, len(data))
+            data = data[room:]
+        if not data:
+            return
+        self._spill_tail.append(data)
+        self._spill_tail_size += len(data)
+        tail_cap = self._spill_cap - shell_guard.head_size(self._spill_cap)
+        while self._spill_tail_size - len(self._spill_tail[0]) >= tail_cap:
+            dropped = self._spill_tail.popleft()
+            self._spill_tail_size -= len(dropped)
+            self._spill_dropped += len(dropped)
+
+    def _store_tail(self) -> None:
+        if self._spill is None or self._spill_cap is None:
+            return
+        tail_cap = self._spill_cap - shell_guard.head_size(self._spill_cap)
+        tail = b"".join(self._spill_tail)
+        self._spill_dropped += max(0, len(tail) - tail_cap)
+        tail = tail[-tail_cap:] if len(tail) > tail_cap else tail
+        if self._spill_dropped:
+            self._spill.write(shell_guard.LOG_GAP.format(
+                dropped=self._spill_dropped, head=self._spill_written, tail=tail_cap).encode())
+        self._spill.write(tail)
+        self._spill_tail.clear()
 
     def close(self) -> None:
         if self._spill is not None:
@@ -297,7 +341,8 @@ class HeadTailBuffer:
         self.close()
         if not self.dropped:
             return self.head + self.tail
-        where = f"; the full output is saved at {self.spilled}" if self.spilled else ""
+        whole = "its first and last bytes are" if self._spill_dropped else "the full output is"
+        where = f"; {whole} saved at {self.spilled}" if self.spilled else ""
         return f"{self.head}\n[... {self.dropped:,} characters omitted{where} ...]\n{self.tail}"
 
 

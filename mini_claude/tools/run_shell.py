@@ -113,6 +113,7 @@ class RunShellTool:
             result = await execute(
                 command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars,
                 spill_dir=_spill_dir(ctx), secrets=api_keys(ctx.settings), progress=progress,
+                spill_cap=ctx.settings.shell_log_cap_bytes,
             )
         except ToolError as exc:
             return error_output(exc.message)
@@ -168,19 +169,21 @@ def _spill_dir(ctx: ToolContext) -> Path:
 async def execute(
     command: str, cwd: os.PathLike[str], env: Mapping[str, str], timeout: float, cap: int,
     *, spill_dir: Path | None = None, secrets: tuple[str, ...] = (),
-    progress: CallProgress | None = None,
+    progress: CallProgress | None = None, spill_cap: int | None = None,
 ) -> ShellResult:
     """Run ``bash -c command``; on timeout or cancellation kill it and all it started.
 
-    Output beyond the in-memory cap is spilled whole to ``spill_dir`` so nothing is lost.
+    Output beyond the in-memory cap is spilled to ``spill_dir``: whole, or its first and last
+    ``spill_cap`` bytes (the cap of a background shell's log).
     ``progress`` sees the output as it arrives; when the run is cancelled it gets what
     was printed so far, for the model.
     """
     stamp = f"{time.time_ns()}-run_shell"
     stdout = HeadTailBuffer(cap // 2, spill_dir / f"{stamp}-stdout.txt" if spill_dir else None,
-                            secrets)
+                            secrets, spill_cap)
     stderr = HeadTailBuffer(cap - cap // 2,
-                            spill_dir / f"{stamp}-stderr.txt" if spill_dir else None, secrets)
+                            spill_dir / f"{stamp}-stderr.txt" if spill_dir else None, secrets,
+                            spill_cap)
     try:
         process, out_fd, err_fd = _spawn(command, cwd, env)
     except OSError as exc:
