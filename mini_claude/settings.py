@@ -232,6 +232,9 @@ class Settings:
     # Tools for real work: live shell output, web_fetch, images.
     # The REPL and stream-json get a running command's last lines at most this often.
     shell_progress_interval_seconds: float = 0.5
+    # A background shell's log on disk keeps its first and last half of this many bytes and
+    # says how many were dropped between (a shell running `yes` fills no disk).
+    shell_log_cap_bytes: int = 4 * 1024 * 1024
     # web_fetch: largest body read, seconds for the whole fetch, minutes a page stays cached.
     web_fetch_max_bytes: int = 5 * 1024 * 1024
     web_fetch_timeout_seconds: float = 30.0
@@ -241,6 +244,9 @@ class Settings:
     web_fetch_allow_private: str = ""
     # The model accepts images (read_file of a picture, @shot.png); 0 for a text-only model.
     vision: bool = True
+    # Images larger than this many pixels are not decoded (a small PNG can unpack to
+    # gigabytes); a JPEG is decoded reduced instead when that brings it under.
+    image_max_pixels: int = 36_000_000
 
     # Checkpoints (what /rewind restores): files larger than this are recorded as "not
     # checkpointed"; the store of one project is kept under the bound, oldest sessions first.
@@ -368,8 +374,9 @@ _POSITIVE_SECONDS = {
     "web_fetch_timeout_seconds",
 }
 # Days of retention: 0 would delete every saved result, this session's too; relief keeping
-# no result could clear one the model has not read yet.
-_AT_LEAST_ONE = {"result_retention_days", "relief_keep_results"}
+# no result could clear one the model has not read yet; a zero cap would keep no log or image.
+_AT_LEAST_ONE = {"result_retention_days", "relief_keep_results", "shell_log_cap_bytes",
+                 "image_max_pixels"}
 
 
 def parse(name: str, raw: str, default: Any) -> Any:

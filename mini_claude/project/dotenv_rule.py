@@ -147,6 +147,9 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     "shell_progress_interval_seconds": "stricter",
     # whether the model is sent pictures: what it can read either way is the same
     "vision": "allowed",
+    # a larger cap lets a command fill the disk, or a small picture fill memory
+    "shell_log_cap_bytes": "stricter",
+    "image_max_pixels": "stricter",
 }
 
 # For a ``stricter`` setting: is the project's value at least as strict as the user's?
@@ -158,6 +161,8 @@ STRICTER: dict[str, Callable[[Any, Any], bool]] = {
     "web_fetch_timeout_seconds": lambda project, user: project <= user,
     "web_fetch_cache_seconds": lambda project, user: project <= user,
     "shell_progress_interval_seconds": lambda project, user: project >= user,
+    "shell_log_cap_bytes": lambda project, user: project <= user,
+    "image_max_pixels": lambda project, user: project <= user,
 }
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -1,20 +1,19 @@
 """Background shells: commands that outlive the tool call, such as a dev server or a watcher.
 
-Each runs in its own process group with stdout and stderr going straight to a
-file under the session's results folder, so a shell that prints megabytes
-costs disk, never memory. ``shell_output`` reads what arrived since the last
-read; every shell still running is stopped when the session ends, at exit and
-on a forced exit (its group is in ``LIVE_GROUPS``).
+Each runs under a guard (see ``shell_guard``) that writes its stdout and stderr to a
+file under the session's results folder, so a shell that prints megabytes costs disk,
+never memory, and at most ``shell_log_cap_bytes`` of it: past the cap the log keeps its
+head and its tail and says how many bytes were dropped between. ``shell_output`` reads
+what arrived since the last read. Every shell, and everything it started, is stopped
+when the session ends: at exit, on a forced exit, and by the guard itself if
+mini-claude is killed.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import re
-import signal
-import subprocess
 import time
 import weakref
 from collections.abc import Mapping
@@ -24,7 +23,8 @@ from typing import BinaryIO
 
 from mini_claude.private_dirs import make_private_dirs
 from mini_claude.tools.common import ToolError
-from mini_claude.tools.process import LIVE_GROUPS, signal_group
+from mini_claude.tools.process import GuardedProcess, spawn_guarded, stop_guarded
+from mini_claude.tools.shell_guard import LOG_GAP_PATTERN, head_size
 
 STOP_GRACE_SECONDS = 2.0
 POLL_SECONDS = 0.02
@@ -35,10 +35,11 @@ MAX_LINE_CHARS = 2_000
 class BackgroundShell:
     id: str
     command: str
-    process: subprocess.Popen[bytes]
+    process: GuardedProcess
     log_path: Path
+    log_cap: int
     started: float = field(default_factory=time.monotonic)
-    read_offset: int = 0  # bytes of the log already returned by shell_output
+    read_offset: int = 0  # bytes of the output already returned by shell_output
     stopped_by_user: bool = False
 
     @property
@@ -79,6 +80,7 @@ class ShellRead:
     new_bytes: int
     omitted_bytes: int  # left out of ``text`` (too much at once); still in the log
     matched_lines: int | None  # with a filter: the lines that matched
+    dropped_bytes: int = 0  # never kept: the log was over its cap
 
 
 class BackgroundShells:
@@ -89,8 +91,8 @@ class BackgroundShells:
         self._counter = 0
         _EVERY_ROSTER.add(self)
 
-    def start(self, command: str, cwd: Path, env: Mapping[str, str], log_dir: Path
-              ) -> BackgroundShell:
+    def start(self, command: str, cwd: Path, env: Mapping[str, str], log_dir: Path,
+              log_cap: int) -> BackgroundShell:
         self._counter += 1
         shell_id = f"bash_{self._counter}"
         try:
@@ -99,17 +101,13 @@ class BackgroundShells:
             fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         except OSError as exc:
             raise ToolError(f"cannot create the shell's log: {exc.strerror or exc}") from None
+        os.close(fd)  # created private here; the guard writes it
         try:
-            process = subprocess.Popen(
-                ["bash", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                stdout=fd, stderr=subprocess.STDOUT, start_new_session=True,
-            )
+            process = spawn_guarded(["bash", "-c", command], cwd, env, log_path=log_path,
+                                    log_cap=log_cap)
         except OSError as exc:
             raise ToolError(f"could not start bash: {exc.strerror or exc}") from None
-        finally:
-            os.close(fd)
-        LIVE_GROUPS.add(process.pid)
-        shell = BackgroundShell(shell_id, command, process, log_path)
+        shell = BackgroundShell(shell_id, command, process, log_path, log_cap)
         self._shells[shell_id] = shell
         return shell
 
@@ -130,18 +128,42 @@ class BackgroundShells:
         shell = self.get(shell_id)
         matcher = _compile(pattern)
         running = shell.running
-        size = shell.log_size()
-        start = shell.read_offset
-        if size <= start:
+        try:
+            handle = open(shell.log_path, "rb")  # noqa: SIM115 - closed below
+        except OSError:
             return ShellRead("", 0, 0, 0 if matcher else None)
-        with open(shell.log_path, "rb") as handle:
-            if matcher is not None:
-                read = _filtered(handle, start, size, matcher, cap)
-                end = size
-            else:
-                read, end = _head_and_tail(handle, start, size, cap, whole_lines=running)
-        shell.read_offset = end
-        return read
+        with handle:
+            layout = _layout(handle, head_size(shell.log_cap))
+            start = shell.read_offset
+            if layout.output_size <= start:
+                return ShellRead("", 0, 0, 0 if matcher else None)
+            before, dropped, after = layout.pieces(start)
+            pieces = [piece for piece in (before, after) if piece[1] > piece[0]]
+            share = cap // len(pieces) if pieces else cap
+            texts: list[str] = []
+            omitted = 0
+            matched: int | None = 0 if matcher else None
+            end = start
+            for number, (first, last) in enumerate(pieces):
+                if matcher is not None:
+                    read = _filtered(handle, first, last, matcher, share)
+                    piece_end = last
+                else:
+                    hold = running and number == len(pieces) - 1
+                    read, piece_end = _head_and_tail(handle, first, last, share, whole_lines=hold)
+                texts.append(read.text)
+                omitted += read.omitted_bytes
+                if matched is not None and read.matched_lines is not None:
+                    matched += read.matched_lines
+                end = layout.output_offset(piece_end)
+        if dropped:
+            gap = f"[... {dropped:,} bytes dropped: the log keeps only its head and tail ...]"
+            texts.insert(1 if before[1] > before[0] else 0, gap)
+            if not after[1] > after[0]:
+                end = max(end, layout.output_size)
+        shell.read_offset = max(end, start)
+        text = "\n".join(t.rstrip("\n") if i < len(texts) - 1 else t for i, t in enumerate(texts))
+        return ShellRead(text, shell.read_offset - start, omitted, matched, dropped)
 
     def stop(self, shell_id: str, grace: float = STOP_GRACE_SECONDS) -> BackgroundShell:
         shell = self.get(shell_id)
@@ -153,28 +175,64 @@ class BackgroundShells:
     def stop_all(self, grace: float = STOP_GRACE_SECONDS) -> int:
         """Stop every shell still running (the session ends); returns how many were."""
         running = self.running()
-        for shell in running:
-            signal_group(shell.pid, signal.SIGTERM)
+        guarded = [s.process for s in self._shells.values() if s.process.guard_running()]
+        for process in guarded:  # children that outlived their shell go too
+            process.request_stop(now=grace <= 0)
         deadline = time.monotonic() + grace
-        for shell in running:
-            _wait(shell.process, max(0.0, deadline - time.monotonic()))
-        for shell in self._shells.values():
-            _stop_group(shell.process, 0.0)  # children that outlived their shell go too
+        for process in guarded:
+            process.wait_stopped(max(0.0, deadline - time.monotonic()))
         return len(running)
 
 
-def _stop_group(process: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM the group, wait up to ``grace``, then SIGKILL whatever is left of it."""
-    signal_group(process.pid, signal.SIGTERM)
-    _wait(process, grace)
-    signal_group(process.pid, signal.SIGKILL)
-    _wait(process, STOP_GRACE_SECONDS)
-    LIVE_GROUPS.discard(process.pid)
+@dataclass(frozen=True, slots=True)
+class _LogLayout:
+    """Where the output's bytes are in a log that may have dropped its middle.
+
+    Output offsets count every byte the command printed; the log holds ``[0, head)``
+    as is, then (once over its cap) a gap line, then the last bytes from ``tail_at``.
+    """
+
+    file_size: int
+    head: int  # bytes of output kept before the gap (the whole log when there is none)
+    dropped: int
+    tail_at: int  # file offset of the first tail byte
+
+    @property
+    def output_size(self) -> int:
+        return self.head + self.dropped + (self.file_size - self.tail_at)
+
+    def pieces(self, start: int) -> tuple[tuple[int, int], int, tuple[int, int]]:
+        """File ranges of the output from ``start``: before the gap, bytes lost, after it."""
+        if not self.dropped:
+            return (start, self.file_size), 0, (self.file_size, self.file_size)
+        before = (min(start, self.head), self.head)
+        dropped = max(0, self.head + self.dropped - max(start, self.head))
+        skip = max(0, start - self.head - self.dropped)
+        return before, dropped, (self.tail_at + skip, self.file_size)
+
+    def output_offset(self, file_offset: int) -> int:
+        if not self.dropped or file_offset <= self.head:
+            return file_offset
+        return self.head + self.dropped + max(0, file_offset - self.tail_at)
 
 
-def _wait(process: subprocess.Popen[bytes], timeout: float) -> None:
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=timeout)
+def _layout(handle: BinaryIO, head: int) -> _LogLayout:
+    """Read the gap line the guard writes after the head of a log over its cap."""
+    handle.seek(0, os.SEEK_END)
+    size = handle.tell()
+    if size > head:
+        handle.seek(head)
+        gap = LOG_GAP_PATTERN.match(handle.read(300))
+        if gap is not None:
+            dropped = int(gap.group(1).replace(b",", b""))
+            return _LogLayout(size, head, dropped, head + gap.end())
+    return _LogLayout(size, size, 0, size)
+
+
+def _stop_group(process: GuardedProcess, grace: float) -> None:
+    """Stop the shell and all it started: SIGTERM, ``grace`` seconds, then SIGKILL."""
+    if process.guard_running():
+        stop_guarded(process, grace)
 
 
 def _compile(pattern: str | None) -> re.Pattern[str] | None:

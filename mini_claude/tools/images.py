@@ -88,18 +88,19 @@ def load_image(path: Path, shown: str, settings: Settings) -> ImageBlock:
 
 
 def image_from_bytes(raw: bytes, name: str, settings: Settings) -> ImageBlock:
-    from PIL import Image, UnidentifiedImageError
+    from PIL import UnidentifiedImageError
 
     limits = LIMITS.get(settings.provider, LIMITS["anthropic"])
     try:
-        with Image.open(io.BytesIO(raw)) as opened:
-            opened.load()
-            image = opened.copy()
-            source_format = opened.format or ""
-    except (UnidentifiedImageError, OSError, Image.DecompressionBombError) as exc:
+        image = _opened(raw)  # the header only: nothing is decoded yet
+        source_format = image.format or ""
+        width, height = image.size  # a JPEG may be decoded smaller: it is then re-encoded
+        _reduce_or_refuse(image, name, limits, settings.image_max_pixels)
+        image.load()
+    except (UnidentifiedImageError, OSError) as exc:
         raise ToolError(f"{name} is not an image that can be read: {exc}") from None
     data, media_type = raw, SENT_AS_IS.get(source_format)
-    too_large = max(image.size) > limits.max_edge or image.width * image.height > limits.max_pixels
+    too_large = max(width, height) > limits.max_edge or width * height > limits.max_pixels
     if media_type is None or too_large or len(raw) > limits.max_bytes:
         image, data, media_type = _fitted(image, limits)
     width, height = image.size
@@ -112,6 +113,33 @@ def image_from_bytes(raw: bytes, name: str, settings: Settings) -> ImageBlock:
         original_bytes=len(raw),
         tokens=image_tokens(settings.provider, width, height),
     )
+
+
+def _opened(raw: bytes) -> Image.Image:
+    """The image's header, read without decoding its pixels.
+
+    Pillow's own decompression-bomb check is off: ``_reduce_or_refuse`` is the one
+    limit, applied before any pixel is decoded, with a message that gives the size.
+    """
+    from PIL import Image
+
+    Image.MAX_IMAGE_PIXELS = None
+    return Image.open(io.BytesIO(raw))
+
+
+def _reduce_or_refuse(image: Image.Image, name: str, limits: ImageLimits, max_pixels: int
+                      ) -> None:
+    """Decode a large JPEG at a fraction of its size; refuse what would still be too many
+    pixels (a 560 KB PNG of 12000×12000 unpacks to half a gigabyte)."""
+    width, height = image.size
+    if image.format == "JPEG" and max(width, height) > limits.max_edge:
+        scale = limits.max_edge / max(width, height)
+        image.draft(image.mode, (math.ceil(width * scale), math.ceil(height * scale)))
+    if image.width * image.height > max_pixels:
+        raise ToolError(
+            f"{name} is {width:,}×{height:,} pixels, more than the {max_pixels:,} decoded "
+            "(MINI_CLAUDE_IMAGE_MAX_PIXELS); use a smaller version of it"
+        )
 
 
 def _fitted(image: Image.Image, limits: ImageLimits) -> tuple[Image.Image, bytes, str]:

@@ -1,7 +1,8 @@
-"""run_shell: one bash command in the project folder, in its own process group.
+"""run_shell: one bash command in the project folder, under its guard.
 
-The group is what makes stopping reliable: a timeout or a cancelled turn
-kills the command and everything it started, not just the shell.
+The guard (see ``shell_guard``) is what makes stopping reliable: a timeout or a
+cancelled turn kills the command and everything it started, not just the shell,
+and nothing it started outlives the session, however the session ends.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import asyncio
 import math
 import os
 import time
-from asyncio.subprocess import Process
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +23,11 @@ from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, error_output
 from mini_claude.tools.paths import project_root
 from mini_claude.tools.process import (
-    LIVE_GROUPS,
+    GuardedProcess,
     HeadTailBuffer,
     pump,
-    terminate_group,
+    spawn_guarded,
+    stop_guarded_async,
     wait_for_exit,
 )
 from mini_claude.tools.progress import CallProgress
@@ -112,6 +113,7 @@ class RunShellTool:
             result = await execute(
                 command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars,
                 spill_dir=_spill_dir(ctx), secrets=api_keys(ctx.settings), progress=progress,
+                spill_cap=ctx.settings.shell_log_cap_bytes,
             )
         except ToolError as exc:
             return error_output(exc.message)
@@ -127,34 +129,37 @@ def _timeout(raw: Any, settings: Settings) -> float:
     return min(timeout, MAX_TIMEOUT_SECONDS)
 
 
-async def _spawn(
-    command: str, cwd: os.PathLike[str], env: Mapping[str, str]
-) -> tuple[Process, bool]:
-    """Start bash in its own process group; True with it when the call was cancelled
-    meanwhile.
+def _spawn(command: str, cwd: os.PathLike[str], env: Mapping[str, str]
+           ) -> tuple[GuardedProcess, int, int]:
+    """Start bash under its guard; the read ends of its stdout and stderr with it.
 
-    The spawn is shielded because a cancel that lands while asyncio is still
-    starting the child can otherwise be lost, leaving the turn hanging. The child
-    may already have run (and printed) by then, so the caller stops it the way it
-    stops any cancelled command, keeping what it printed for the model.
+    Starting is synchronous, so no cancel can land while the child is half started.
     """
-    spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-        "bash", "-c", command,
-        cwd=cwd,
-        env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    ))
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
     try:
-        return await asyncio.shield(spawn), False
-    except asyncio.CancelledError:
-        try:
-            return await spawn, True
-        except OSError:
-            raise asyncio.CancelledError from None
+        process = spawn_guarded(["bash", "-c", command], cwd, env, stdout=out_w, stderr=err_w)
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    return process, out_r, err_r
 
+
+async def _stream(fd: int) -> asyncio.StreamReader:
+    """An asyncio reader over a pipe's read end (which it then owns)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**16, loop=loop)
+    pipe = os.fdopen(fd, "rb", buffering=0)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    except BaseException:
+        pipe.close()
+        raise
+    return reader
 
 
 def _spill_dir(ctx: ToolContext) -> Path:
@@ -164,51 +169,50 @@ def _spill_dir(ctx: ToolContext) -> Path:
 async def execute(
     command: str, cwd: os.PathLike[str], env: Mapping[str, str], timeout: float, cap: int,
     *, spill_dir: Path | None = None, secrets: tuple[str, ...] = (),
-    progress: CallProgress | None = None,
+    progress: CallProgress | None = None, spill_cap: int | None = None,
 ) -> ShellResult:
-    """Run ``bash -c command``; on timeout or cancellation kill its whole process group.
+    """Run ``bash -c command``; on timeout or cancellation kill it and all it started.
 
-    Output beyond the in-memory cap is spilled whole to ``spill_dir`` so nothing is lost.
+    Output beyond the in-memory cap is spilled to ``spill_dir``: whole, or its first and last
+    ``spill_cap`` bytes (the cap of a background shell's log).
     ``progress`` sees the output as it arrives; when the run is cancelled it gets what
     was printed so far, for the model.
     """
     stamp = f"{time.time_ns()}-run_shell"
     stdout = HeadTailBuffer(cap // 2, spill_dir / f"{stamp}-stdout.txt" if spill_dir else None,
-                            secrets)
+                            secrets, spill_cap)
     stderr = HeadTailBuffer(cap - cap // 2,
-                            spill_dir / f"{stamp}-stderr.txt" if spill_dir else None, secrets)
+                            spill_dir / f"{stamp}-stderr.txt" if spill_dir else None, secrets,
+                            spill_cap)
     try:
-        process, cancelled_at_start = await _spawn(command, cwd, env)
+        process, out_fd, err_fd = _spawn(command, cwd, env)
     except OSError as exc:
         raise ToolError(f"could not start bash: {exc.strerror or exc}") from None
-    assert process.stdout is not None and process.stderr is not None
-    LIVE_GROUPS.add(process.pid)
-    readers = [
-        asyncio.create_task(pump(process.stdout, stdout, watch=_watch(progress))),
-        asyncio.create_task(pump(process.stderr, stderr, watch=_watch(progress))),
-    ]
+    readers: list[asyncio.Task[None]] = []
+    unread = [out_fd, err_fd]  # pipes no reader owns yet
     timed_out = False
     detached = False
     cancelled = True  # until the command ends or times out
     try:
-        if cancelled_at_start:
-            raise asyncio.CancelledError  # the cancel that came while bash was starting
+        for fd, buffer in ((out_fd, stdout), (err_fd, stderr)):
+            unread.remove(fd)  # from here the reader owns it, and closes it if it fails
+            stream = await _stream(fd)
+            readers.append(asyncio.create_task(pump(stream, buffer, watch=_watch(progress))))
         async with asyncio.timeout(timeout):
             await wait_for_exit(process, None)
         _, still_open = await asyncio.wait(readers, timeout=PIPE_DRAIN_SECONDS)
         if still_open:
             detached = True  # background children hold our pipes: they would die of SIGPIPE
-            await terminate_group(process)
+            await stop_guarded_async(process)
         cancelled = False
     except TimeoutError:
         timed_out = True
         cancelled = False
     finally:
-        try:
-            if process.returncode is None or timed_out:
-                await terminate_group(process)  # sends SIGKILL even when cancelled
-        finally:
-            LIVE_GROUPS.discard(process.pid)
+        for fd in unread:
+            os.close(fd)  # cancelled before a reader took it
+        if process.returncode is None or timed_out:
+            await stop_guarded_async(process)  # asked for even when cancelled
         await _finish_readers(readers)
         if cancelled and progress is not None:
             partial = ShellResult(None, stdout.text(), stderr.text(), False, False)
@@ -223,7 +227,8 @@ def _watch(progress: CallProgress | None) -> Callable[[bytes], None] | None:
 def start_in_background(command: str, env: Mapping[str, str], ctx: ToolContext) -> ToolOutput:
     """Start the command as a background shell and say how to follow it."""
     log_dir = (ctx.results_folder or _spill_dir(ctx)) / "shells"
-    shell = ctx.shells.start(command, project_root(ctx), env, log_dir)
+    shell = ctx.shells.start(command, project_root(ctx), env, log_dir,
+                             ctx.settings.shell_log_cap_bytes)
     text = (
         f"Started background shell {shell.id} (pid {shell.pid}): {command}\n"
         f"Read its new output with shell_output(shell_id=\"{shell.id}\"), stop it with "

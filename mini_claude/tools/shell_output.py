@@ -62,5 +62,8 @@ def _body(read: ShellRead, pattern: str | None) -> str:
             notes.append("the rest of the matches did not fit; read the log for them")
     elif read.omitted_bytes:
         notes.append(f"{read.omitted_bytes:,} bytes in the middle left out; the log has them")
+    if read.dropped_bytes:
+        notes.append(f"{read.dropped_bytes:,} bytes were dropped for good: the log keeps the "
+                     "first and last bytes of a shell's output (MINI_CLAUDE_SHELL_LOG_CAP_BYTES)")
     text = read.text.rstrip("\n") or "(no matching lines)"
     return text + "".join(f"\n({note})" for note in notes)

@@ -125,3 +125,51 @@ def test_live_lines_are_plain_text_and_a_progress_bar_keeps_its_last_state() -> 
     assert snapshot.recent == "ok build\nfetch 90%\ncafé done"
     assert snapshot.lines == 3
     assert sent, "an update after the first second"
+
+
+def test_a_log_over_its_cap_keeps_its_head_and_tail_and_says_what_was_dropped(
+    tmp_path: Path,
+) -> None:
+    """On disk and in what the model reads: the first and last bytes, and the exact count
+    of those dropped between."""
+    cap = 64 * 1024
+    ctx = tool_context(tmp_path, shell_log_cap_bytes=cap, tool_output_cap_chars=20_000)
+    start(ctx, "seq 1 2000000")
+    assert wait_until(lambda: not ctx.shells.get("bash_1").running, timeout=60)
+    printed = sum(len(f"{n}\n") for n in range(1, 2_000_001))
+    log = ctx.shells.get("bash_1").log_path.read_bytes()
+    dropped = printed - cap
+    gap = (f"\n[... {dropped:,} bytes dropped here; the log keeps the first {cap // 2:,} and "
+           f"the last {cap // 2:,} bytes of the output ...]\n").encode()
+    numbers = b"".join(f"{n}\n".encode() for n in range(1, 2_000_001))
+    assert log == numbers[: cap // 2] + gap + numbers[-(cap // 2):]
+    read = output(ctx, "bash_1")
+    assert read.content.splitlines()[1:3] == ["1", "2"]
+    assert "\n1999999\n2000000\n(" in read.content
+    assert f"[... {dropped:,} bytes dropped: the log keeps only its head and tail ...]" \
+        in read.content
+    assert f"({dropped:,} bytes were dropped for good" in read.content
+    assert output(ctx, "bash_1").content.endswith("(no new output)")
+
+
+def test_a_shell_printing_without_end_stays_within_its_cap(tmp_path: Path) -> None:
+    """`yes` while it prints 50 MB: the log never outgrows the cap, and reads in between go
+    on from where the last one stopped. (``head`` bounds the disk a regression would fill.)"""
+    cap = 256 * 1024
+    ctx = tool_context(tmp_path, shell_log_cap_bytes=cap, tool_output_cap_chars=4_000)
+    start(ctx, "yes | head -c 400000000")
+    shell = ctx.shells.get("bash_1")
+    first = output(ctx, "bash_1")
+    assert not first.is_error
+
+    def dropped_in_log() -> int:
+        match = re.search(rb"\[\.\.\. ([\d,]+) bytes dropped here", shell.log_path.read_bytes())
+        return int(match.group(1).replace(b",", b"")) if match else 0
+
+    assert wait_until(lambda: dropped_in_log() > 50_000_000, timeout=90)
+    assert shell.log_size() < cap + 200
+    later = output(ctx, "bash_1")
+    assert "bytes dropped: the log keeps only its head and tail" in later.content
+    assert "y\ny\ny" in later.content and len(later.content) < 6_000
+    ctx.shells.stop_all()
+    assert not shell.running

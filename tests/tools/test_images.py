@@ -124,3 +124,69 @@ def test_mentions_and_dropped_paths_are_found(tmp_path: Path) -> None:
     assert image_paths_in(text, tmp_path) == ["shot.png", dropped]
     escaped = dropped.replace(" ", "\\ ")
     assert image_paths_in(f"look at {escaped}", tmp_path) == [dropped]
+
+
+def huge_png(width: int, height: int) -> bytes:
+    """A one-colour PNG written directly (rows of zeros compress to almost nothing), so
+    building it costs the test no memory."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+
+    compressor = zlib.compressobj(9)
+    row = b"\0" * (1 + width * 3)  # filter byte, then black RGB pixels
+    pixels = b"".join(compressor.compress(row) for _ in range(height)) + compressor.flush()
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels)
+            + chunk(b"IEND", b""))
+
+
+# Peak memory from VmHWM, this program's own: ru_maxrss would count the parent's at exec.
+PEAK_MEMORY_SCRIPT = """
+import re, sys
+from pathlib import Path
+from mini_claude.settings import Settings
+from mini_claude.tools.common import ToolError
+from mini_claude.tools.images import load_image
+try:
+    load_image(Path(sys.argv[1]), "bomb.png", Settings(provider="anthropic", model="m"))
+    print("decoded")
+except ToolError as exc:
+    print(exc.message)
+status = Path("/proc/self/status").read_text()
+print(int(re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1)) // 1024)
+"""
+
+
+def test_a_small_png_of_huge_dimensions_is_refused_before_it_is_decoded(tmp_path: Path) -> None:
+    """12000×12000 pixels in a few hundred kilobytes: decoding it would take half a
+    gigabyte or more; the header alone says so, and the answer names the size."""
+    import subprocess
+    import sys
+
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(huge_png(12_000, 12_000))
+    assert bomb.stat().st_size < 1_000_000
+    done = subprocess.run([sys.executable, "-c", PEAK_MEMORY_SCRIPT, str(bomb)],
+                          capture_output=True, text=True, timeout=120)
+    message, peak_mb = done.stdout.strip().splitlines()
+    assert message == ("bomb.png is 12,000×12,000 pixels, more than the 36,000,000 decoded "
+                       "(MINI_CLAUDE_IMAGE_MAX_PIXELS); use a smaller version of it"), done.stderr
+    assert int(peak_mb) < 400
+    ctx = tool_context(tmp_path)
+    read = run(ReadFileTool().run({"path": "bomb.png"}, ctx, NOTHING_TO_ASK))
+    assert read.is_error and "12,000×12,000 pixels" in read.content and not read.images
+
+
+def test_a_large_jpeg_is_decoded_reduced(tmp_path: Path) -> None:
+    """A JPEG over the pixel limit is decoded at a fraction of its size, then fitted."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (8000, 6000), (200, 40, 40)).save(buffer, "JPEG", quality=50)
+    settings = Settings(provider="anthropic", model="m", image_max_pixels=10_000_000)
+    image = image_from_bytes(buffer.getvalue(), "photo.jpg", settings)
+    assert max(image.width, image.height) <= 1568 and image.width * 3 == image.height * 4
+    with pytest.raises(ToolError, match=r"scan.png is 8,000×6,000 pixels, more than the "):
+        image_from_bytes(huge_png(8000, 6000), "scan.png", settings)  # no reduced decoding

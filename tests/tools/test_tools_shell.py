@@ -221,3 +221,17 @@ def test_output_over_the_cap_is_spilled_whole_to_disk(tmp_path: Path) -> None:
     assert saved == "".join(f"{i}\n" for i in range(1, 50001))
     assert len(result.stdout) < 12_000
     assert oct(Path(match.group(1)).stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_spill_over_the_log_cap_keeps_its_head_and_tail(tmp_path: Path) -> None:
+    """A foreground command printing without end fills no disk either: the saved output
+    keeps its first and last bytes and says how many were dropped between."""
+    out = shell(tmp_path, "seq 1 2000000", tool_output_cap_chars=2_000,
+                shell_log_cap_bytes=64 * 1024)
+    match = re.search(r"its first and last bytes are saved at (\S+?\.txt)", out.content)
+    assert match is not None, out.content
+    numbers = "".join(f"{n}\n" for n in range(1, 2_000_001)).encode()
+    dropped = len(numbers) - 64 * 1024
+    gap = (f"\n[... {dropped:,} bytes dropped here; the log keeps the first 32,768 and the "
+           "last 32,768 bytes of the output ...]\n").encode()
+    assert Path(match.group(1)).read_bytes() == numbers[:32_768] + gap + numbers[-32_768:]
