@@ -157,7 +157,7 @@ async def _ask_with_caution(
         return prepared
     request = replace(base, summary=f"{base.summary} ({caution})", subject=subject, rule=None)
     asking = verdict if verdict is not None and verdict.behavior == "ask" else None
-    return await _ask(ctx, prepared, request, args, asking)
+    return await _ask(ctx, prepared, request, args, asking, caution)
 
 
 def _names_one_path(verdict: Verdict) -> bool:
@@ -173,6 +173,7 @@ async def _ask(
     request: PermissionRequest,
     args: dict[str, Any],
     verdict: Verdict | None,
+    caution: str | None = None,
 ) -> Prepared | ToolOutput:
     """The user's answer: the prepared call when they said yes, a refusal otherwise."""
     name = request.tool_name
@@ -186,6 +187,10 @@ async def _ask(
                                             "asked here")
     elif not decision.allowed and not decision.asked and request.beyond_yes:
         decision = replace(decision, reason=BEYOND_BYPASS)
+    elif not decision.allowed and not decision.asked and caution is not None:
+        decision = replace(decision, reason=f"{caution}; writing it needs the user's "
+                                            "approval in every mode but bypassPermissions, "
+                                            "and nobody can be asked here")
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
         who = " by the user" if decision.asked else ""
