@@ -147,7 +147,7 @@ def test_a_hard_link_made_while_a_write_waits_stops_it(tmp_path: Path) -> None:
     target = tmp_path / "notes.txt"
     target.write_text("old\n")
     outside = tmp_path.parent / f"{tmp_path.name}-outside"
-    ctx, approver = context(tmp_path)
+    ctx, _ = context(tmp_path)
 
     async def link_then_allow(request: Any) -> PermissionDecision:
         os.link(target, outside)
