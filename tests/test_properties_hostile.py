@@ -60,6 +60,7 @@ from mini_claude.simulator import anthropic_wire, openai_wire
 from mini_claude.simulator.types import WireError
 from mini_claude.simulator.wire import parse_strict_json
 from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript, load_session
 from tests.test_properties import FUZZ, TIME_LIMIT, VERDICT_ONLY, MemoryStore
@@ -208,6 +209,7 @@ ECHO = ToolSpec("echo", "Returns what it was given.", {
 class EchoTool:
     spec: ToolSpec = ECHO
     read_only: bool = True
+    traits: ToolTraits = field(default_factory=lambda: ToolTraits(plan_mode=True))
     outputs: list[str] = field(default_factory=list)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:

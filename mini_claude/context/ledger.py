@@ -32,15 +32,15 @@ from mini_claude.context.summary_request import is_boundary
 from mini_claude.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from mini_claude.settings import Settings
 from mini_claude.text import human_size
+from mini_claude.tools.kinds import ToolKind, known_tools
 
 SOURCE = "ledger"
 TITLE = "ledger of what this session has seen, newest first"
-READ_TOOLS = frozenset({"read_file"})
-CHANGE_TOOLS = frozenset({"write_file", "edit_file"})
-SHELL_TOOLS = frozenset({"run_shell"})
-# Saved copies not worth a line: output drawn from the history itself, and file reads,
-# whose file the files section already names.
-UNLISTED_SAVED_TOOLS = frozenset({"search_history", "compact", "read_file"})
+# Kinds of tool whose calls name a file the files section lists (as the tools declare).
+FILE_KINDS: tuple[ToolKind, ...] = ("read", "edit")
+# Saved copies not worth a line: output drawn from the history itself, and file reads
+# (any tool of kind read), whose file the files section already names.
+UNLISTED_SAVED_TOOLS = frozenset({"search_history", "compact"})
 OUTCOME_CHARS = 120  # of a failed command's last output line
 SEPARATOR = " · "
 # Paths, numbers and separators take more tokens per character than prose: the
@@ -233,7 +233,7 @@ def update(
         result = results.get(use.id)
         _note_file(state, use, result, call)
         _note_command(state, use, result, call, long_chars)
-        if result is not None and result.saved_path and use.name not in UNLISTED_SAVED_TOOLS:
+        if result is not None and result.saved_path and _listed_when_saved(use.name):
             _note_saved(state, result, call)
     if uses:
         state.last_call = numbers[uses[-1].id]
@@ -255,12 +255,17 @@ def _call_numbers(uses: list[ToolUseBlock], state: LedgerState) -> dict[str, int
     return {use_id: first + i for i, use_id in enumerate(ids)}
 
 
+def _listed_when_saved(tool: str) -> bool:
+    return tool not in UNLISTED_SAVED_TOOLS and known_tools().traits(tool).kind != "read"
+
+
 def _note_file(
     state: LedgerState, use: ToolUseBlock, result: ToolResultBlock | None, call: int
 ) -> None:
-    if use.name not in READ_TOOLS | CHANGE_TOOLS:
+    traits = known_tools().traits(use.name)
+    if traits.kind not in FILE_KINDS:
         return
-    path = use.input.get("path")
+    path = use.input.get(traits.rule_argument)
     if not isinstance(path, str) or not path.strip():
         return
     if result is not None and result.is_error:
@@ -278,7 +283,7 @@ def _file_size(use: ToolUseBlock, result: ToolResultBlock | None) -> str:
     if use.name == "write_file":
         content = use.input.get("content")
         return f"wrote {_lines(count_lines(content))}" if isinstance(content, str) else ""
-    if use.name != "read_file" or result is None:
+    if known_tools().traits(use.name).kind != "read" or result is None:
         return ""
     lines = result.original_lines or count_lines(result.content)
     offset = use.input.get("offset")
@@ -305,8 +310,9 @@ def _note_command(
     long_chars: int,
 ) -> None:
     """Failed runs and runs with output saved to disk; a later quiet success forgets them."""
-    command = use.input.get("command")
-    if use.name not in SHELL_TOOLS or not isinstance(command, str) or result is None:
+    traits = known_tools().traits(use.name)
+    command = use.input.get(traits.rule_argument)
+    if traits.kind != "shell" or not isinstance(command, str) or result is None:
         return
     command = " ".join(command.split())
     old = state.commands.get(command)

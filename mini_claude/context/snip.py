@@ -21,12 +21,14 @@ from mini_claude.context.tier import HistoryWatch, PassContext
 from mini_claude.conversation import Conversation, ResultRef, ResultState, ToolResultBlock
 from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
+from mini_claude.tools.kinds import ToolKind, known_tools
 
 REREAD = "read again later"
 OLD_SEARCH = "newer results of this tool follow"
 REPEATED_COMMAND = "the same command ran again later"
 
-_RECENCY_TOOLS = frozenset({"grep_search", "list_files"})
+# Kinds whose older results a newer result of the same tool supersedes (as tools declare).
+_RECENCY_KINDS: tuple[ToolKind, ...] = ("search",)
 _WHY_LABELS = {REREAD: "re-read", OLD_SEARCH: "old search", REPEATED_COMMAND: "re-run"}
 
 ViewKey = tuple[str, object]
@@ -142,16 +144,17 @@ class SnipTier:
     def _index(self, conversation: Conversation, index: int, ref: ResultRef) -> None:
         block = conversation.result_at(ref)
         name = block.tool_name
-        if name == "read_file":
+        kind = known_tools().traits(name).kind
+        if kind == "read":
             self._index_read(conversation, index, ref, block)
-        elif name == "run_shell":
+        elif kind == "shell":
             command = block.target.strip()
             if command:
                 previous = self._latest_command.get(command)
                 if previous is not None:
                     self._mark(conversation, previous, REPEATED_COMMAND)
                 self._latest_command[command] = index
-        elif name in _RECENCY_TOOLS:
+        elif kind in _RECENCY_KINDS:
             recent = self._recent.setdefault(name, deque())
             recent.append(index)
             while len(recent) > self.settings.keep_recent_per_tool:

@@ -11,6 +11,7 @@ from mini_claude.mcp.results import BinarySaver, ImageLoader, result_output
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.images import image_from_bytes, vision_refusal
+from mini_claude.tools.kinds import ToolTraits
 
 TOOL_PREFIX = "mcp__"
 MAX_TOOL_NAME = 64  # what both providers accept
@@ -39,6 +40,7 @@ class McpTool:
     """Asks like ``run_shell`` (once, for the session, or no), then calls the server."""
 
     read_only = False
+    traits = ToolTraits()
 
     def __init__(self, name: str, server: ServerConnection, remote: RemoteTool) -> None:
         self.server = server

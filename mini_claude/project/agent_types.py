@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from mini_claude.project.boundary import ProjectBoundary
-from mini_claude.project.claude_tools import our_tool_name
+from mini_claude.project.claude_tools import our_tool_names
 from mini_claude.safe_read import read_text_limited
 
 TEMPLATE_PACKAGE = "mini_claude.templates"
@@ -157,7 +157,7 @@ def _tool_names(value: str | list[str] | None) -> tuple[str, ...] | None:
     names = [item.strip() for item in items if item.strip()]
     if not names or names == ["*"]:
         return None
-    return tuple(dict.fromkeys(our_tool_name(n) for n in names))
+    return tuple(dict.fromkeys(ours for n in names for ours in our_tool_names(n)))
 
 
 def split_front_matter(text: str) -> tuple[dict[str, str | list[str]], str]:

@@ -14,6 +14,7 @@ from mini_claude.project.skills import LoadedSkills, SkillCatalog
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
 from mini_claude.tools.background import BackgroundShells
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.permission_modes import Permissions
 from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.progress import CallProgress
@@ -104,6 +105,9 @@ class ToolContext:
 class Tool(Protocol):
     spec: ToolSpec
     read_only: bool  # read-only tools run without asking
+    # What it is (kind, the argument rules match, its Claude Code names, plan mode): rules,
+    # plan mode and the name table ask this, never the tool's name.
+    traits: ToolTraits
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         """The question to ask before running (if any), and the action prepared for run."""

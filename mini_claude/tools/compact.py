@@ -11,6 +11,7 @@ from typing import Any
 
 from mini_claude.protocol import CompactionRequested, ToolOutput, ToolSpec
 from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
+from mini_claude.tools.kinds import ToolTraits
 
 SPEC = ToolSpec(
     name="compact",
@@ -35,6 +36,7 @@ SPEC = ToolSpec(
 class CompactTool:
     spec = SPEC
     read_only = True
+    traits = ToolTraits(plan_mode=True)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         return NOTHING_TO_ASK

@@ -24,7 +24,8 @@ from mini_claude.tools.common import (
 from mini_claude.tools.edit_steps import apply_steps, steps_from_arguments
 from mini_claude.tools.file_stamps import file_stamp
 from mini_claude.tools.ignore import looks_binary
-from mini_claude.tools.paths import ResolvedPath, writable
+from mini_claude.tools.kinds import ToolTraits
+from mini_claude.tools.paths import ResolvedPath, hard_links, writable
 from mini_claude.tools.special_files import refuse_special
 
 SPEC = ToolSpec(
@@ -77,11 +78,15 @@ class _Edit:
     added: int = 0
     removed: int = 0
     replacements: int = 1
+    links: int = 1  # the file's names: a link made while the edit waited changes the question
 
     def same_change(self, other: _Edit | None) -> bool:
-        """The same result from the same file: what the user approved is what happens."""
+        """The same result from the same file, reached the same way (links followed now):
+        what the user approved is what happens."""
         return (
             other is not None
+            and other.target.path == self.target.path
+            and other.links == self.links
             and other.updated == self.updated
             and other.source_digest == self.source_digest
         )
@@ -113,12 +118,13 @@ def _plan(args: dict[str, Any], ctx: ToolContext) -> _Edit:
     first_line = text.count("\n", 0, start) + 1
     digest = hashlib.sha256(data).digest()
     return _Edit(target, updated, mode, first_line, diff, digest, added, removed,
-                 applied.replacements)
+                 applied.replacements, hard_links(target.path))
 
 
 class EditFileTool:
     spec = SPEC
     read_only = False
+    traits = ToolTraits("edit", "path", "path", ("Edit", "MultiEdit"))
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         """The edit worked out now is the one shown, and the only one run may make."""

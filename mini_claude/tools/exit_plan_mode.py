@@ -15,6 +15,7 @@ from typing import Any
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import NOTHING_TO_ASK, PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import error_output
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL, permissions_of
 from mini_claude.tools.permission_modes import parse_mode
 
@@ -46,6 +47,7 @@ SPEC = ToolSpec(
 class ExitPlanModeTool:
     spec = SPEC
     read_only = True  # it changes nothing itself; the user's answer changes the mode
+    traits = ToolTraits(claude_names=("ExitPlanMode",), plan_mode=True)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         return NOTHING_TO_ASK  # the approval of the plan is the question run itself asks

@@ -28,7 +28,9 @@ from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.grep_worker import WorkerQuery
 from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.paths import home_kept_out, project_root, read_permission, resolve
+from mini_claude.tools.permission_gate import withheld_by_rules
 from mini_claude.tools.process import HeadTailBuffer, pump, terminate_group
 from mini_claude.tools.special_files import refuse_special, special_kind
 
@@ -233,6 +235,7 @@ class _Collected:
 class GrepSearchTool:
     spec = SPEC
     read_only = True
+    traits = ToolTraits("search", "path", "path", ("Grep",), plan_mode=True)
 
     def __init__(
         self,
@@ -270,7 +273,8 @@ class GrepSearchTool:
         glob = str(args.get("glob") or "") or None
         request = SearchRequest(pattern, project_root(ctx), target.path, glob,
                                 home_kept_out(target.path, ctx))
-        collected, returncode, stderr = await self._collect(request)
+        withheld = withheld_by_rules(self.spec.name, ctx)
+        collected, returncode, stderr = await self._collect(request, withheld)
         problems = shorten(stderr, 400, marker="...") if returncode == 2 and stderr.strip() else ""
         if problems and not collected.total:
             reason = self.backend.pattern_error(stderr)
@@ -295,7 +299,9 @@ class GrepSearchTool:
             return PythonBackend()
         return self.backend
 
-    async def _collect(self, request: SearchRequest) -> tuple[_Collected, int | None, str]:
+    async def _collect(
+        self, request: SearchRequest, withheld: Callable[[str], bool] = lambda path: False
+    ) -> tuple[_Collected, int | None, str]:
         collected = _Collected(self.max_matches, self.max_chars)
         errors = HeadTailBuffer(2_000)
         argv = self._backend_for(request).command(request)
@@ -318,7 +324,7 @@ class GrepSearchTool:
             async with asyncio.timeout(self.time_limit):
                 while raw := await process.stdout.readline():
                     path, text = _split_line(raw)
-                    if wanted(path):
+                    if wanted(path) and not withheld(path):
                         collected.add(f"{path}:{text}")
                 await process.wait()
                 await error_reader

@@ -12,6 +12,7 @@ from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 from mini_claude.tools.ignore import rules_for, walk_files
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.paths import (
     home_kept_out,
     project_root,
@@ -19,6 +20,7 @@ from mini_claude.tools.paths import (
     resolve,
     shown_path,
 )
+from mini_claude.tools.permission_gate import withheld_by_rules
 
 DEFAULT_MAX_ENTRIES = 1_000
 DEFAULT_TIME_LIMIT_SECONDS = 20.0
@@ -49,6 +51,7 @@ SPEC = ToolSpec(
 class ListFilesTool:
     spec = SPEC
     read_only = True
+    traits = ToolTraits("search", "path", "path", ("Glob", "LS"), plan_mode=True)
 
     def __init__(
         self,
@@ -88,8 +91,11 @@ class ListFilesTool:
             return timed_out
 
         home = home_kept_out(target.path, ctx)
+        withheld = withheld_by_rules(self.spec.name, ctx)
         for path in walk_files(target.path, rules_for(target.path, root), out_of_time, home):
             if wanted is not None and not wanted.match_file(path.relative_to(target.path)):
+                continue
+            if withheld(str(path)):
                 continue
             total += 1
             if len(entries) < self.max_entries:

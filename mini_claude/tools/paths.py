@@ -16,11 +16,13 @@ rewrite the rules it runs under.
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from mini_claude.tools.base import PermissionRequest, ToolContext
 from mini_claude.tools.common import ToolError
+from mini_claude.tools.protected_paths import is_protected_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,3 +136,31 @@ def writable(raw: str, ctx: ToolContext) -> ResolvedPath:
             f"{project_root(ctx)} (symlinks are followed)"
         )
     return target
+
+
+def write_caution(raw: str, ctx: ToolContext) -> str | None:
+    """Why writing ``raw`` must be asked about in every mode but bypassPermissions: a file
+    that other sessions or programs run or trust, or one with other hard links (a write
+    changes it under every name, some perhaps outside the project). None: an ordinary write.
+    """
+    try:
+        target = resolve(raw, ctx)
+    except ToolError:
+        return None  # the tool reports the problem and writes nothing
+    reason = is_protected_path(Path(raw.strip()), project_root(ctx), Path.home())
+    if reason is not None:
+        return f"{target.shown} is {reason}"
+    links = hard_links(target.path)
+    if links > 1:
+        return (f"{target.shown} has {links} hard links: a write changes the same file under "
+                "its other names, which may be outside the project")
+    return None
+
+
+def hard_links(path: Path) -> int:
+    """How many names the regular file has (0: no such file, or not a regular file)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return 0
+    return info.st_nlink if stat.S_ISREG(info.st_mode) else 0

@@ -18,6 +18,7 @@ In order, as Claude Code decides:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,10 @@ from mini_claude.tools.command_kinds import (
     suggest_rule,
 )
 from mini_claude.tools.common import error_output
+from mini_claude.tools.kinds import known_tools
+from mini_claude.tools.paths import write_caution
 from mini_claude.tools.permission_modes import SESSION_SOURCE, Permissions
 from mini_claude.tools.permission_rules import (
-    EDIT_TOOLS,
-    URL_ARGUMENTS,
     PermissionDenied,
     RuleError,
     Verdict,
@@ -77,6 +78,9 @@ async def check_permission(
     if permissions.mode == "plan" and not runs_in_plan_mode(tool, args):
         return _refuse(ctx, name, args, _plan_refusal(name, args))
     prepared = tool.permission(args, ctx)  # the question, and what an approved edit writes
+    caution = _write_caution(tool, args, ctx)
+    if caution is not None and permissions.mode != "bypassPermissions":
+        return await _ask_with_caution(ctx, tool, args, prepared, verdict, caution)
     request = prepared.request
     if verdict is not None and verdict.behavior == "ask":
         return await _ask(ctx, prepared, request or _plain_request(name, args), args, verdict)
@@ -91,6 +95,22 @@ async def check_permission(
     return await _ask(ctx, prepared, request, args, None)
 
 
+def withheld_by_rules(tool: str, ctx: ToolContext) -> Callable[[str], bool]:
+    """Whether a file a search or listing meets in passing is one a deny or ask rule keeps
+    from this tool (``Read(.env)``): it is left out, since nobody is asked per file."""
+    permissions = permissions_of(ctx)
+    argument = known_tools().traits(tool).rule_argument or "path"
+    judged: dict[str, bool] = {}
+
+    def withheld(path: str) -> bool:
+        if path not in judged:
+            verdict = permissions.check(tool, {argument: path})
+            judged[path] = verdict is not None and not verdict.allowed
+        return judged[path]
+
+    return withheld
+
+
 def users_own(ctx: ToolContext) -> ToolContext:
     """The context for a command the user typed (``!cmd``): plan mode holds the model back,
     not the user, so it runs as in the default mode (rules and questions as usual)."""
@@ -102,12 +122,50 @@ def users_own(ctx: ToolContext) -> ToolContext:
 
 
 def runs_in_plan_mode(tool: Tool, args: dict[str, Any]) -> bool:
-    """Read-only tools, read-only commands, the tool that ends planning, and tools that
-    change nothing though they ask first (``in_plan_mode``: web_fetch)."""
+    """Tools that declare they change nothing (reads, the tool that ends planning, web_fetch,
+    which asks first), and read-only commands."""
+    traits = tool.traits
+    if traits.kind == "shell":
+        return is_read_only_command(str(args.get(traits.rule_argument, "")))
+    return traits.plan_mode
+
+
+def _write_caution(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
+    """Why a write by an edit-kind tool must be asked about whatever the mode (a protected
+    file, a file with other hard links); None for an ordinary write."""
+    traits = tool.traits
+    if traits.kind != "edit":
+        return None
+    return write_caution(str(args.get(traits.rule_argument, "")), ctx)
+
+
+async def _ask_with_caution(
+    ctx: ToolContext,
+    tool: Tool,
+    args: dict[str, Any],
+    prepared: Prepared,
+    verdict: Verdict | None,
+    caution: str,
+) -> Prepared | ToolOutput:
+    """A write that no mode, broad rule or earlier "yes" covers: only an allow rule naming
+    this very path, or the user asked now (or who said yes to this path before)."""
     name = tool.spec.name
-    if name == "run_shell":
-        return is_read_only_command(str(args.get("command", "")))
-    return bool(getattr(tool, "in_plan_mode", False) or getattr(tool, "read_only", False))
+    if verdict is not None and verdict.allowed and _names_one_path(verdict):
+        return prepared
+    base = prepared.request or _plain_request(name, args)
+    subject = f"{name}:{args.get(tool.traits.rule_argument, '')}"
+    if subject in ctx.allowed_subjects:
+        return prepared
+    request = replace(base, summary=f"{base.summary} ({caution})", subject=subject, rule=None)
+    asking = verdict if verdict is not None and verdict.behavior == "ask" else None
+    return await _ask(ctx, prepared, request, args, asking, caution)
+
+
+def _names_one_path(verdict: Verdict) -> bool:
+    """An allow rule that names one path, no wildcard: the user meant this file."""
+    rule = verdict.rule
+    return rule.kind == "path" and rule.pattern is not None and not any(
+        char in rule.pattern for char in "*?[")
 
 
 async def _ask(
@@ -116,6 +174,7 @@ async def _ask(
     request: PermissionRequest,
     args: dict[str, Any],
     verdict: Verdict | None,
+    caution: str | None = None,
 ) -> Prepared | ToolOutput:
     """The user's answer: the prepared call when they said yes, a refusal otherwise."""
     name = request.tool_name
@@ -129,6 +188,10 @@ async def _ask(
                                             "asked here")
     elif not decision.allowed and not decision.asked and request.beyond_yes:
         decision = replace(decision, reason=BEYOND_BYPASS)
+    elif not decision.allowed and not decision.asked and caution is not None:
+        decision = replace(decision, reason=f"{caution}; writing it needs the user's "
+                                            "approval in every mode but bypassPermissions, "
+                                            "and nobody can be asked here")
     if not decision.allowed:
         reason = f": {decision.reason}" if decision.reason else ""
         who = " by the user" if decision.asked else ""
@@ -143,8 +206,9 @@ def proposed_rule(name: str, args: dict[str, Any]) -> str | None:
     """What "don't ask again" offers: a command's family, or a fetched URL's domain."""
     if name == "run_shell":
         return suggest_rule(str(args.get("command", "")))
-    if name in URL_ARGUMENTS:
-        host = url_host(str(args.get(URL_ARGUMENTS[name], "")))
+    traits = known_tools().traits(name)
+    if traits.rule_kind == "domain":
+        host = url_host(str(args.get(traits.rule_argument, "")))
         return f"{name}(domain:{host})" if host else None
     return None
 
@@ -173,9 +237,10 @@ def _edit_in_workspace(
         target = (ctx.root.expanduser().resolve() / Path(raw).expanduser()).resolve()
         return permissions.inside_workspace(target, ctx.root)
 
-    if name == "run_shell":
-        return is_workspace_file_command(str(args.get("command", "")), inside)
-    return name in EDIT_TOOLS and inside(str(args.get("path", "")))
+    traits = known_tools().traits(name)
+    if traits.kind == "shell":
+        return is_workspace_file_command(str(args.get(traits.rule_argument, "")), inside)
+    return traits.kind == "edit" and inside(str(args.get(traits.rule_argument, "")))
 
 
 def _plan_refusal(name: str, args: dict[str, Any]) -> str:

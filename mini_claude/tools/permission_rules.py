@@ -6,8 +6,9 @@ A rule names a tool, and may narrow it with a specifier in parentheses:
   prefix (``:*`` or a trailing `` *``), or with ``*`` wildcards (``Bash(git * main)``);
 - ``Read(./.env)``, ``Read(src/**)``, ``Edit(//etc/hosts)``, ``Edit(~/notes/**)``: a path
   in gitignore syntax (``//`` absolute, ``~/`` the user's home, anything else from the
-  project folder); ``Read`` covers read_file, grep_search and list_files, ``Edit`` and
-  ``Write`` cover edit_file and write_file;
+  project folder); ``Read`` covers every tool that reads files (read, search and listing
+  kinds: read_file, grep_search, list_files), ``Edit`` and ``Write`` every tool that edits
+  (edit_file, write_file), as the tools declare themselves (:mod:`mini_claude.tools.kinds`);
 - ``WebFetch(domain:example.com)``: the host of a ``web_fetch`` URL (``*.example.com``
   for its subdomains);
 - ``mcp__server`` (every tool of that MCP server), ``mcp__server__tool``;
@@ -26,7 +27,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -35,6 +36,7 @@ from urllib.parse import urlsplit
 
 import pathspec
 
+from mini_claude.tools.kinds import READING_KINDS, SpecifierKind, ToolKind, known_tools
 from mini_claude.tools.shell_parse import Words, analyse, command_name, single_command_words
 
 RuleKind = Literal["any", "command", "path", "domain", "name"]
@@ -44,34 +46,42 @@ PREFIX_SUFFIX = ":*"
 # Anything that chains, pipes, substitutes or redirects. A prefix rule never allows these.
 CONTROL_OPERATORS = (";", "&", "|", "`", "$(", ">", "<", "\n", "\r")
 MCP_PREFIX = "mcp__"
-READ_TOOLS = ("read_file", "grep_search", "list_files")
-EDIT_TOOLS = ("edit_file", "write_file")
-# The argument each kind of rule is matched against, per tool.
-COMMAND_ARGUMENTS = {"run_shell": "command"}
-PATH_ARGUMENTS = {name: "path" for name in (*READ_TOOLS, *EDIT_TOOLS)}
-# A tool that fetches URLs names its URL argument here; domain rules match that URL's host.
-URL_ARGUMENTS = {"web_fetch": "url"}
-NAME_ARGUMENTS = {"task": "agent_type"}
-# Claude Code's tool names -> ours.
-CLAUDE_TOOL_NAMES: dict[str, tuple[str, ...]] = {
-    "Bash": ("run_shell",),
-    "Read": READ_TOOLS,
-    "Grep": ("grep_search",),
-    "Glob": ("list_files",),
-    "LS": ("list_files",),
-    "Edit": EDIT_TOOLS,
-    "MultiEdit": EDIT_TOOLS,
-    "Write": EDIT_TOOLS,
-    "NotebookEdit": EDIT_TOOLS,
-    "WebFetch": ("web_fetch",),
-    "BashOutput": ("shell_output",),
-    "KillShell": ("kill_shell",),
-    "KillBash": ("kill_shell",),
-    "Task": ("task",),
-    "Agent": ("task",),
-    "TodoWrite": ("todo_write",),
-    "ExitPlanMode": ("exit_plan_mode",),
+# Claude Code's rule names that stand for a kind of tool, not one tool: a rule on reading
+# covers every tool that reads files (search and listing too), one on editing every edit.
+KIND_RULE_NAMES: dict[str, tuple[ToolKind, ...]] = {
+    "Read": READING_KINDS,
+    "Edit": ("edit",),
+    "Write": ("edit",),
+    "MultiEdit": ("edit",),
+    "NotebookEdit": ("edit",),
 }
+
+
+def rule_tools(name: str) -> tuple[str, ...]:
+    """Our tools that a rule naming ``name`` (Claude Code's name, or ours) speaks about."""
+    tools = known_tools()
+    kinds = KIND_RULE_NAMES.get(name)
+    if kinds is not None:
+        return tools.of_kind(*kinds)
+    return tools.called(name, ignore_case=False) or (name,)
+
+
+class _ClaudeToolNames(Mapping[str, tuple[str, ...]]):
+    """Claude Code's tool names -> ours, asked of the tools' declarations each time."""
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        if name not in KIND_RULE_NAMES and not known_tools().called(name, ignore_case=False):
+            raise KeyError(name)
+        return rule_tools(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys((*KIND_RULE_NAMES, *known_tools().claude_names())))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+CLAUDE_TOOL_NAMES: Mapping[str, tuple[str, ...]] = _ClaudeToolNames()
 # Claude Code tools we do not have: a rule naming one is reported and left out.
 CLAUDE_TOOLS_WE_LACK = frozenset(
     {"WebSearch", "NotebookRead", "SlashCommand",
@@ -108,15 +118,14 @@ class Rule:
     def _matches(self, tool: str, args: Mapping[str, Any], *, deny: bool) -> bool:
         if self.pattern is None or self.kind == "any":
             return True
+        argument = _argument(args, known_tools().traits(tool).rule_argument)
         if self.kind == "command":
-            command = _argument(args, COMMAND_ARGUMENTS.get(tool, "command"))
-            return self._denies_command(command) if deny else self._allows_command(command)
+            return self._denies_command(argument) if deny else self._allows_command(argument)
         if self.kind == "path":
-            return self._matches_path(_argument(args, PATH_ARGUMENTS.get(tool, "path")) or ".")
+            return self._matches_path(argument or ".")
         if self.kind == "domain":
-            url = _argument(args, URL_ARGUMENTS.get(tool, "url"))
-            return _host_matches(url, self.pattern, wide=deny)
-        return _argument(args, NAME_ARGUMENTS.get(tool, "")).lower() == self.pattern.lower()
+            return _host_matches(argument, self.pattern, wide=deny)
+        return argument.lower() == self.pattern.lower()
 
     # ---- commands ----------------------------------------------------------------------
 
@@ -257,7 +266,7 @@ def parse_rule(text: str, source: str, project_root: Path | None = None) -> Rule
                         "a Claude Code tool mini-claude does not have")
     if name.startswith(MCP_PREFIX):
         return _mcp_rule(name, specifier, written, source)
-    tools = frozenset(CLAUDE_TOOL_NAMES.get(name, (name,)))
+    tools = frozenset(rule_tools(name))
     if specifier is None or specifier.strip() in ("", "*"):
         return Rule(tools, "any", None, False, written, source)
     kind = _kind_of(tools)
@@ -280,20 +289,12 @@ def parse_rule(text: str, source: str, project_root: Path | None = None) -> Rule
     return Rule(tools, "name", specifier.strip(), False, written, source)
 
 
-def _kind_of(tools: frozenset[str]) -> RuleKind | None:
-    kinds: set[RuleKind] = set()
-    for tool in tools:
-        if tool in COMMAND_ARGUMENTS:
-            kinds.add("command")
-        elif tool in PATH_ARGUMENTS:
-            kinds.add("path")
-        elif tool in URL_ARGUMENTS:
-            kinds.add("domain")
-        elif tool in NAME_ARGUMENTS:
-            kinds.add("name")
-        else:
-            return None
-    return kinds.pop() if len(kinds) == 1 else None
+def _kind_of(tools: frozenset[str]) -> SpecifierKind | None:
+    """What a specifier means for these tools, as they declare it; None when some take none
+    or they disagree."""
+    kinds = {known_tools().traits(tool).rule_kind for tool in tools}
+    kind = kinds.pop() if len(kinds) == 1 else None
+    return kind
 
 
 def _command_rule(tools: frozenset[str], specifier: str, written: str, source: str) -> Rule:

@@ -16,6 +16,7 @@ from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.file_stamps import file_stamp
 from mini_claude.tools.ignore import BINARY_SNIFF_BYTES, looks_binary
 from mini_claude.tools.images import describe, is_image_path, load_image
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.paths import read_permission, resolve
 from mini_claude.tools.special_files import open_regular, refuse_special
 
@@ -70,6 +71,7 @@ class _Page:
 class ReadFileTool:
     spec = SPEC
     read_only = True
+    traits = ToolTraits("read", "path", "path", ("Read",), plan_mode=True)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         return Prepared(read_permission(self.spec.name, str(args.get("path", "")), ctx))

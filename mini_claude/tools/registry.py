@@ -22,6 +22,7 @@ from mini_claude.tools.edit_file import EditFileTool
 from mini_claude.tools.exit_plan_mode import ExitPlanModeTool
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
 from mini_claude.tools.kill_shell import KillShellTool
+from mini_claude.tools.kinds import ToolKind, declare, known_tools
 from mini_claude.tools.list_files import ListFilesTool
 from mini_claude.tools.permission_gate import check_permission
 from mini_claude.tools.read_file import ReadFileTool
@@ -29,6 +30,8 @@ from mini_claude.tools.run_shell import RunShellTool
 from mini_claude.tools.search_history import SearchHistoryTool
 from mini_claude.tools.shell_output import ShellOutputTool
 from mini_claude.tools.skill import SkillTool
+from mini_claude.tools.task import TOOL_NAME as TASK_TOOL_NAME
+from mini_claude.tools.task import TaskTool
 from mini_claude.tools.todo_write import TodoWriteTool
 from mini_claude.tools.web_fetch import WebFetchTool
 from mini_claude.tools.write_file import WriteFileTool
@@ -44,11 +47,27 @@ _JSON_TYPE_NAMES = {
 }
 
 
+BUILTIN_TOOLS = (
+    ReadFileTool, GrepSearchTool, ListFilesTool, RunShellTool, WriteFileTool, EditFileTool,
+    CompactTool, SearchHistoryTool, TodoWriteTool, SkillTool, ShellOutputTool, KillShellTool,
+    WebFetchTool, ExitPlanModeTool,
+)
+for _builtin in BUILTIN_TOOLS:
+    declare(_builtin.spec.name, _builtin.traits)
+declare(TASK_TOOL_NAME, TaskTool.traits)
+
+
+def tools_of_kind(*kinds: ToolKind) -> tuple[str, ...]:
+    """The names of every tool the process knows of these kinds ("which tools read?")."""
+    return known_tools().of_kind(*kinds)
+
+
 class ToolRegistry:
     """Tools in a fixed order; ``specs()`` returns the same objects every time.
 
     The specs are part of the prompt-cache prefix, so they are built once
-    and never rebuilt: callers must not mutate them.
+    and never rebuilt: callers must not mutate them. Every tool given or added is
+    declared to the process's view of tool kinds (:mod:`mini_claude.tools.kinds`).
     """
 
     def __init__(self, tools: Iterable[Tool]) -> None:
@@ -57,6 +76,7 @@ class ToolRegistry:
             if tool.spec.name in self._tools:
                 raise ValueError(f"two tools are named {tool.spec.name!r}")
             self._tools[tool.spec.name] = tool
+            declare(tool.spec.name, tool.traits)
         self._specs = tuple(tool.spec for tool in self._tools.values())
 
     def specs(self) -> list[ToolSpec]:
@@ -74,8 +94,13 @@ class ToolRegistry:
         if tool.spec.name in self._tools:
             return False
         self._tools[tool.spec.name] = tool
+        declare(tool.spec.name, tool.traits)
         self._specs = (*self._specs, tool.spec)
         return True
+
+    def of_kind(self, *kinds: ToolKind) -> list[str]:
+        """This registry's tools of these kinds, in order."""
+        return [name for name, tool in self._tools.items() if tool.traits.kind in kinds]
 
     def remove(self, name: str) -> bool:
         """Leave a tool out before the session's first request (the skill tool when there
@@ -225,21 +250,8 @@ def signature(spec: ToolSpec) -> str:
 
 def default_registry(grep_backend: GrepBackend | None = None) -> ToolRegistry:
     """Every tool, in the order the model sees them."""
+    searching = (GrepSearchTool, SearchHistoryTool)
     return ToolRegistry(
-        [
-            ReadFileTool(),
-            GrepSearchTool(grep_backend),
-            ListFilesTool(),
-            RunShellTool(),
-            WriteFileTool(),
-            EditFileTool(),
-            CompactTool(),
-            SearchHistoryTool(grep_backend),
-            TodoWriteTool(),
-            SkillTool(),
-            ShellOutputTool(),
-            KillShellTool(),
-            WebFetchTool(),
-            ExitPlanModeTool(),
-        ]
+        [tool(grep_backend) if tool in searching else tool()
+         for tool in BUILTIN_TOOLS]
     )

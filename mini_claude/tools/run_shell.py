@@ -21,6 +21,7 @@ from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
 from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, error_output
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.paths import project_root
 from mini_claude.tools.process import (
     GuardedProcess,
@@ -90,6 +91,7 @@ class ShellResult:
 class RunShellTool:
     spec = SPEC
     read_only = False
+    traits = ToolTraits("shell", "command", "command", ("Bash",))
     streams_output = True  # its output is shown while it runs (see agent/live_calls.py)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:

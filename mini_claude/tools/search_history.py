@@ -30,6 +30,7 @@ from mini_claude.text import shorten
 from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool, SearchRequest
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.transcript_check import read_record
 
 DEFAULT_LIMIT = 50
@@ -229,6 +230,7 @@ def _add_saved_files(
 class SearchHistoryTool:
     spec = SPEC
     read_only = True
+    traits = ToolTraits(plan_mode=True)
 
     def __init__(self, backend: GrepBackend | None = None) -> None:
         self._grep = GrepSearchTool(backend)

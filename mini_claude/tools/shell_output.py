@@ -8,6 +8,7 @@ from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.background import BackgroundShell, ShellRead
 from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
+from mini_claude.tools.kinds import ToolTraits
 
 SPEC = ToolSpec(
     name="shell_output",
@@ -35,6 +36,7 @@ def shell_header(shell: BackgroundShell) -> str:
 class ShellOutputTool:
     spec = SPEC
     read_only = True
+    traits = ToolTraits(claude_names=("BashOutput",), plan_mode=True)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         return NOTHING_TO_ASK  # reads what an approved command printed

@@ -12,6 +12,7 @@ from mini_claude.project.skills import load_text
 from mini_claude.protocol import SkillLoaded, ToolOutput, ToolSpec
 from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import error_output
+from mini_claude.tools.kinds import ToolTraits
 
 SPEC = ToolSpec(
     name="skill",
@@ -32,6 +33,7 @@ SPEC = ToolSpec(
 class SkillTool:
     spec = SPEC
     read_only = True
+    traits = ToolTraits(plan_mode=True)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         return NOTHING_TO_ASK

@@ -15,6 +15,7 @@ from typing import Any
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import error_output
+from mini_claude.tools.kinds import ToolTraits
 
 TOOL_NAME = "task"
 MAX_DESCRIPTION_CHARS = 80
@@ -68,6 +69,8 @@ class TaskTool:
     """Runs in the caller's permissions: the sub-agent's own calls ask, not this one."""
 
     read_only = True
+    traits = ToolTraits(rule_kind="name", rule_argument="agent_type",
+                        claude_names=("Task", "Agent"), plan_mode=True)
     concurrent = True  # several calls in one reply run together
 
     def __init__(

@@ -13,6 +13,7 @@ from mini_claude.plan import MAX_ITEMS, PlanError, parse_todos
 from mini_claude.protocol import PlanChanged, ToolOutput, ToolSpec
 from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import error_output
+from mini_claude.tools.kinds import ToolTraits
 
 SPEC = ToolSpec(
     name="todo_write",
@@ -49,6 +50,7 @@ SPEC = ToolSpec(
 class TodoWriteTool:
     spec = SPEC
     read_only = True
+    traits = ToolTraits(claude_names=("TodoWrite",), plan_mode=True)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         return NOTHING_TO_ASK

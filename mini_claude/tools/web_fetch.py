@@ -24,6 +24,7 @@ from mini_claude.settings import Settings
 from mini_claude.text import human_size
 from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.web_guard import PrivateAllowance, check_host, checked_url, host_of
 
 MAX_SAME_HOST_REDIRECTS = 5
@@ -65,7 +66,8 @@ class Page:
 class WebFetchTool:
     spec = SPEC
     read_only = False  # it reaches out of the machine: asked per domain
-    in_plan_mode = True  # it changes nothing, so plan mode lets it ask (as Claude Code does)
+    # It changes nothing, so plan mode lets it ask (as Claude Code does).
+    traits = ToolTraits("web", "domain", "url", ("WebFetch",), plan_mode=True)
 
     def __init__(self, clock: Any = time.monotonic) -> None:
         self._clock = clock

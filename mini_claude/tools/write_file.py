@@ -20,7 +20,8 @@ from mini_claude.tools.common import (
     unified_diff,
 )
 from mini_claude.tools.file_stamps import file_stamp
-from mini_claude.tools.paths import ResolvedPath, writable
+from mini_claude.tools.kinds import ToolTraits
+from mini_claude.tools.paths import ResolvedPath, hard_links, writable
 from mini_claude.tools.special_files import refuse_file_parent, refuse_special
 
 SPEC = ToolSpec(
@@ -52,11 +53,15 @@ class _Plan:
     old_digest: bytes = b""
     added: int = 0
     removed: int = 0
+    links: int = 0  # the file's names: a link made while the write waited changes the question
 
     def same_change(self, other: _Plan | None) -> bool:
-        """The same bytes over the same old file: what the user approved is what happens."""
+        """The same bytes over the same old file, reached the same way (links followed now):
+        what the user approved is what happens."""
         return (
             other is not None
+            and other.target.path == self.target.path
+            and other.links == self.links
             and other.data == self.data
             and other.created == self.created
             and other.old_digest == self.old_digest
@@ -92,12 +97,14 @@ def _plan(args: dict[str, Any], ctx: ToolContext) -> _Plan:
     diff = unified_diff(old_text, content, target.shown, created=created)
     added, removed = change_counts(old_text, content, diff)
     digest = hashlib.sha256(old).digest()
-    return _Plan(target, data, created, mode, diff, digest, added, removed)
+    return _Plan(target, data, created, mode, diff, digest, added, removed,
+                 hard_links(path))
 
 
 class WriteFileTool:
     spec = SPEC
     read_only = False
+    traits = ToolTraits("edit", "path", "path", ("Write",))
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         """The write worked out now is the one shown, and the only one run may make."""

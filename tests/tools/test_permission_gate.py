@@ -13,6 +13,7 @@ from mini_claude.tools.base import (
     ToolContext,
     deny_all,
 )
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.permission_gate import users_own
 from mini_claude.tools.permission_modes import PermissionMode, Permissions
 from mini_claude.tools.permission_rules import PermissionRules, parse_rule
@@ -205,6 +206,7 @@ class FetchTool:
     spec = ToolSpec("web_fetch", "Fetch a URL.", {
         "type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]})
     read_only = True
+    traits = ToolTraits("web", "domain", "url", ("WebFetch",), plan_mode=True)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         url = args["url"]

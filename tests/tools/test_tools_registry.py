@@ -27,6 +27,7 @@ from mini_claude.tools.base import (
     ToolContext,
 )
 from mini_claude.tools.grep_search import PythonBackend
+from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.registry import ToolRegistry, check_arguments, default_registry
 from tests.support.tools import ScriptedApprover, run, tool_context
 
@@ -44,6 +45,7 @@ def execute(name: str, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
 class ExplodingTool:
     spec = ToolSpec("explode", "Always fails.", {"type": "object", "properties": {}})
     read_only = True
+    traits = ToolTraits(plan_mode=True)
 
     def __init__(self, error: BaseException, *, in_permission: bool = False) -> None:
         self.error = error

@@ -1,0 +1,90 @@
+"""What a tool is, as the tool declares it, and the view that answers "which tools read,
+edit, …" so that rules, plan mode and the Claude Code name table never list tool names.
+
+Each tool class carries a :class:`ToolTraits`; the registry declares the built-in tools
+here, and a tool added later (an MCP server's, a test's) is declared when it is added.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Literal
+
+ToolKind = Literal["read", "edit", "shell", "search", "web", "other"]
+# What a rule's specifier means for the tool: a command, a path, a URL's domain, a name.
+SpecifierKind = Literal["command", "path", "domain", "name"]
+# Kinds whose tools read files: a rule on reading covers every one of them.
+READING_KINDS: tuple[ToolKind, ...] = ("read", "search")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTraits:
+    kind: ToolKind = "other"
+    rule_kind: SpecifierKind | None = None  # None: rules name the tool alone, with no specifier
+    rule_argument: str = ""  # the argument a rule's specifier is matched against
+    claude_names: tuple[str, ...] = ()  # Claude Code's names for this tool (``Read``, ``Bash``)
+    plan_mode: bool = False  # runs in plan mode (it changes nothing)
+
+    @property
+    def reads_files(self) -> bool:
+        return self.kind in READING_KINDS
+
+
+OTHER = ToolTraits()
+
+
+class ToolKinds:
+    """Tool name -> traits, for every tool the process knows."""
+
+    def __init__(self) -> None:
+        self._traits: dict[str, ToolTraits] = {}
+
+    def declare(self, name: str, traits: ToolTraits) -> None:
+        """A name keeps the traits it was first declared with: a tool added later cannot
+        give a built-in's name another meaning for the rules."""
+        self._traits.setdefault(name, traits)
+
+    def forget(self, name: str) -> None:
+        self._traits.pop(name, None)
+
+    def traits(self, name: str) -> ToolTraits:
+        """What the tool declared; an unknown tool is of kind ``other``."""
+        return self._traits.get(name, OTHER)
+
+    def of_kind(self, *kinds: ToolKind) -> tuple[str, ...]:
+        """The tools of these kinds, in the order they were declared."""
+        return tuple(name for name, traits in self._traits.items() if traits.kind in kinds)
+
+    def called(self, claude_name: str, *, ignore_case: bool = True) -> tuple[str, ...]:
+        """Our tools that Claude Code calls ``claude_name``."""
+
+        def same(name: str) -> bool:
+            return name.lower() == claude_name.lower() if ignore_case else name == claude_name
+
+        return tuple(name for name, traits in self._traits.items()
+                     if any(same(c) for c in traits.claude_names))
+
+    def claude_names(self) -> tuple[str, ...]:
+        """Every Claude Code name some tool answers to."""
+        names = (c for traits in self._traits.values() for c in traits.claude_names)
+        return tuple(dict.fromkeys(names))
+
+
+_KNOWN = ToolKinds()
+
+
+def known_tools() -> ToolKinds:
+    """The process's view, with the built-in tools declared: the registry declares them
+    when it is first imported, which a rule read from the command line may precede."""
+    importlib.import_module("mini_claude.tools.registry")
+    return _KNOWN
+
+
+def declare(name: str, traits: ToolTraits) -> None:
+    """A tool the process now knows (a built-in, an MCP server's, a sub-agent runner)."""
+    _KNOWN.declare(name, traits)
+
+
+def forget(name: str) -> None:
+    _KNOWN.forget(name)
