@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -83,6 +83,18 @@ def _run(agent: Agent, events: AsyncIterator[ev.Event]) -> list[ev.Event]:
 def turn(agent: Agent, text: str) -> list[ev.Event]:
     """One user turn to the end, every event it produced."""
     return _run(agent, agent.turn(text))
+
+
+def watched_turn(agent: Agent, text: str, watch: Callable[[ev.Event], None]) -> list[ev.Event]:
+    """One user turn, with ``watch`` called on each event as it comes; the agent waits
+    while ``watch`` runs (to make something happen at an exact point of a turn)."""
+
+    async def watched() -> AsyncIterator[ev.Event]:
+        async for event in agent.turn(text):
+            watch(event)
+            yield event
+
+    return _run(agent, watched())
 
 
 def compact(agent: Agent, focus: str | None = None) -> list[ev.Event]:
