@@ -22,7 +22,7 @@ from tests.support.reliability import (
     session_settings,
     start_session,
     turn,
-    watched_turn,
+    watched,
 )
 
 # A model the table says has a 1M window (1,047,576 for gpt-4.1), on a server that takes 60,000.
@@ -163,8 +163,8 @@ def test_a_models_api_answer_that_arrives_mid_turn_governs_the_next_request(
                 facts = lookup.wait(timeout=20)
                 assert facts is not None and facts.window == SERVER_WINDOW
 
-        events = watched_turn(session.agent, "read the long documents",
-                              answer_once_the_turn_runs)
+        events = watched(session.agent, session.agent.turn("read the long documents"),
+                         answer_once_the_turn_runs)
         assert finished_text(events) == "The six documents describe the parser."
         sizes = [r.prompt_tokens for r in sim.requests]
         assert max(sizes) > SERVER_WINDOW // 3  # the reads did arrive in full
@@ -213,3 +213,46 @@ def test_a_learnt_window_survives_a_later_models_api_answer(tmp_path: Path) -> N
     assert cached is not None and cached.window == SERVER_WINDOW and cached.rejected
     stored = json.loads((tmp_path / "models.json").read_text())
     assert len(stored) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_models_api_answer_mid_turn_leaves_a_commands_own_model_alone(
+    tmp_path: Path, provider: str
+) -> None:
+    """The answer is about the session's model: a command that runs another model for its
+    turn keeps that model for every request of the turn, and the window follows after."""
+    from mini_claude.session.custom_commands import prompt_events
+
+    model = TABLE_MODEL[provider]
+    project = make_project(tmp_path / "project")
+    (project / ".claude" / "commands").mkdir(parents=True)
+    (project / ".claude" / "commands" / "review.md").write_text(
+        f"---\nmodel: {OTHER_MODEL[provider]}\n---\nReview pkg/core.py.\n")
+    policy = ScriptedPolicy([
+        Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "pkg/core.py"})]),
+        Reply(text="It adds."),
+        Reply(text="Hello."),
+    ])
+    with Simulator(policy) as sim, closing_sessions() as sessions:
+        sim.catalog[model] = CatalogEntry(model, SERVER_WINDOW)
+        sim.models_hold = threading.Event()
+        settings = session_settings(sim, provider, tmp_path / "home",  # type: ignore[arg-type]
+                                    model=model)
+        session = start_session(settings, project)
+        sessions.append(session)
+        lookup = session.model_lookup
+        assert lookup is not None
+
+        def answer_once_the_turn_runs(event: ev.Event) -> None:
+            if isinstance(event, ev.ModelCallStarted) and not sim.models_hold.is_set():
+                sim.models_hold.set()
+                assert lookup.wait(timeout=20) is not None
+
+        events = watched(session.agent, prompt_events(session, "/review"),
+                         answer_once_the_turn_runs)
+        assert finished_text(events) == "It adds."
+        assert [r.conversation.model for r in sim.requests if r.conversation] == [
+            OTHER_MODEL[provider]] * 2
+        assert finished_text(turn(session.agent, "hi")) == "Hello."
+        assert sim.requests[-1].conversation.model == model
+        assert session.agent.settings.window == SERVER_WINDOW

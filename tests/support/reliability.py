@@ -85,16 +85,17 @@ def turn(agent: Agent, text: str) -> list[ev.Event]:
     return _run(agent, agent.turn(text))
 
 
-def watched_turn(agent: Agent, text: str, watch: Callable[[ev.Event], None]) -> list[ev.Event]:
-    """One user turn, with ``watch`` called on each event as it comes; the agent waits
-    while ``watch`` runs (to make something happen at an exact point of a turn)."""
+def watched(agent: Agent, events: AsyncIterator[ev.Event],
+            watch: Callable[[ev.Event], None]) -> list[ev.Event]:
+    """``events`` of ``agent`` to the end, with ``watch`` called on each as it comes; the
+    agent waits while ``watch`` runs (to make something happen at an exact point of a turn)."""
 
-    async def watched() -> AsyncIterator[ev.Event]:
-        async for event in agent.turn(text):
+    async def each() -> AsyncIterator[ev.Event]:
+        async for event in events:
             watch(event)
             yield event
 
-    return _run(agent, watched())
+    return _run(agent, each())
 
 
 def compact(agent: Agent, focus: str | None = None) -> list[ev.Event]:
