@@ -19,7 +19,7 @@ from rich.text import Text
 
 from mini_claude.private_dirs import make_private_dirs
 from mini_claude.project.commands import CustomCommand
-from mini_claude.project.imports import held_lines
+from mini_claude.project.imports import HeldImport, held_lines
 from mini_claude.project.memory import append_memory, init_prompt, memory_note, memory_targets
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.prompt_input import SlashCommandCompleter
@@ -44,8 +44,34 @@ async def run_custom_command(repl: ReplHost, text: str) -> bool:
         async with repl.question():
             return await ask_command_trust(repl, command)
 
-    await repl.run_events(invocation_events(session, invocation, repl.send, ask))
+    async def ask_imports(command: CustomCommand, held: list[HeldImport]) -> bool:
+        async with repl.question():
+            return await ask_command_imports(repl, command, held)
+
+    await repl.run_events(invocation_events(session, invocation, repl.send, ask, ask_imports))
     return True
+
+
+async def ask_command_imports(repl: ReplHost, command: CustomCommand,
+                              held: list[HeldImport]) -> bool:
+    """A project's command attaches files from outside the project: the question an
+    instruction import from outside gets, with the same record of the answer."""
+    table = Table(box=None, show_header=False)
+    for line in held_lines(held, repl.session.cwd):
+        table.add_row(line)
+    repl.console.print(Panel(Group(
+        Text(f"/{command.name} comes with this project and attaches files from outside the "
+             "project (or from your home folder's private parts). Their text would be sent "
+             "to the model:"),
+        Text(), table),
+        title="[bold]Command attachments[/]", title_align="left", border_style="yellow"))
+    try:
+        index = await choose(["Yes, attach them (remembered for this project)",
+                              "No, leave them out"], escape_index=1,
+                             hint="esc means no")
+    except ChoiceInterrupted:
+        return False
+    return index == YES
 
 
 async def ask_command_trust(repl: ReplHost, command: CustomCommand) -> bool:
