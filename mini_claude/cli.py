@@ -194,6 +194,23 @@ PRINT_ONLY_FLAGS = {
 }
 
 
+# A flag whose empty value would quietly mean "not given", and what it needs instead.
+NON_EMPTY_FLAGS = {
+    "resume": ("--resume", "a session id (or a prefix of one); --continue resumes the newest "
+               "session of this folder"),
+    "resume_at": ("--resume-at", "a message id (the uuid of a stream-json assistant line)"),
+    "model": ("--model", "a model name"),
+}
+
+
+def _refuse_empty_values(args: argparse.Namespace) -> None:
+    """``--resume-at ""`` is a mistake to report, not a flag to ignore."""
+    for name, (flag, needed) in NON_EMPTY_FLAGS.items():
+        value = getattr(args, name, None)
+        if value is not None and not value.strip():
+            raise UsageError(f"{flag} needs {needed}")
+
+
 def _refuse_print_only_flags(args: argparse.Namespace) -> None:
     """Say so rather than ignore them."""
     given = [flag for name, flag in PRINT_ONLY_FLAGS.items() if getattr(args, name, None)]
@@ -309,11 +326,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     if args.demo:
         return _run_demo(args)
-    if args.resume is not None and not args.resume.strip():
-        raise UsageError(
-            "--resume needs a session id (or a prefix of one); --continue resumes the newest "
-            "session of this folder"
-        )
+    _refuse_empty_values(args)
     resuming = bool(args.continue_session or args.resume)
     for flag, given in (("--fork-session", args.fork_session), ("--resume-at", args.resume_at)):
         if given and not resuming:

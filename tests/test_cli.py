@@ -7,6 +7,8 @@ import pytest
 
 from mini_claude import __version__
 from mini_claude.cli import main
+from mini_claude.simulator import Simulator
+from tests.support.printing import point_at, run_from
 
 
 def run_cli(
@@ -97,3 +99,28 @@ def test_a_usage_error_is_one_line(argv: list[str], capsys: pytest.CaptureFixtur
     _, err = capsys.readouterr()
     (line,) = err.splitlines()
     assert line.startswith("mini-claude: ") and line.endswith("(see mini-claude --help)")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-p", "hi", "-c", "--resume-at", ""], "--resume-at needs a message id"),
+        (["-p", "hi", "-c", "--resume-at", "  "], "--resume-at needs a message id"),
+        (["-p", "hi", "--model", ""], "--model needs a model name"),
+        (["-p", "hi", "-r", ""], "--resume needs a session id"),
+    ],
+)
+def test_an_empty_flag_value_is_refused_not_ignored(
+    argv: list[str], message: str, simulator: Simulator, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], isolated_home: Path,
+) -> None:
+    point_at(simulator, "anthropic", monkeypatch)
+    run_from(tmp_path / "project", monkeypatch)
+    assert main(["-p", "first"]) == 0  # a session to continue
+    capsys.readouterr()
+    served = len(simulator.requests)
+    assert main(argv) == 2
+    _, err = capsys.readouterr()
+    (line,) = err.strip().splitlines()
+    assert message in line
+    assert len(simulator.requests) == served  # nothing was sent

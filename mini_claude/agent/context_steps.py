@@ -62,10 +62,15 @@ class ContextSteps:
     """The meter, the tiers and the summaries of one session, and when each runs.
 
     Totals (tokens freed, summaries made, cache misses) live as long as the session;
-    the meter, the pipeline and the compactor are rebuilt by :meth:`attach` for each
-    history, since their anchors and indexes describe one history under one set of
-    settings.
+    the pipeline and the compactor are rebuilt by :meth:`attach` for each history or set
+    of settings. The meter and the session notes describe the history itself, so new
+    limits for the same model and history (the Models API answering mid-turn) keep them.
     """
+
+    history: History
+    settings: Settings
+    meter: TokenMeter
+    memory: SessionMemory
 
     def __init__(
         self,
@@ -100,17 +105,23 @@ class ContextSteps:
 
     def attach(self, history: History, settings: Settings, fixed_chars: int) -> None:
         """Start over on a new (or resumed) history, or under new settings."""
+        keep = self._same_history_and_model(history, settings)
         self.history = history
         self.settings = settings
-        self.meter = TokenMeter(settings, fixed_chars=fixed_chars)
+        if keep:
+            self.meter.settings = settings
+            self.meter.schemas_changed(fixed_chars)
+            self.memory.settings = settings
+        else:
+            self.meter = TokenMeter(settings, fixed_chars=fixed_chars)
+            earlier: SessionMemory | None = getattr(self, "memory", None)
+            self.memory = SessionMemory(settings, self.meter, self.clock)
+            self.memory.on_update = self._record_notes
+            if earlier is not None:  # a simulated arrival time outlives new settings
+                self.memory.arrival_delay = earlier.arrival_delay
         self.pipeline = ContextPipeline(settings, self.store, self.meter,
                                         root=self.tool_context.root)
         self.compactor = Compactor(settings, self.meter, self.store)
-        earlier = getattr(self, "memory", None)
-        self.memory = SessionMemory(settings, self.meter, self.clock)
-        self.memory.on_update = self._record_notes
-        if earlier is not None:  # a simulated arrival time outlives new settings
-            self.memory.arrival_delay = earlier.arrival_delay
         self.compactor.add_reattach_source(Ledger(settings, self._chars_per_token))
         context = self.tool_context
         self.compactor.add_reattach_source(PlanSource(context.plan))
@@ -123,6 +134,12 @@ class ContextSteps:
         self.compactor.add_reattach_source(RuleSource(self.path_rules))
         self.compactor.add_reattach_source(self.lifecycle)
         self.last_call_at = None
+
+    def _same_history_and_model(self, history: History, settings: Settings) -> bool:
+        """Only the limits change: what the meter learnt and the notes still hold."""
+        earlier: History | None = getattr(self, "history", None)
+        return (earlier is not None and earlier.conversation is history.conversation
+                and self.settings.model == settings.model)
 
     @property
     def conversation(self) -> Conversation:

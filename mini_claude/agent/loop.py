@@ -82,7 +82,7 @@ class Agent:
         self.tool_calls = ToolCalls(registry=registry, tool_context=tool_context,
                                     context=self.context, hooks=lambda: self.hooks,
                                     path_rules=self.path_rules, lifecycle=self.lifecycle)
-        # Called at each turn start; new settings (a window the Models API reported) or None.
+        # Asked before each request; new settings (a window the Models API reported) or None.
         self.settings_update: Callable[[], Settings | None] | None = None
         self.attach(transcript, conversation or Conversation())
 
@@ -120,6 +120,13 @@ class Agent:
         self.tool_context.settings = settings
         self.attach(self.transcript, self.conversation)
 
+    def adopt_settings_update(self) -> None:
+        """Take settings that changed since the last request (the Models API answered while
+        a turn was running): every threshold governs the very next request."""
+        updated = self.settings_update() if self.settings_update is not None else None
+        if updated is not None:
+            self.reconfigure(updated)
+
     def status(self) -> ContextStatus:
         return self.context.status()
 
@@ -142,13 +149,11 @@ class Agent:
         if not text.strip():
             yield ev.TurnError("nothing to send: the prompt is empty", "error")
             return
+        self.adopt_settings_update()
         unsendable = self.context.prompt_cannot_fit(text)
         if unsendable is not None:
             yield ev.TurnError(unsendable, "prompt_too_long")
             return
-        updated = self.settings_update() if self.settings_update is not None else None
-        if updated is not None:
-            self.reconfigure(updated)
         async for event in self.lifecycle.before_prompt(self.hooks, text):
             yield event
         if self.lifecycle.blocked:
@@ -175,6 +180,7 @@ class Agent:
         """Prepare the context, call the model, run the tools it asks for; repeat."""
         requests = 0
         while True:
+            self.adopt_settings_update()
             async for event in self.context.before_call():
                 yield event
             requests += 1

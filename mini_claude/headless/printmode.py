@@ -124,7 +124,7 @@ async def _run(
     try:
         if args.continue_session or args.resume:
             agent = session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
-            if getattr(args, "resume_at", None):
+            if getattr(args, "resume_at", None) is not None:
                 resume_at(agent, args.resume_at)
         else:
             agent = session.start_new()

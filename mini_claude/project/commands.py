@@ -159,6 +159,11 @@ def with_arguments(body: str, arguments: str) -> str:
     return text
 
 
+def own_text(command: CustomCommand) -> str:
+    """The body without its argument places: what the command says whatever is typed."""
+    return POSITIONAL.sub("", command.body.replace("$ARGUMENTS", ""))
+
+
 def _words(arguments: str) -> list[str]:
     try:
         return shlex.split(arguments)

@@ -4,33 +4,39 @@ Shared by the REPL and print mode: find what the name means, fill in the
 arguments, run the ``!`command` `` lines through the normal permission path
 (with the command's ``allowed-tools`` allowed for that turn), then run the turn
 with the command's model. A project's command that would run or allow anything
-does so only after its file was approved; the caller says how to ask.
+does so only after its file was approved; the caller says how to ask. The files a
+project's command attaches from outside the project follow the rule of instruction
+imports: held until the user approved that command importing that file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mini_claude import events as ev
 from mini_claude.context.persist import admit_result
-from mini_claude.conversation import ToolUseBlock
+from mini_claude.conversation import ImageBlock, ToolUseBlock
 from mini_claude.models import resolve_model
+from mini_claude.project.boundary import ProjectBoundary
 from mini_claude.project.commands import (
     SHELL_LINE,
     CustomCommand,
+    own_text,
     run_shell_lines,
     split_invocation,
     with_arguments,
 )
+from mini_claude.project.imports import HeldImport, ImportGate, held_lines
+from mini_claude.project.instructions import approve_imports, import_approved
 from mini_claude.project.skills import Skill, load_text
 from mini_claude.project.trust import ProjectTrust
 from mini_claude.secrets import api_keys, mask
-from mini_claude.session.mentions import attach_mentions
+from mini_claude.session.mentions import attachment_targets, prepare
 from mini_claude.tools.permission_gate import permissions_of
 from mini_claude.tools.permission_rules import Rule, RuleError, parse_rule
 
@@ -39,8 +45,12 @@ if TYPE_CHECKING:
     from mini_claude.session.wiring import Session
 
 NOT_APPROVED = "[not run: this project's command file is not approved]"
-TurnRunner = Callable[[str], AsyncIterator[ev.Event]]
+HELD_NOTICE = "not attached until approved in the REPL: {}"
+# text and images -> the turn
+TurnRunner = Callable[[str, Sequence[ImageBlock]], AsyncIterator[ev.Event]]
 AskTrust = Callable[[CustomCommand], Awaitable[bool]]
+# the command and the files it would attach from outside the project -> attach them?
+AskImports = Callable[[CustomCommand, list[HeldImport]], Awaitable[bool]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +93,8 @@ def decide_command(session: Session, command: CustomCommand, approved: bool) -> 
 
 
 async def invocation_events(
-    session: Session, invocation: Invocation, turn: TurnRunner, ask: AskTrust | None = None
+    session: Session, invocation: Invocation, turn: TurnRunner, ask: AskTrust | None = None,
+    ask_imports: AskImports | None = None,
 ) -> AsyncIterator[ev.Event]:
     """The whole invocation: shell lines first, then the turn, with its overrides."""
     agent = session.agent
@@ -94,7 +105,7 @@ async def invocation_events(
         text = load_text(skill, session.cwd)
         if invocation.arguments:
             text += f"\n\nARGUMENTS: {invocation.arguments}"
-        async for event in turn(text):
+        async for event in turn(text, ()):
             yield event
         return
     command = invocation.command
@@ -118,11 +129,45 @@ async def invocation_events(
                     yield event
             else:
                 text = SHELL_LINE.sub(NOT_APPROVED, text)
-        text, attached = await attach_mentions(agent, text)
-        for event in attached:
+        held = await _held_attachments(session, command, ask_imports)
+        for line in held_lines(held, session.cwd):
+            yield ev.Notice(HELD_NOTICE.format(line), "warning")
+        prepared = await prepare(agent, text, withheld={item.target for item in held})
+        for event in prepared.events:
             yield event
-        async for event in turn(text):
+        async for event in turn(prepared.text, prepared.images):
             yield event
+
+
+async def _held_attachments(session: Session, command: CustomCommand,
+                            ask: AskImports | None) -> list[HeldImport]:
+    """What the command itself (not the arguments typed) attaches from outside the project
+    and may not yet: asked about when there is someone to ask, and the answer remembered."""
+    held = outside_attachments(session, command)
+    if not held or ask is None:
+        return held
+    approved = await ask(command, held)
+    approve_imports(session.settings.home, session.cwd, tuple(held), approved)
+    return [] if approved else held
+
+
+def outside_attachments(session: Session, command: CustomCommand) -> list[HeldImport]:
+    """The files a project's command names (``@/abs``, ``@../x``, a link out, an image
+    path) that the rule for instruction imports holds, not approved yet."""
+    if command.scope != "project":
+        return []  # the user's own command, like the user's own instruction files
+    gate = _import_gate(session)
+    targets = attachment_targets(own_text(command), session.agent.tool_context.root)
+    return [HeldImport(command.path, target) for target in targets
+            if not gate.allows(command.path, target)]
+
+
+def _import_gate(session: Session) -> ImportGate:
+    """The gate instruction imports pass, for this project and home."""
+    boundary = ProjectBoundary.of(session.cwd, session.settings.home)
+    trust = ProjectTrust(session.settings.home)
+    return ImportGate(boundary, lambda source, target: import_approved(
+        trust, boundary.root, source, target))
 
 
 async def _trusted(session: Session, command: CustomCommand, ask: AskTrust | None) -> bool:
@@ -187,12 +232,22 @@ def _shell_runner(agent: Agent, events: list[ev.Event]) -> Callable[[str], Await
 def prompt_events(
     session: Session, prompt: str, max_requests: int | None = None, ask: AskTrust | None = None
 ) -> AsyncIterator[ev.Event]:
-    """The turn for a prompt, a ``/command args`` or ``/skill-name args`` expanded first."""
+    """The turn for a prompt (print mode): a ``/command args`` or ``/skill-name args``
+    expanded first; otherwise its ``@path`` files and images attached, as in the REPL."""
     invocation = find_invocation(session, prompt)
 
-    def turn(text: str) -> AsyncIterator[ev.Event]:
-        return session.agent.turn(text, max_requests)
+    def turn(text: str, images: Sequence[ImageBlock]) -> AsyncIterator[ev.Event]:
+        return session.agent.turn(text, max_requests, images)
 
     if invocation is None:
-        return turn(prompt)
+        return _prepared_turn(session, prompt, turn)
     return invocation_events(session, invocation, turn, ask)
+
+
+async def _prepared_turn(session: Session, text: str,
+                         turn: TurnRunner) -> AsyncIterator[ev.Event]:
+    prepared = await prepare(session.agent, text)
+    for event in prepared.events:
+        yield event
+    async for event in turn(prepared.text, prepared.images):
+        yield event

@@ -20,7 +20,6 @@ from mini_claude.session.settings_files import SettingsLayers, load_settings_lay
 from mini_claude.settings import Settings
 from mini_claude.tools.permission_modes import PermissionMode, Permissions
 from mini_claude.tools.permission_rules import MCP_PREFIX, PermissionRules, Rule
-from mini_claude.tools.run_shell import SECRET_VARIABLES
 
 FLAG_ALLOW_SOURCE = "--allowed-tools"
 FLAG_DENY_SOURCE = "--disallowed-tools"
@@ -113,12 +112,9 @@ class PermissionSetup:
         return self.layers.hooks(self.project_approved)
 
     def command_environment(self, base: Mapping[str, str]) -> dict[str, str]:
-        """The commands' environment plus the settings' ``env``; our API keys stay out."""
-        env = dict(base)
-        for name, value in self.layers.env(self.project_approved).items():
-            if name not in SECRET_VARIABLES:
-                env[name] = value
-        return env
+        """The commands' environment plus the settings' ``env`` (which never names our API
+        keys: see ``SettingsFile.applied_env``)."""
+        return {**base, **self.layers.env(self.project_approved)}
 
 
 def unknown_tool_warnings(rules: PermissionRules, known_tools: list[str]) -> list[str]:

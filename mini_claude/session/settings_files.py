@@ -37,6 +37,7 @@ from mini_claude.tools.permission_rules import (
     RuleError,
     parse_rule,
 )
+from mini_claude.tools.run_shell import SECRET_VARIABLES
 
 Scope = Literal["user", "project"]
 RULE_KEYS = ("allow", "ask", "deny")
@@ -108,11 +109,23 @@ class SettingsFile:
         for hook in self.hooks:
             matcher = f" ({hook.matcher})" if hook.matcher else ""
             lines.append(f"run as a {hook.event} hook{matcher}: {hook.command}")
-        if self.env:
-            lines.append("set for commands: " + ", ".join(f"{k}={v}" for k, v in self.env.items()))
+        if self.applied_env:
+            lines.append("set for commands: "
+                         + ", ".join(f"{k}={v}" for k, v in self.applied_env.items()))
         if self.status_line:
             lines.append(f"run as the status line: {self.status_line.command}")
         return lines
+
+    @property
+    def applied_env(self) -> dict[str, str]:
+        """``env`` as commands and hooks get it: our API keys' names are refused."""
+        return {k: v for k, v in self.env.items() if k not in SECRET_VARIABLES}
+
+    @property
+    def refused_env(self) -> list[str]:
+        """Names in ``env`` that are never set (our API keys), to say so, not to list them
+        as set."""
+        return [name for name in self.env if name in SECRET_VARIABLES]
 
 
 @dataclass
@@ -175,7 +188,7 @@ class SettingsLayers:
     def env(self, project_approved: bool) -> dict[str, str]:
         merged: dict[str, str] = {}
         for settings_file in self.counted(project_approved):
-            merged.update(settings_file.env)
+            merged.update(settings_file.applied_env)
         return merged
 
     def hooks(self, project_approved: bool) -> list[HookCommand]:

@@ -424,7 +424,7 @@ class Session:
             return
         if self.model_lookup is None or self.model_lookup.model != settings.model:
             self.model_lookup = ModelLookup(settings, key).start()
-        self.settings = self._reported_settings() or self.settings
+        self.settings = self._with_facts(self.settings)
 
     def _window_refused(self, model: str, error: PromptTooLong) -> None:
         """A server refused one of the agent's prompts with its maximum: that is the window
@@ -436,40 +436,45 @@ class Session:
             self.settings = keep_learnt_window(self.settings, agent.settings)
 
     def _reported_settings(self) -> Settings | None:
-        """New settings once the lookup has a window the session does not use yet, or the
-        agent learnt one from a server's refusal."""
+        """The settings the agent's next request needs when they changed, else None: the
+        window the Models API reported, or one a server enforced. The agent's own settings
+        are the base, so a command's model or plan model for one turn stays; the facts
+        apply only to the model they describe."""
         agent: Agent | None = getattr(self, "agent", None)
-        if self._fallback_pending is not None:
+        if self._fallback_pending is not None:  # the provider went on with the fallback
             self._use_model(self._fallback_pending)
             self._fallback_pending = None
             return self.settings
-        if agent is not None and agent.settings is not self.settings:
-            learnt = keep_learnt_window(self.settings, agent.settings)
-            if learnt is not self.settings:
-                self.settings = learnt
-                if learnt != agent.settings:
-                    return learnt
-        facts = self.model_lookup.facts if self.model_lookup is not None else None
-        if facts is None or facts.window is None or facts.model != self.settings.model:
+        if agent is not None:
+            self.settings = keep_learnt_window(self.settings, agent.settings)
+        self.settings = self._with_facts(self.settings)
+        if agent is None:
             return None
+        updated = self._with_facts(agent.settings)
+        return updated if updated is not agent.settings else None
+
+    def _with_facts(self, settings: Settings) -> Settings:
+        """``settings`` with the lookup's window for their model; a window a server enforced
+        is only ever lowered."""
+        facts = self.model_lookup.facts if self.model_lookup is not None else None
+        if facts is None or facts.window is None or facts.model != settings.model:
+            return settings
         if facts.rejected:
-            if self.settings.rejected_window == facts.window:
-                return None
-            self.settings = self.settings.with_overrides(
+            if settings.rejected_window is not None and settings.rejected_window <= facts.window:
+                return settings
+            return settings.with_overrides(
                 rejected_window=facts.window, window_rejected_by=facts.source
             )
-            return self.settings
-        if self.settings.reported_window == facts.window:
-            return None
+        if settings.reported_window == facts.window:
+            return settings
         thinking = (
             "adaptive" if facts.thinking_adaptive
             else "enabled" if facts.thinking_enabled else None
         )
-        self.settings = self.settings.with_overrides(
+        return settings.with_overrides(
             reported_window=facts.window, window_reported_by=facts.source,
             reported_thinking=thinking,
         )
-        return self.settings
 
 
 def startup_housekeeping(settings: Settings) -> int:

@@ -64,6 +64,7 @@ OPENAI_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
 BAD_KEY = "bad-key"
 HANG_LIMIT_SECONDS = 60.0
+MODELS_HOLD_MAX_SECONDS = 30.0  # a held Models API answer goes out by then whatever happens
 TOOL_CALL_OUTPUT_OVERHEAD = 3
 KEPT_REPLIES_LIMIT = 256
 # Reasoning tokens a reply spends at each OpenAI ``reasoning_effort``.
@@ -169,6 +170,8 @@ class Simulator:
         self.catalog: dict[str, CatalogEntry] = {}
         self.models_flavour: ModelsFlavour = "vllm"
         self.model_requests: list[RecordedRequest] = []
+        # A slow Models API: while set, its answers wait until this event is set.
+        self.models_hold: threading.Event | None = None
         self.counter = counter if counter is not None else shared_counter()
         self._faults = FaultQueue()
         self._anthropic_cache = AnthropicCache(self.clock)
@@ -290,6 +293,9 @@ class Simulator:
         stream = bool(body.get("stream")) if isinstance(body, dict) else False
         record = RecordedRequest(protocol, path, headers, body, stream=stream)
         if handler.command == "GET" and (path == MODELS_PATH or path.startswith(MODELS_PATH + "/")):
+            hold = self.models_hold
+            if hold is not None:
+                hold.wait(MODELS_HOLD_MAX_SECONDS)
             with self._lock:
                 self.model_requests.append(record)
                 answer = self._models(record)

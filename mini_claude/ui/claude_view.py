@@ -7,7 +7,7 @@ import asyncio
 import os
 import shlex
 import subprocess
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from prompt_toolkit.completion import CompleteEvent, Completion
@@ -19,7 +19,7 @@ from rich.text import Text
 
 from mini_claude.private_dirs import make_private_dirs
 from mini_claude.project.commands import CustomCommand
-from mini_claude.project.imports import held_lines
+from mini_claude.project.imports import HeldImport, held_lines
 from mini_claude.project.memory import append_memory, init_prompt, memory_note, memory_targets
 from mini_claude.ui.choice import ChoiceInterrupted, ask_trust, choose
 from mini_claude.ui.prompt_input import SlashCommandCompleter
@@ -28,6 +28,7 @@ from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
     from mini_claude import events as ev
+    from mini_claude.conversation import ImageBlock
     from mini_claude.ui.host import ReplHost
 
 
@@ -45,11 +46,33 @@ async def run_custom_command(repl: ReplHost, text: str) -> bool:
         async with repl.question():
             return await ask_command_trust(repl, command)
 
-    def send(prompt: str) -> AsyncIterator[ev.Event]:
-        return repl.send(command_message(text, prompt))
+    async def ask_imports(command: CustomCommand, held: list[HeldImport]) -> bool:
+        async with repl.question():
+            return await ask_command_imports(repl, command, held)
 
-    await repl.run_events(invocation_events(session, invocation, send, ask))
+    def send(prompt: str, images: Sequence[ImageBlock] = ()) -> AsyncIterator[ev.Event]:
+        return repl.send(command_message(text, prompt), images)
+
+    await repl.run_events(invocation_events(session, invocation, send, ask, ask_imports))
     return True
+
+
+async def ask_command_imports(repl: ReplHost, command: CustomCommand,
+                              held: list[HeldImport]) -> bool:
+    """A project's command attaches files from outside the project: the question an
+    instruction import from outside gets, with the same record of the answer."""
+    table = Table(box=None, show_header=False)
+    for line in held_lines(held, repl.session.cwd):
+        table.add_row(line)
+    panel = Panel(Group(
+        Text(f"/{command.name} comes with this project and attaches files from outside the "
+             "project (or from your home folder's private parts). Their text would be sent "
+             "to the model:"),
+        Text(), table),
+        title="[bold]Command attachments[/]", title_align="left", border_style="yellow")
+    answer = await ask_trust(repl.console, panel, "Yes, attach them (remembered for this "
+                             "project)", "No, leave them out")
+    return bool(answer)
 
 
 async def ask_command_trust(repl: ReplHost, command: CustomCommand) -> bool:

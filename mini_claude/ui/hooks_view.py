@@ -57,6 +57,10 @@ async def ask_project_settings(repl: ReplHost) -> None:
         parts.append(Text())
         parts.append(Text(str(settings_file.path.relative_to(session.cwd)), style="bold"))
         parts.extend(Text(f"  • {visible(line, one_line=True)}") for line in settings_file.grants)
+        if settings_file.refused_env:
+            names = visible(", ".join(settings_file.refused_env), one_line=True)
+            parts.append(Text(f"  (its env also names {names}: refused, API keys are never "
+                              "set for commands)", style="dim"))
     parts += [Text(), Text(
         "Hooks and commands run on your machine with your permissions. Approve only if you "
         "trust this repository; a change to any of these files asks again. Their deny rules "

@@ -6,7 +6,7 @@ import them without either module importing the other.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
 
     from mini_claude import events as ev
     from mini_claude.agent.loop import Agent
+    from mini_claude.conversation import ImageBlock
     from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
     from mini_claude.ui.conveniences import ShellContext
@@ -79,6 +80,6 @@ class ReplHost(Protocol):
         """A turn for text as the user typed it (its ``@path`` files attached)."""
         ...
 
-    def send(self, text: str) -> AsyncIterator[ev.Event]:
+    def send(self, text: str, images: Sequence[ImageBlock] = ()) -> AsyncIterator[ev.Event]:
         """A turn for text whose files are attached already (a custom command's prompt)."""
         ...

@@ -33,7 +33,7 @@ from rich.text import Text
 
 from mini_claude import __version__
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from mini_claude.session.mentions import attach_mentions
+from mini_claude.session.mentions import prepare
 from mini_claude.ui.claude_view import (
     CustomCommandCompleter,
     ask_held_imports,
@@ -49,7 +49,6 @@ from mini_claude.ui.conveniences import (
     run_user_shell,
 )
 from mini_claude.ui.hooks_view import ask_project_settings
-from mini_claude.ui.image_attachments import attach_images
 from mini_claude.ui.live import LiveView, TurnActivity
 from mini_claude.ui.mode_view import mode_marker
 from mini_claude.ui.paste import PastedTexts, paste_keys
@@ -351,11 +350,10 @@ class Repl:
         from mini_claude.ui.mcp_view import wait_for_connecting_servers
 
         await wait_for_connecting_servers(self)
-        text, attached = await attach_mentions(self.agent, text)
-        images, image_notes = await attach_images(self.agent, text)
-        for event in [*attached, *image_notes]:
+        prepared = await prepare(self.agent, text)
+        for event in prepared.events:
             yield event
-        async for event in self.send(text, images):
+        async for event in self.send(prepared.text, prepared.images):
             yield event
 
     async def _next_message(self) -> str | None:

@@ -423,3 +423,30 @@ def test_the_wait_for_notes_on_their_way_has_a_limit(tmp_path: Path) -> None:
     assert finished[0].waited_seconds == pytest.approx(15.0)
     [summary] = steps.provider.requests
     assert NOTES_LINE not in summary.messages[-1].text
+
+
+# ---- new limits for the same history ---------------------------------------------------
+
+
+def test_a_window_reported_mid_session_keeps_what_was_measured(tmp_path: Path) -> None:
+    """New limits for the same model (the Models API answering mid-turn) keep the meter's
+    anchor and the session notes; the thresholds follow the new window at once."""
+    steps = Steps(tmp_path)
+    steps.work(calls=6, tokens_each=1_500)
+    steps.anchor()
+    notes = notes_on_the_way(steps)
+    meter = steps.steps.meter
+    estimate = meter.estimate(steps.history.conversation)
+    smaller = replace(steps.settings, rejected_window=20_000)
+    steps.steps.attach(History(steps.history.transcript, steps.history.conversation,
+                               steps.steps.store, smaller), smaller, fixed_chars=0)
+    assert steps.steps.meter is meter and meter.is_anchored(steps.history.conversation)
+    assert meter.estimate(steps.history.conversation) == estimate
+    assert steps.steps.memory.notes is notes
+    assert steps.steps.status().window == 20_000
+    assert steps.steps.compactor.settings.window == 20_000
+
+    another_model = replace(smaller, model="claude-opus-4-5")
+    steps.steps.attach(History(steps.history.transcript, steps.history.conversation,
+                               steps.steps.store, another_model), another_model, fixed_chars=0)
+    assert steps.steps.meter is not meter and steps.steps.memory.notes is None

@@ -4,10 +4,12 @@ end to end over the real SDKs against the simulator, both providers."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
+from mini_claude import events as ev
 from mini_claude.cli import main
 from mini_claude.settings import known_window
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
@@ -20,6 +22,7 @@ from tests.support.reliability import (
     session_settings,
     start_session,
     turn,
+    watched,
 )
 
 # A model the table says has a 1M window (1,047,576 for gpt-4.1), on a server that takes 60,000.
@@ -115,6 +118,62 @@ def test_a_model_in_the_table_takes_the_window_its_models_api_reports(
         assert len(sim.model_requests) == 1
 
 
+def long_documents(project: Path, count: int) -> None:
+    """Documents of about 13k tokens each: two of them fill most of a 60k window."""
+    for n in range(count):
+        (project / f"long{n}.txt").write_text("".join(
+            f"long {n} line {i}: the parser reads tokens and builds a tree of nodes, "
+            "then the checker walks the tree again\n"
+            for i in range(2_000)
+        ))
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_models_api_answer_that_arrives_mid_turn_governs_the_next_request(
+    tmp_path: Path, provider: str
+) -> None:
+    """The answer comes after the turn started and before the reads come back: the
+    request that carries them, and every one after, stays inside the reported window."""
+    model = TABLE_MODEL[provider]
+    project = make_project(tmp_path / "project")
+    long_documents(project, 6)
+    policy = ScriptedPolicy([
+        Reply(text="Reading three.", tool_calls=[
+            ToolCall("read_file", {"path": f"long{n}.txt"}) for n in range(3)
+        ]),
+        Reply(text="Reading three more.", tool_calls=[
+            ToolCall("read_file", {"path": f"long{n}.txt"}) for n in range(3, 6)
+        ]),
+        Reply(text="The six documents describe the parser."),
+    ])
+    with Simulator(policy, context_window=SERVER_WINDOW) as sim, \
+            closing_sessions() as sessions:
+        sim.catalog[model] = CatalogEntry(model, SERVER_WINDOW)
+        sim.models_hold = threading.Event()
+        settings = session_settings(sim, provider, tmp_path / "home",  # type: ignore[arg-type]
+                                    model=model)
+        session = start_session(settings, project)
+        sessions.append(session)
+        lookup = session.model_lookup
+        assert lookup is not None and lookup.facts is None
+
+        def answer_once_the_turn_runs(event: ev.Event) -> None:
+            if isinstance(event, ev.ModelCallStarted) and not sim.models_hold.is_set():
+                sim.models_hold.set()
+                facts = lookup.wait(timeout=20)
+                assert facts is not None and facts.window == SERVER_WINDOW
+
+        events = watched(session.agent, session.agent.turn("read the long documents"),
+                         answer_once_the_turn_runs)
+        assert finished_text(events) == "The six documents describe the parser."
+        sizes = [r.prompt_tokens for r in sim.requests]
+        assert max(sizes) > SERVER_WINDOW // 3  # the reads did arrive in full
+        assert all(size <= SERVER_WINDOW for size in sizes), sizes
+        assert refusals(sim) == 0
+        assert session.agent.settings.window == SERVER_WINDOW
+        assert session.agent.status().window == SERVER_WINDOW
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_stream_json_usage_lines_measure_against_the_auto_compact_threshold(
     provider: str,
@@ -154,3 +213,46 @@ def test_a_learnt_window_survives_a_later_models_api_answer(tmp_path: Path) -> N
     assert cached is not None and cached.window == SERVER_WINDOW and cached.rejected
     stored = json.loads((tmp_path / "models.json").read_text())
     assert len(stored) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_models_api_answer_mid_turn_leaves_a_commands_own_model_alone(
+    tmp_path: Path, provider: str
+) -> None:
+    """The answer is about the session's model: a command that runs another model for its
+    turn keeps that model for every request of the turn, and the window follows after."""
+    from mini_claude.session.custom_commands import prompt_events
+
+    model = TABLE_MODEL[provider]
+    project = make_project(tmp_path / "project")
+    (project / ".claude" / "commands").mkdir(parents=True)
+    (project / ".claude" / "commands" / "review.md").write_text(
+        f"---\nmodel: {OTHER_MODEL[provider]}\n---\nReview pkg/core.py.\n")
+    policy = ScriptedPolicy([
+        Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "pkg/core.py"})]),
+        Reply(text="It adds."),
+        Reply(text="Hello."),
+    ])
+    with Simulator(policy) as sim, closing_sessions() as sessions:
+        sim.catalog[model] = CatalogEntry(model, SERVER_WINDOW)
+        sim.models_hold = threading.Event()
+        settings = session_settings(sim, provider, tmp_path / "home",  # type: ignore[arg-type]
+                                    model=model)
+        session = start_session(settings, project)
+        sessions.append(session)
+        lookup = session.model_lookup
+        assert lookup is not None
+
+        def answer_once_the_turn_runs(event: ev.Event) -> None:
+            if isinstance(event, ev.ModelCallStarted) and not sim.models_hold.is_set():
+                sim.models_hold.set()
+                assert lookup.wait(timeout=20) is not None
+
+        events = watched(session.agent, prompt_events(session, "/review"),
+                         answer_once_the_turn_runs)
+        assert finished_text(events) == "It adds."
+        assert [r.conversation.model for r in sim.requests if r.conversation] == [
+            OTHER_MODEL[provider]] * 2
+        assert finished_text(turn(session.agent, "hi")) == "Hello."
+        assert sim.requests[-1].conversation.model == model
+        assert session.agent.settings.window == SERVER_WINDOW

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -83,6 +83,19 @@ def _run(agent: Agent, events: AsyncIterator[ev.Event]) -> list[ev.Event]:
 def turn(agent: Agent, text: str) -> list[ev.Event]:
     """One user turn to the end, every event it produced."""
     return _run(agent, agent.turn(text))
+
+
+def watched(agent: Agent, events: AsyncIterator[ev.Event],
+            watch: Callable[[ev.Event], None]) -> list[ev.Event]:
+    """``events`` of ``agent`` to the end, with ``watch`` called on each as it comes; the
+    agent waits while ``watch`` runs (to make something happen at an exact point of a turn)."""
+
+    async def each() -> AsyncIterator[ev.Event]:
+        async for event in events:
+            watch(event)
+            yield event
+
+    return _run(agent, each())
 
 
 def compact(agent: Agent, focus: str | None = None) -> list[ev.Event]:

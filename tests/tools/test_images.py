@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from mini_claude.session.mentions import image_paths_in
 from mini_claude.settings import Settings
 from mini_claude.tools.base import NOTHING_TO_ASK
 from mini_claude.tools.common import ToolError
@@ -23,7 +24,6 @@ from mini_claude.tools.images import (
     load_image,
 )
 from mini_claude.tools.read_file import ReadFileTool
-from mini_claude.ui.image_attachments import image_paths_in
 from tests.support.tools import run, tool_context
 
 

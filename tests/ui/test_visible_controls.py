@@ -100,3 +100,26 @@ def test_print_mode_narration_never_carries_controls(
     _, err = capsys.readouterr()
     no_raw_controls(err)
     assert "→ read_file x␛[2K␛[1G.txt" in err
+
+
+def test_a_panel_keeps_its_right_border_on_lines_with_stand_ins() -> None:
+    """Stand-ins are wider than what they stand for: the layout measures them as shown."""
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    screen = io.StringIO()
+    console = guard_console(Console(file=screen, width=60, color_system=None))
+    table = Table(show_header=False)
+    table.add_row("hook", f"echo {C1_CSI}{C1_CSI}{C1_CSI} done")
+    styled = Text.assemble(("red ", "red"), (f"{CLEAR_LINE}{BIDI}", "bold"), " tail")
+    console.print(Panel(Group(Text("plain"), Text(f"raw {C1_CSI}{BIDI} {CLEAR_LINE}x " * 2),
+                              table, styled),
+                        title=f"T{C1_CSI}", border_style="yellow"))
+    lines = screen.getvalue().splitlines()
+    no_raw_controls(screen.getvalue())
+    assert "<U+009B>2J" in screen.getvalue() and "<U+202E>exe.txt" in screen.getvalue()
+    assert len(lines) > 6
+    assert {len(line) for line in lines} == {60}, lines  # every line ends at the border
+    assert all(line[-1] in "╮│╯" for line in lines), lines
