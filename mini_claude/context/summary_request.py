@@ -18,9 +18,11 @@ from mini_claude.conversation import (
     Block,
     ImageBlock,
     Message,
+    THINKING_BLOCKS,
     SummaryBlock,
     TextBlock,
     ToolResultBlock,
+    strip_thinking,
 )
 from mini_claude.prompts import SUMMARY_HEADING
 
@@ -42,12 +44,19 @@ _STRAY_TAGS = re.compile(r"</?(?:analysis|summary)>", re.IGNORECASE)
 def without_images(messages: Sequence[Message]) -> list[Message]:
     """Each image replaced by a line naming its file and size: a summary request never
     carries image data (a summary cannot keep it, and it would cost its tokens again).
-    Messages without images are passed on as they are, so the cached prefix still holds."""
+    Messages before the first image are passed on as they are, so the cached prefix still
+    holds; thinking after it is dropped, as the API refuses thinking signed for a history
+    that has changed before it."""
     out: list[Message] = []
+    changed = False
     for message in messages:
+        if changed and any(isinstance(b, THINKING_BLOCKS) for b in message.blocks):
+            message = Message(message.role, list(message.blocks))
+            strip_thinking([message])
         if not any(isinstance(b, ImageBlock) for b in message.blocks):
             out.append(message)
             continue
+        changed = True
         blocks: list[Block] = [TextBlock(b.placeholder()) if isinstance(b, ImageBlock) else b
                                for b in message.blocks]
         out.append(Message(message.role, blocks))

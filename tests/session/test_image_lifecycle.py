@@ -88,3 +88,19 @@ def test_rewind_in_a_live_session_after_an_image(
     assert _history(run.agent.conversation.messages) == kept
     _accepted(run.turn("second question again"), simulator)
     assert load_session(run.agent.transcript.path).warnings == []
+
+
+def test_a_compaction_after_an_image_and_thinking_is_accepted(
+    runs: Runs, simulator: Simulator
+) -> None:
+    """The summary request stands a placeholder for the image, so thinking signed after the
+    image no longer matches its history: it is left out, not sent to be refused."""
+    simulator.policy = _replies()
+    run = runs("anthropic", thinking_tokens=2048)
+    run.start()
+    _accepted(run.turn("what is in shot.png?"), simulator)
+    _accepted(run.turn("and the colours?"), simulator)
+    events = run.compact()
+    assert any(isinstance(e, ev.CompactionFinished) for e in events), events
+    assert len(run.summary_requests()) == 1
+    _accepted(run.turn("go on"), simulator)
