@@ -18,11 +18,9 @@ from mini_claude.conversation import (
     Block,
     ImageBlock,
     Message,
-    THINKING_BLOCKS,
     SummaryBlock,
     TextBlock,
     ToolResultBlock,
-    strip_thinking,
 )
 from mini_claude.prompts import SUMMARY_HEADING
 
@@ -44,23 +42,21 @@ _STRAY_TAGS = re.compile(r"</?(?:analysis|summary)>", re.IGNORECASE)
 def without_images(messages: Sequence[Message]) -> list[Message]:
     """Each image replaced by a line naming its file and size: a summary request never
     carries image data (a summary cannot keep it, and it would cost its tokens again).
-    Messages before the first image are passed on as they are, so the cached prefix still
-    holds; thinking after it is dropped, as the API refuses thinking signed for a history
-    that has changed before it."""
+    Messages without images are passed on as they are, so the cached prefix still holds."""
     out: list[Message] = []
-    changed = False
     for message in messages:
-        if changed and any(isinstance(b, THINKING_BLOCKS) for b in message.blocks):
-            message = Message(message.role, list(message.blocks))
-            strip_thinking([message])
         if not any(isinstance(b, ImageBlock) for b in message.blocks):
             out.append(message)
             continue
-        changed = True
         blocks: list[Block] = [TextBlock(b.placeholder()) if isinstance(b, ImageBlock) else b
                                for b in message.blocks]
         out.append(Message(message.role, blocks))
     return out
+
+
+def carries_images(messages: Sequence[Message]) -> bool:
+    """True when a summary request of ``messages`` would stand a line for an image."""
+    return any(isinstance(b, ImageBlock) for m in messages for b in m.blocks)
 
 
 @cache
