@@ -46,7 +46,7 @@ demo: $(STAMP)
 	$(BIN)/mini-claude --demo
 
 fuzz: $(DEV_STAMP)
-	MINI_CLAUDE_FUZZ_EXAMPLES=20000 $(BIN)/pytest tests/test_properties.py
+	MINI_CLAUDE_FUZZ_EXAMPLES=20000 $(BIN)/pytest tests/test_properties.py tests/test_lifecycle_properties.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

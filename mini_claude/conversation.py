@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields
 from enum import IntEnum
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_type_hints
 
 Role = Literal["user", "assistant"]
 
 INTERRUPTED_RESULT = "[interrupted: the tool did not finish; no result was recorded]"
 THINKING_CLEARED = "(thinking cleared)"
+LOST_RESULT = "[the result of this tool call was lost from the saved session; it is unknown]"
+LOST_MESSAGES = "[the start of this saved session could not be read]"
 
 
 class ResultState(IntEnum):
@@ -318,6 +320,54 @@ class Conversation:
         return message
 
 
+def repair_pairs(messages: list[Message]) -> int:
+    """Pair every tool call with its result again after records were lost; the fixes made.
+
+    A damaged transcript line can take a tool call's result (or the call) with it: each call
+    before the last message gets a result saying it was lost, a result with no call before
+    it is dropped, and a history that opens with the model gets a first user message, so a
+    resumed request is one the APIs accept. The last message's open calls are left to
+    :meth:`Conversation.close_dangling_tool_uses`, which records its answer.
+    """
+    fixes = 0
+    if messages and messages[0].role != "user":
+        messages.insert(0, user_text(LOST_MESSAGES))
+        fixes += 1
+    repaired: list[Message] = []
+    for message in messages:
+        previous = repaired[-1] if repaired else None
+        asked = previous.tool_uses if previous is not None and previous.role == "assistant" else []
+        fixed = _answer(message, asked)
+        if fixed is not message:
+            fixes += 1
+        if asked and fixed.role != "user":
+            repaired.append(_answer(Message("user"), asked))
+            fixes += 1
+        if fixed.blocks:
+            repaired.append(fixed)
+    messages[:] = repaired
+    return fixes
+
+
+def _answer(message: Message, asked: Sequence[ToolUseBlock]) -> Message:
+    """``message`` holding a result for each call in ``asked`` and no other results."""
+    if message.role != "user":
+        return message
+    ids = {u.id for u in asked}
+    results: list[ToolResultBlock] = []
+    answered: set[str] = set()
+    for result in message.tool_results:  # a result written twice: the first one stands
+        if result.tool_use_id in ids and result.tool_use_id not in answered:
+            results.append(result)
+            answered.add(result.tool_use_id)
+    lost = [ToolResultBlock(u.id, LOST_RESULT, is_error=True, tool_name=u.name,
+                            target=target_of(u)) for u in asked if u.id not in answered]
+    others = [b for b in message.blocks if not isinstance(b, ToolResultBlock)]
+    if not lost and len(results) == len(message.tool_results):
+        return message
+    return Message("user", [*results, *lost, *others])
+
+
 def strip_thinking(messages: Sequence[Message], before: int | None = None) -> int:
     """Remove thinking blocks in place from ``messages[:before]``; returns chars freed."""
     end = len(messages) if before is None else before
@@ -379,31 +429,41 @@ def validate(messages: Sequence[Message]) -> list[str]:
 
 # ---- serialization (transcripts) -------------------------------------------------
 
-_BLOCK_TYPES: dict[str, type[Any]] = {
-    "text": TextBlock,
-    "tool_use": ToolUseBlock,
-    "tool_result": ToolResultBlock,
-    "summary": SummaryBlock,
-    "thinking": ThinkingBlock,
-    "redacted_thinking": RedactedThinkingBlock,
-    "image": ImageBlock,
-}
+def _kind_of(cls: type[Any]) -> str:
+    """The ``kind`` a block class writes (its field's default): the name it is read back by."""
+    kind = next(f.default for f in fields(cls) if f.name == "kind")
+    assert isinstance(kind, str)
+    return kind
+
+
+# Every block kind, keyed by the kind each class writes: derived from ``Block`` itself, so a
+# block added to the union is written, read and checked (``transcript_check``) with no list
+# to update.
+BLOCK_TYPES: dict[str, type[Any]] = {_kind_of(cls): cls for cls in get_args(Block)}
 
 
 def block_to_dict(block: Block) -> dict[str, Any]:
     data = asdict(block)
-    if isinstance(block, ToolResultBlock):
-        data["state"] = int(block.state)
+    for name, value in data.items():
+        if isinstance(value, IntEnum):
+            data[name] = int(value)
     return data
 
 
 def block_from_dict(data: dict[str, Any]) -> Block:
-    cls = _BLOCK_TYPES[data["kind"]]
+    cls = BLOCK_TYPES[data["kind"]]
     values = {k: v for k, v in data.items() if k != "kind"}
-    block = cls(**values)
-    if isinstance(block, ToolResultBlock):
-        block = replace(block, state=ResultState(int(block.state)))
-    return block  # type: ignore[no-any-return]
+    for name, enum in _enum_fields(cls).items():
+        if name in values:
+            values[name] = enum(int(values[name]))
+    return cls(**values)  # type: ignore[no-any-return]
+
+
+def _enum_fields(cls: type[Any]) -> dict[str, type[IntEnum]]:
+    """The fields of a block class that hold an IntEnum (written as its number)."""
+    hints = get_type_hints(cls)
+    return {name: hint for name, hint in hints.items()
+            if isinstance(hint, type) and issubclass(hint, IntEnum)}
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from mini_claude.conversation import (
     block_to_dict,
     message_from_dict,
     message_to_dict,
+    repair_pairs,
     strip_thinking,
 )
 from mini_claude.private_dirs import ensure_private_dir
@@ -80,6 +81,8 @@ class Transcript:
         return transcript
 
     def write(self, record: dict[str, Any]) -> None:
+        if record.get("type") not in RECORD_KINDS:
+            raise ValueError(f"a transcript record of unknown type {record.get('type')!r}")
         line = mask(_json_line(record), self._secrets)
         if self._file is None:
             return
@@ -229,10 +232,6 @@ class LastPrompt:
     fixed_chars: int  # of its system prompt and tool schemas
 
 
-# Records that change messages already in the history (a rewind does too).
-HISTORY_EDITS = frozenset({"edit", "fold", "compaction", "thinking_cleared", "rewind"})
-
-
 def _last_prompt(record: dict[str, Any], messages: list[Message]) -> LastPrompt | None:
     """A main call's usage, written right after its reply was appended."""
     fixed_chars = record.get("fixed_chars")
@@ -292,6 +291,9 @@ def load_session(path: Path) -> LoadedSession:
                 )
     if damaged > MAX_DAMAGE_WARNINGS:
         warnings.append(f"transcript {path.name}: {damaged} damaged records skipped in all")
+    if repair_pairs(messages):
+        warnings.append("tool calls whose records were damaged were paired again: a lost "
+                        "result is marked as lost, a result without its call was dropped")
     conversation = Conversation(messages)
     repair = conversation.close_dangling_tool_uses(INTERRUPTED_RESULT)
     if repair is not None:
@@ -377,28 +379,78 @@ def _apply_rewind(
 def _apply(
     record: dict[str, Any], messages: list[Message], originals: list[Message], meta: dict[str, Any]
 ) -> None:
-    kind = record["type"]
-    if kind == "session":
-        meta.update(record)
-    elif kind == "message":
-        # Cleaned on the way in: a transcript written before a fix (an empty text block,
-        # a lone surrogate) still replays into a request the APIs accept.
-        data = check_message(record["message"])
-        message = clean_message(message_from_dict(data))
-        if message.blocks:
-            messages.append(message)
-            originals.append(clean_message(message_from_dict(data)))
-    elif kind == "edit":
-        block = clean_block(block_from_dict(check_block(record["block"])))
-        assert isinstance(block, ToolResultBlock)
-        _replace_result(messages, block)
-    elif kind == "fold":
-        _apply_fold(messages, record["removed"], record["replaced"])
-    elif kind == "compaction":
-        rebuilt = [clean_message(message_from_dict(check_message(m))) for m in record["messages"]]
-        messages[:] = [m for m in rebuilt if m.blocks]
-    elif kind == "thinking_cleared":
-        strip_thinking(messages, int(record["before"]))
+    replay = RECORD_KINDS[record["type"]].replay if record["type"] in RECORD_KINDS else None
+    if replay is not None:
+        replay(record, messages, originals, meta)
+
+
+def _replay_session(record: dict[str, Any], _messages: list[Message],
+                    _originals: list[Message], meta: dict[str, Any]) -> None:
+    meta.update(record)
+
+
+def _replay_message(record: dict[str, Any], messages: list[Message], originals: list[Message],
+                    _meta: dict[str, Any]) -> None:
+    # Cleaned on the way in: a transcript written before a fix (an empty text block,
+    # a lone surrogate) still replays into a request the APIs accept.
+    data = check_message(record["message"])
+    message = clean_message(message_from_dict(data))
+    if message.blocks:
+        messages.append(message)
+        originals.append(clean_message(message_from_dict(data)))
+
+
+def _replay_edit(record: dict[str, Any], messages: list[Message], _originals: list[Message],
+                 _meta: dict[str, Any]) -> None:
+    block = clean_block(block_from_dict(check_block(record["block"])))
+    if not isinstance(block, ToolResultBlock):
+        raise ValueError("an edit of a block that is not a tool result")
+    _replace_result(messages, block)
+
+
+def _replay_fold(record: dict[str, Any], messages: list[Message], _originals: list[Message],
+                 _meta: dict[str, Any]) -> None:
+    _apply_fold(messages, record["removed"], record["replaced"])
+
+
+def _replay_compaction(record: dict[str, Any], messages: list[Message],
+                       _originals: list[Message], _meta: dict[str, Any]) -> None:
+    rebuilt = [clean_message(message_from_dict(check_message(m))) for m in record["messages"]]
+    messages[:] = [m for m in rebuilt if m.blocks]
+
+
+def _replay_thinking_cleared(record: dict[str, Any], messages: list[Message],
+                             _originals: list[Message], _meta: dict[str, Any]) -> None:
+    strip_thinking(messages, int(record["before"]))
+
+
+Replay = Callable[[dict[str, Any], list[Message], list[Message], dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordKind:
+    """What a kind of record does on replay: ``replay`` rebuilds the history from it (None:
+    it changes no message); ``edits_history`` when it changes messages already there."""
+
+    replay: Replay | None = None
+    edits_history: bool = False
+
+
+# Every kind of record a transcript holds. ``Transcript.write`` refuses any other, so a new
+# kind is replayed (or declared inert) here before a transcript can hold it.
+RECORD_KINDS: dict[str, RecordKind] = {
+    "session": RecordKind(_replay_session),
+    "message": RecordKind(_replay_message),
+    "edit": RecordKind(_replay_edit, edits_history=True),
+    "fold": RecordKind(_replay_fold, edits_history=True),
+    "compaction": RecordKind(_replay_compaction, edits_history=True),
+    "thinking_cleared": RecordKind(_replay_thinking_cleared, edits_history=True),
+    "rewind": RecordKind(edits_history=True),  # load_session replays it from its snapshots
+    "event": RecordKind(),
+    "checkpoint": RecordKind(),
+}
+# Records that change messages already in the history.
+HISTORY_EDITS = frozenset(kind for kind, spec in RECORD_KINDS.items() if spec.edits_history)
 
 
 def _apply_fold(messages: list[Message], removed: list[int], replaced: dict[str, Any]) -> None:

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from dataclasses import MISSING, fields
+from enum import IntEnum
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from mini_claude.conversation import BLOCK_TYPES
 
 MAX_RECORD_DEPTH = 200  # a message nests a few levels; tool inputs are bounded at 100
 ROLES = ("user", "assistant")
@@ -19,35 +24,41 @@ ROLES = ("user", "assistant")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
-# Each block kind: its fields and the JSON types they may hold.
-_TEXT = (str,)
-_INT = (int,)
-BLOCK_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
-    "text": {"text": _TEXT},
-    "tool_use": {"id": _TEXT, "name": _TEXT, "input": (dict,)},
-    "tool_result": {
-        "tool_use_id": _TEXT,
-        "content": _TEXT,
-        "is_error": (bool,),
-        "tool_name": _TEXT,
-        "target": _TEXT,
-        "original_chars": _INT,
-        "original_lines": _INT,
-        "saved_path": (str, type(None)),
-        "state": _INT,
-    },
-    "summary": {"summary": _TEXT, "transcript_path": _TEXT, "compacted_messages": _INT},
-    "thinking": {"thinking": _TEXT, "signature": _TEXT},
-    "redacted_thinking": {"data": _TEXT},
-}
-REQUIRED = {
-    "text": ("text",),
-    "tool_use": ("id", "name", "input"),
-    "tool_result": ("tool_use_id", "content"),
-    "summary": ("summary",),
-    "thinking": ("thinking", "signature"),
-    "redacted_thinking": ("data",),
-}
+JsonTypes = tuple[type, ...]
+
+
+def _json_types(hint: Any) -> JsonTypes:
+    """The JSON value types a field of this Python type is written as."""
+    if isinstance(hint, type) and issubclass(hint, IntEnum):
+        return (int,)
+    origin = get_origin(hint)
+    if origin in (Union, UnionType):
+        return tuple(t for arg in get_args(hint) for t in _json_types(arg))
+    if origin is not None:
+        return (origin,)  # dict[str, Any] -> dict, list[...] -> list
+    if hint is type(None) or hint is None:
+        return (type(None),)
+    if isinstance(hint, type):
+        return (hint,)
+    raise TypeError(f"a block field of type {hint!r} has no JSON form")
+
+
+def _fields_of(cls: type[Any]) -> dict[str, JsonTypes]:
+    hints = get_type_hints(cls)
+    return {f.name: _json_types(hints[f.name]) for f in fields(cls) if f.name != "kind"}
+
+
+def _required_of(cls: type[Any]) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls) if f.name != "kind"
+                 and f.default is MISSING and f.default_factory is MISSING)
+
+
+# Each block kind: its fields and the JSON types they may hold, and the fields it must have;
+# read off the block dataclasses, the same ones the transcript is written from.
+BLOCK_FIELDS: dict[str, dict[str, JsonTypes]] = {
+    kind: _fields_of(cls) for kind, cls in BLOCK_TYPES.items()}
+REQUIRED: dict[str, tuple[str, ...]] = {
+    kind: _required_of(cls) for kind, cls in BLOCK_TYPES.items()}
 
 
 class DamagedRecord(ValueError):

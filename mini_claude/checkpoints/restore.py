@@ -1,7 +1,9 @@
 """Put files back as a rewind wants them, all or nothing, even if the process is killed.
 
 1. The journal (which files, which contents) is written and flushed to disk.
-2. Every new content is written to a temporary file beside its target.
+2. Every new content is written to a temporary file beside its target, through the
+   target's folder opened and checked to be inside the project (a file whose folder now
+   leads elsewhere is left alone, and said so).
 3. The commit: the rewind record is appended to the transcript.
 4. The temporary files are renamed over the targets; files to remove are removed.
 5. The journal is deleted.
@@ -23,9 +25,12 @@ from typing import Any
 from mini_claude.atomic_files import atomic_write
 from mini_claude.checkpoints.store import CheckpointStore
 from mini_claude.private_dirs import make_private_dirs
+from mini_claude.safe_read import kind_of
 from mini_claude.transcript import read_records
 
 JOURNAL_MODE = 0o600
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+_FOLDER = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +45,14 @@ class FileRestore:
         return self.path.with_name(f".{self.path.name}.rewind-{rewind_id}.tmp")
 
 
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A file the restore left as it was, and why (one line for the user)."""
+
+    path: Path
+    reason: str
+
+
 class RestoreError(Exception):
     """Nothing was changed; one line for the user."""
 
@@ -48,27 +61,58 @@ class RestoreIncomplete(Exception):
     """The rewind was recorded but a file could not be put in place; the next start retries."""
 
 
+class OutsideProject(Exception):
+    """The file's real folder is not inside the project (a folder was swapped for a link)."""
+
+
+Commit = Callable[[list[FileRestore]], None]
+
+
 def restore_files(store: CheckpointStore, rewind_id: str, transcript: Path,
-                  files: list[FileRestore], commit: Callable[[], None]) -> None:
-    """Bring every file to its new state, with ``commit`` (recording the rewind) in between."""
-    _write_journal(store, rewind_id, transcript, files)
+                  files: list[FileRestore], commit: Commit, *, root: Path) -> list[Refused]:
+    """Bring every file to its new state, with ``commit`` (recording the rewind of the files
+    that can be restored) in between; the files left alone because they lead out of ``root``.
+
+    Each file's folder is opened and checked to be inside the project when the file is
+    written, and the write goes through that open folder, so a folder swapped for a link
+    to somewhere else is never written through.
+    """
+    _write_journal(store, rewind_id, transcript, files, root)
+    refused: list[Refused] = []
+    staged: list[tuple[FileRestore, int | None]] = []
     try:
         for change in files:
-            if change.content is not None:
-                _stage(store, rewind_id, change)
-        commit()
+            try:
+                staged.append((change, _stage(store, rewind_id, change, root)))
+            except OutsideProject as exc:
+                refused.append(Refused(change.path, str(exc)))
+        kept = [change for change, _ in staged]
+        if refused:
+            _write_journal(store, rewind_id, transcript, kept, root, replace=True)
+        commit(kept)
     except BaseException:
-        _roll_back(store, rewind_id, files)
+        _roll_back_staged(rewind_id, staged)
+        _remove_journal(store)
         raise
     try:
-        for change in files:
-            _place(rewind_id, change)
+        for index, (change, folder) in enumerate(staged):
+            try:
+                _place(rewind_id, change, folder, root)
+            except OutsideProject as exc:
+                refused.append(Refused(change.path, str(exc)))
+            finally:
+                staged[index] = (change, None)
+                _close(folder)
     except OSError as exc:  # recorded: the journal stays, and the next start finishes it
-        raise RestoreIncomplete(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+        raise RestoreIncomplete(f"{exc.filename or change.path}: {exc.strerror or exc}") from None
+    finally:
+        for _, folder in staged:
+            _close(folder)
     _remove_journal(store)
+    return refused
 
 
-def recover(store: CheckpointStore) -> str | None:
+def recover(store: CheckpointStore, root: Path) -> str | None:
     """Finish or undo a rewind a killed process left half done; a line saying which, or None."""
     try:
         journal = json.loads(store.journal.read_text(encoding="utf-8"))
@@ -84,70 +128,195 @@ def recover(store: CheckpointStore) -> str | None:
     if _still_running(journal.get("pid")):
         return None  # another mini-claude in this project is rewinding right now
     if not _committed(transcript, rewind_id):
-        _roll_back(store, rewind_id, files)
+        for change in files:
+            _remove_temporary(rewind_id, change, root)
+        _remove_journal(store)
         return "a rewind interrupted before it changed any file was undone"
+    left: list[str] = []
     for change in files:
-        _finish(store, rewind_id, change)
+        try:
+            _finish(store, rewind_id, change, root)
+        except OutsideProject as exc:
+            left.append(f"{change.path} ({exc})")
     _remove_journal(store)
-    return f"a rewind interrupted half-way was completed ({len(files)} files)"
+    done = f"a rewind interrupted half-way was completed ({len(files) - len(left)} files)"
+    return done + (f"; left as they are: {', '.join(left)}" if left else "")
 
 
 def _write_journal(store: CheckpointStore, rewind_id: str, transcript: Path,
-                   files: list[FileRestore]) -> None:
-    if store.journal.exists():
+                   files: list[FileRestore], root: Path, *, replace: bool = False) -> None:
+    if store.journal.exists() and not replace:
         raise RestoreError("another rewind is under way (or was interrupted); start mini-claude "
                            "again in this project to finish it first")
     body: dict[str, Any] = {
         "id": rewind_id,
         "pid": os.getpid(),
         "transcript": str(transcript),
+        "root": str(root),
         "files": [{"path": str(f.path), "content": f.content, "mode": f.mode} for f in files],
     }
     make_private_dirs(store.folder)
     atomic_write(store.journal, json.dumps(body).encode("utf-8"), JOURNAL_MODE)
 
 
-def _stage(store: CheckpointStore, rewind_id: str, change: FileRestore) -> None:
-    assert change.content is not None
+def _stage(store: CheckpointStore, rewind_id: str, change: FileRestore, root: Path) -> int | None:
+    """The new content written beside its target, through the target's open folder (kept
+    open for the rename); None for a file to remove, which has nothing to stage."""
+    if change.content is None:
+        return None
     data = store.get(change.content)
     if data is None:
         raise RestoreError(f"the content of {change.path} is no longer in the checkpoint store")
-    change.path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = change.temporary(rewind_id)
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    _make_folders(change.path, root)
+    folder = open_folder_inside(change.path, root)
+    try:
+        _write_temporary(folder, change.temporary(rewind_id).name, data, change.mode)
+    except BaseException:
+        _close(folder)
+        raise
+    return folder
+
+
+def _write_temporary(folder: int, name: str, data: bytes, mode: int | None) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=folder)  # left by an earlier try of this very rewind
+    fd = os.open(name, _CREATE, 0o600, dir_fd=folder)
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
         handle.flush()
-        os.fchmod(handle.fileno(), change.mode if change.mode is not None else 0o644)
+        os.fchmod(handle.fileno(), mode if mode is not None else 0o644)
         os.fsync(handle.fileno())
 
 
-def _place(rewind_id: str, change: FileRestore) -> None:
-    """The one step per file after the commit: a rename, or a removal."""
-    if change.content is None:
-        with contextlib.suppress(FileNotFoundError):
-            change.path.unlink()
+def _place(rewind_id: str, change: FileRestore, folder: int | None, root: Path) -> None:
+    """The one step per file after the commit: a rename, or a removal, in the folder checked
+    when it was staged and checked again now."""
+    if folder is None:
+        folder = open_folder_inside(change.path, root)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(change.path.name, dir_fd=folder)
+        finally:
+            _close(folder)
         return
-    os.replace(change.temporary(rewind_id), change.path)
-
-
-def _finish(store: CheckpointStore, rewind_id: str, change: FileRestore) -> None:
-    """After a kill past the commit: a rename not done yet is done now."""
-    if change.content is None or change.temporary(rewind_id).exists():
-        _place(rewind_id, change)
-        return
-    data = store.get(change.content)
-    with contextlib.suppress(OSError):
-        if data is not None and change.path.read_bytes() != data:
-            _stage(store, rewind_id, change)
-            _place(rewind_id, change)
-
-
-def _roll_back(store: CheckpointStore, rewind_id: str, files: list[FileRestore]) -> None:
-    for change in files:
+    temporary = change.temporary(rewind_id).name
+    try:
+        _check_still_inside(folder, change.path, root)
+    except OutsideProject:
         with contextlib.suppress(OSError):
-            change.temporary(rewind_id).unlink()
-    _remove_journal(store)
+            os.unlink(temporary, dir_fd=folder)
+        raise
+    os.replace(temporary, change.path.name, src_dir_fd=folder, dst_dir_fd=folder)
+
+
+def _finish(store: CheckpointStore, rewind_id: str, change: FileRestore, root: Path) -> None:
+    """After a kill past the commit: a rename not done yet is done now."""
+    if change.content is None:
+        _place(rewind_id, change, None, root)
+        return
+    folder = open_folder_inside(change.path, root)
+    try:
+        temporary = change.temporary(rewind_id).name
+        if not _exists_in(folder, temporary):
+            data = store.get(change.content)
+            if data is None or _regular_content(folder, change.path.name) == data:
+                return
+            _write_temporary(folder, temporary, data, change.mode)
+        os.replace(temporary, change.path.name, src_dir_fd=folder, dst_dir_fd=folder)
+    finally:
+        _close(folder)
+
+
+def open_folder_inside(path: Path, root: Path) -> int:
+    """The folder ``path`` is in, opened, when its real place (every link followed, read off
+    the open folder itself) is inside ``root``; OutsideProject otherwise."""
+    folder = os.open(path.parent, _FOLDER)
+    try:
+        _check_inside(_real_path(folder, path.parent), root)
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder
+
+
+def _check_still_inside(folder: int, path: Path, root: Path) -> None:
+    """The open folder is still inside ``root`` and still the one ``path`` names."""
+    _check_inside(_real_path(folder, path.parent), root)
+    try:
+        named = os.stat(path.parent)
+    except OSError:
+        raise OutsideProject("its folder was moved away during the rewind") from None
+    opened = os.fstat(folder)
+    if (named.st_dev, named.st_ino) != (opened.st_dev, opened.st_ino):
+        raise OutsideProject("its folder was replaced during the rewind") from None
+
+
+def _check_inside(real: str, root: Path) -> None:
+    real_root = os.path.realpath(root)
+    if not Path(real).is_relative_to(real_root):
+        raise OutsideProject(f"its folder leads outside the project, to {real}")
+
+
+def _real_path(folder: int, fallback: Path) -> str:
+    """Where an open folder really is (from the descriptor where the system says)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{folder}")
+    except OSError:
+        return os.path.realpath(fallback)
+
+
+def _make_folders(path: Path, root: Path) -> None:
+    """Create the missing folders of ``path``, once the nearest existing one is in ``root``."""
+    existing = path.parent
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    _check_inside(os.path.realpath(existing), root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def _exists_in(folder: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _regular_content(folder: int, name: str) -> bytes | None:
+    """A regular file's bytes; None for a missing or special file (a FIFO is never opened
+    for a blocking read)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if kind_of(os.fstat(fd).st_mode) is not None:
+            return None
+        os.set_blocking(fd, True)
+        return handle.read()
+
+
+def _roll_back_staged(rewind_id: str, staged: list[tuple[FileRestore, int | None]]) -> None:
+    for change, folder in staged:
+        if folder is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(change.temporary(rewind_id).name, dir_fd=folder)
+        _close(folder)
+
+
+def _remove_temporary(rewind_id: str, change: FileRestore, root: Path) -> None:
+    with contextlib.suppress(OSError, OutsideProject):
+        folder = open_folder_inside(change.path, root)
+        try:
+            os.unlink(change.temporary(rewind_id).name, dir_fd=folder)
+        finally:
+            _close(folder)
+
+
+def _close(folder: int | None) -> None:
+    if folder is not None:
+        with contextlib.suppress(OSError):
+            os.close(folder)
 
 
 def _remove_journal(store: CheckpointStore) -> None:

@@ -31,6 +31,7 @@ from mini_claude.context.rebuild import (
 from mini_claude.context.summary_request import (
     DROP_MARGIN_SHARE,
     ShapedInput,
+    carries_images,
     cut_results,
     drop_oldest,
     extract_summary,
@@ -422,13 +423,15 @@ class Compactor:
         retries = 0
         while True:
             reshaped = shaped.reshaped
-            # Leaving out old turns changes what later thinking was bound to: send none.
+            # Leaving out old turns, or standing a line for an image, changes what later
+            # thinking was bound to: send none.
+            changed = reshaped or carries_images(shaped.messages)
             request = ModelRequest(
                 model=ctx.model,
                 system=ctx.system,
                 messages=[
                     *without_images(
-                        without_thinking(shaped.messages) if reshaped else shaped.messages
+                        without_thinking(shaped.messages) if changed else shaped.messages
                     ),
                     instruction,
                 ],
@@ -436,7 +439,7 @@ class Compactor:
                 max_tokens=max_tokens,
                 allow_tool_use=False,
                 cache=not reshaped,  # a reshaped prefix would write a cache entry nobody reads
-                thinking=None if reshaped else ctx.thinking,
+                thinking=None if changed else ctx.thinking,
             )
             try:
                 reply = await _reply_text(ctx.provider, request)

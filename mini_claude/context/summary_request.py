@@ -54,6 +54,11 @@ def without_images(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
+def carries_images(messages: Sequence[Message]) -> bool:
+    """True when a summary request of ``messages`` would stand a line for an image."""
+    return any(isinstance(b, ImageBlock) for m in messages for b in m.blocks)
+
+
 @cache
 def instruction_template() -> str:
     """The instruction body, shipped as package data so it reads as prose, not code."""

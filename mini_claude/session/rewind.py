@@ -7,6 +7,8 @@ the messages rewound away stay in it, and a rewind is itself a point to go back 
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -16,12 +18,16 @@ from typing import TYPE_CHECKING, Any
 from mini_claude.checkpoints.recorder import Checkpointer
 from mini_claude.checkpoints.restore import (
     FileRestore,
+    OutsideProject,
+    Refused,
     RestoreError,
     RestoreIncomplete,
+    open_folder_inside,
     restore_files,
 )
-from mini_claude.checkpoints.store import CheckpointStore, content_id
+from mini_claude.checkpoints.store import CheckpointStore
 from mini_claude.checkpoints.timeline import ABSENT, Point, Timeline, build_timeline
+from mini_claude.safe_read import kind_of
 from mini_claude.transcript import load_session, read_records
 
 if TYPE_CHECKING:
@@ -64,8 +70,9 @@ class CodePlan:
 class RewindOutcome:
     restored: list[Path]
     removed: list[Path]
-    kept: list[Path]  # the user's own versions, left as they were
+    kept: list[Path]  # the user's own versions, left as they were (and stored)
     unsaved: list[Path]  # left alone: what they hold now could not be stored first
+    refused: list[Refused]  # left alone: where they would be written leads out of the project
     messages: int  # in the conversation now
     prompt: str  # the chosen message's text, for the input box
 
@@ -91,7 +98,7 @@ class Rewinder:
         plan = CodePlan()
         for name, target in self.timeline.state_at(point).items():
             path = Path(name)
-            current = _current_id(path)
+            current, special = _current_id(path)
             wanted = target.get("content") if target.get("state") == "content" else ABSENT
             mode_differs = (target.get("state") == "content" and current != ABSENT
                             and _mode(path) != target.get("mode"))
@@ -99,9 +106,13 @@ class Rewinder:
                 continue
             last = self.timeline.last_written(name)
             outside = last is not None and last != current
-            plan.files.append(PlannedFile(path, target, current, outside,
-                                          self._problem(target)))
+            problem = special or self._problem(target) or _outside_problem(path, self.root)
+            plan.files.append(PlannedFile(path, target, current, outside, problem))
         return plan
+
+    @property
+    def root(self) -> Path:
+        return self.agent.tool_context.root
 
     def _problem(self, target: dict[str, Any]) -> str:
         state = target.get("state")
@@ -122,17 +133,24 @@ class Rewinder:
         plan = plan if plan is not None else (self.plan(point) if code else CodePlan())
         wanted = [f for f in plan.restorable if f.path not in keep] if code else []
         chosen, entries, unsaved = self._keep_current_versions(wanted)
+        kept = [f.path for f in plan.restorable if f.path in keep] if code else []
         rewind_id = uuid.uuid4().hex[:12]
         record: dict[str, Any] = {
             "type": "rewind", "id": rewind_id, "time": time.time(), "to_line": point.line,
             "conversation": conversation, "code": code, "label": _label(point),
-            "files": entries,
+            "files": entries, "kept": self._store_kept(kept),
         }
         restores = [FileRestore(f.path, f.target.get("content") if f.target.get("state") ==
                                 "content" else None, f.target.get("mode")) for f in chosen]
+
+        def commit(placed: list[FileRestore]) -> None:
+            names = {str(f.path) for f in placed}
+            record["files"] = [e for e in entries if e["path"] in names]
+            self._record(record)
+
         try:
-            restore_files(self.store, rewind_id, self.agent.transcript.path, restores,
-                          lambda: self._record(record))
+            refused = restore_files(self.store, rewind_id, self.agent.transcript.path, restores,
+                                    commit, root=self.root)
         except (RestoreError, OSError) as exc:
             raise RewindError(f"nothing was changed: {exc}") from None
         except RestoreIncomplete as exc:
@@ -141,14 +159,21 @@ class Rewinder:
                               f"({exc}); start mini-claude again in this project to finish "
                               "it") from None
         self._settle(chosen, conversation)
+        done = [f for f in chosen if f.path not in {r.path for r in refused}]
         return RewindOutcome(
-            restored=[f.path for f in chosen if f.target.get("state") == "content"],
-            removed=[f.path for f in chosen if f.target.get("state") != "content"],
-            kept=[f.path for f in plan.restorable if f.path in keep] if code else [],
+            restored=[f.path for f in done if f.target.get("state") == "content"],
+            removed=[f.path for f in done if f.target.get("state") != "content"],
+            kept=kept,
             unsaved=unsaved,
+            refused=refused,
             messages=len(self.agent.conversation),
             prompt=point.text if point.kind == "prompt" else "",
         )
+
+    def _store_kept(self, kept: list[Path]) -> list[dict[str, Any]]:
+        """The user's own versions, kept in place, go into the store too (as the question
+        promised), named in the rewind record so they can be found again."""
+        return [{"path": str(path), "state": self.checkpointer.snapshot(path)} for path in kept]
 
     def _record(self, record: dict[str, Any]) -> None:
         """The commit: once this line is in the transcript, the rewind has happened."""
@@ -238,13 +263,37 @@ def _label(point: Point) -> str:
     return first[:80] or "(an empty message)"
 
 
-def _current_id(path: Path) -> str:
+def _current_id(path: Path) -> tuple[str, str]:
+    """The content id of what ``path`` holds now (or ABSENT), and why it must be left alone
+    ("" when it need not): a named pipe or device is never opened for a blocking read."""
     try:
-        return content_id(path.read_bytes())
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return ABSENT
+        return ABSENT, ""
     except OSError:
-        return "unreadable"
+        return "unreadable", ""
+    with os.fdopen(fd, "rb") as handle:
+        kind = kind_of(os.fstat(fd).st_mode)
+        if kind is not None:
+            return "special", f"it is {kind} now, not a regular file"
+        os.set_blocking(fd, True)
+        digest = hashlib.sha256()
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest(), ""
+
+
+def _outside_problem(path: Path, root: Path) -> str:
+    """Why ``path`` cannot be restored when its folder now leads out of the project."""
+    if not os.path.lexists(path.parent):
+        return ""  # created again by the restore, which checks where
+    try:
+        os.close(open_folder_inside(path, root))
+    except OutsideProject as exc:
+        return str(exc)
+    except OSError:
+        return ""
+    return ""
 
 
 def _mode(path: Path) -> int | None:

@@ -135,7 +135,7 @@ class Session:
     def _recover_rewind(self) -> None:
         """A rewind killed half-way is finished or undone before anything else happens."""
         try:
-            done = recover(self.checkpoints)
+            done = recover(self.checkpoints, self.cwd)
         except OSError as exc:
             done = f"an interrupted rewind could not be finished: {exc.strerror or exc}"
         if done is not None:

@@ -185,6 +185,9 @@ def _report(repl: ReplHost, point: Point, outcome: RewindOutcome, *, code: bool,
         for path in outcome.unsaved:
             console.print(note(f"{_shown(repl, str(path))} was left as it is: its current "
                                "content could not be checkpointed first", "warning"))
+        for refused in outcome.refused:
+            console.print(note(f"{_shown(repl, str(refused.path))} was not restored: "
+                               f"{refused.reason}", "warning"))
     console.print(note("nothing is lost: /rewind lists this rewind, to undo it"))
     if outcome.prompt and conversation:
         repl.view.put_back(outcome.prompt)

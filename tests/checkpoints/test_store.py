@@ -100,12 +100,12 @@ def test_a_journal_of_a_live_rewind_is_left_alone_and_a_dead_ones_undone(tmp_pat
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
         try:
             write_journal(store, other.pid, target)
-            assert recover(store) is None  # that process may still be writing
+            assert recover(store, tmp_path) is None  # that process may still be writing
             assert store.journal.exists() and staged.exists()
         finally:
             other.kill()
     other.wait()
-    assert "undone" in (recover(store) or "")  # no rewind record: back to the old state
+    assert "undone" in (recover(store, tmp_path) or "")  # no rewind record: back to the old state
     assert not store.journal.exists() and not staged.exists()
     assert target.read_text() == "old\n"
 
@@ -127,10 +127,10 @@ def test_a_commit_that_fails_leaves_every_file_as_it_was(tmp_path: Path) -> None
     digest, _ = store.put(b"earlier\n")
     changes = [FileRestore(first, digest, 0o644), FileRestore(second, None)]
 
-    def commit() -> None:
+    def commit(_placed: list[FileRestore]) -> None:
         raise RestoreError("the transcript could not be written")
 
     with pytest.raises(RestoreError):
-        restore_files(store, "r2", tmp_path / "t.jsonl", changes, commit)
+        restore_files(store, "r2", tmp_path / "t.jsonl", changes, commit, root=tmp_path)
     assert first.read_text() == "first, now\n" and second.read_text() == "second, now\n"
     assert not list(tmp_path.glob(".*.tmp")) and not store.journal.exists()
