@@ -127,13 +127,15 @@ def measure(
     policy = LongSessionPolicy(files, calls_per_turn=calls)
     started = time.monotonic()
     with Simulator(policy, context_window=window, clock=clock, latency=latency) as sim:
-        _, agent = build_agent(sim, provider, root, folder / "home", window, clock, **overrides)
+        session, agent = build_agent(sim, provider, root, folder / "home", window, clock,
+                                     **overrides)
 
         async def play() -> None:
             try:
                 await _turn(agent, "review every file in src and the logs", run)
             finally:
                 await agent.context.memory.cancel()
+                await session.provider.close()
 
         asyncio.run(play())
         requests = list(sim.requests)
