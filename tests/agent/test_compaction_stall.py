@@ -33,4 +33,6 @@ def test_no_compaction_waits_for_a_side_request(
     stalls = run.stalls()
     assert stalls, f"no compaction in the turn: {run.line()}"
     assert max(stalls) <= MAIN_S + MARGIN_S, run.line()
-    assert run.notes_used_share() >= 0.8, run.line()
+    # Every notes request is used by a compaction but, at most, the one the turn ended on
+    # (a next turn would take it; the full-length share is in `make wait-bench`).
+    assert run.notes_requests - run.notes_used() <= 1, run.line()

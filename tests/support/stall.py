@@ -81,12 +81,12 @@ class StallRun:
     def compactions(self) -> list[ev.CompactionFinished]:
         return [e for e in self.of(ev.CompactionFinished) if isinstance(e, ev.CompactionFinished)]
 
+    def notes_used(self) -> int:
+        """Notes requests whose notes replaced the history at a compaction."""
+        return len({e.summary for e in self.compactions() if e.from_notes})
+
     def notes_used_share(self) -> float:
-        """Share of the notes requests whose notes replaced the history at a compaction."""
-        if not self.notes_requests:
-            return 1.0
-        used = {e.summary for e in self.compactions() if e.from_notes}
-        return len(used) / self.notes_requests
+        return self.notes_used() / self.notes_requests if self.notes_requests else 1.0
 
     def line(self) -> str:
         stalls = self.stalls()
