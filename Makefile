@@ -8,7 +8,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
 PIP := $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: install run test lint bench demo fuzz clean
+.PHONY: install run test lint bench wait-bench demo fuzz clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
@@ -41,6 +41,11 @@ lint: $(DEV_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/mini-claude bench
+
+# The main loop's stall at each compaction against a server answering summaries and notes 20 s
+# late and the loop's own calls 1 s late (150 calls, 40K and 200K, both wires): ~25 minutes.
+wait-bench: $(DEV_STAMP)
+	$(BIN)/python -m tests.support.stall --side 20 --main 1 --calls 150
 
 demo: $(STAMP)
 	$(BIN)/mini-claude --demo

@@ -53,9 +53,6 @@ FRESH_SUMMARY_REASONS: frozenset[CompactReason] = frozenset({"manual", "tool"})
 # Compactions the threshold asked for: held back while notes are on their way and the request
 # still fits below the hard limit (see ``defer_summary``).
 DEFERRABLE_REASONS: frozenset[CompactReason] = frozenset({"auto", "mid-turn"})
-# Compactions that wait for notes already on their way rather than ask for a fresh summary
-# (the rest of an update takes less time than a whole summary call).
-WAITING_REASONS: frozenset[CompactReason] = frozenset({"auto", "mid-turn", "prompt-too-long"})
 
 
 class ContextSteps:
@@ -102,6 +99,9 @@ class ContextSteps:
         # Print mode ends with the turn: notes started by its last reply would be cancelled
         # at exit, unread, after their request was paid for.
         self.notes_at_turn_end = True
+        # Print mode's --max-turns: the model calls a turn may make (None: no bound).
+        self.max_requests: int | None = None
+        self._requests_this_turn = 0
 
     def attach(self, history: History, settings: Settings, fixed_chars: int) -> None:
         """Start over on a new (or resumed) history, or under new settings."""
@@ -192,6 +192,7 @@ class ContextSteps:
     async def at_turn_start(self) -> AsyncIterator[ev.Event]:
         """After the user's message is in the history, before the turn's first call."""
         self.compactor.note_turn_start()
+        self._requests_this_turn = 0
         async for event in self._collect_notes():
             yield event
         reason = self.turn_start_summary()
@@ -224,11 +225,51 @@ class ContextSteps:
         elif self.needs_mid_turn_room():
             for report in self.make_room(loop_open):
                 yield ev.TierFired(report)
-            if self.compactor.needs_mid_turn_compaction(self.conversation) and not (
-                await self.defer_summary("mid-turn")
-            ):
-                async for event in self.summarize("mid-turn"):
+            if self.compactor.needs_mid_turn_compaction(self.conversation):
+                async for event in self._compact_without_waiting("mid-turn", loop_open):
                     yield event
+
+    async def _compact_without_waiting(
+        self, reason: CompactReason, loop_open: bool
+    ) -> AsyncIterator[ev.Event]:
+        """At the threshold nothing waits: the newest notes that have arrived stand in; else
+        the request goes out as it is while an update is on its way and it fits; else the
+        cheap tiers make room; only when none of that is enough, a summary call."""
+        if not self._notes_stand_in() and await self.defer_summary(reason):
+            return
+        if not self._notes_stand_in() and self.memory.enabled:
+            for report in self.cheap_room(loop_open):
+                yield ev.TierFired(report)
+            if not self._still_due(reason):
+                return
+        async for event in self.summarize(reason):
+            yield event
+
+    def _notes_stand_in(self) -> bool:
+        ready = self.memory.usable(self.conversation)
+        return bool(ready) and self.compactor.notes_fit(self.conversation,
+                                                        self.summary_context(), ready)
+
+    def _still_due(self, reason: CompactReason) -> bool:
+        if reason == "auto":
+            return self.compactor.should_auto_compact(self.conversation)
+        return self.compactor.needs_mid_turn_compaction(self.conversation)
+
+    def cheap_room(self, loop_open: bool) -> list[TierReport]:
+        """Room without a call, when no notes can stand in: old results cleared (their text
+        stays on disk), then cleared calls folded, whatever the window."""
+        if loop_open:
+            return []
+        reports: list[TierReport] = []
+        relief = self.pipeline.relieve_pressure(self.conversation)
+        if relief is not None:
+            self.note_edit(relief)
+            reports.append(relief)
+        folded = self.fold_cleared_calls()
+        if folded is not None:
+            self.note_edit(folded)
+            reports.append(folded)
+        return reports
 
     def run_tiers(self, loop_open: bool) -> list[TierReport]:
         """Tiers 1-3, then clear-thinking; none of them while a thinking loop is open."""
@@ -296,7 +337,7 @@ class ContextSteps:
         before = list(messages)
         self.history.fold(folded)
         self.compactor.note_fold(before, folded.removed, self.conversation.epoch)
-        self.memory.note_fold(folded.removed, self.conversation.epoch)
+        self.memory.note_fold(before, self.conversation.messages, folded.removed)
         return TierReport("fold", folded.exchanges, chars - self.conversation.total_chars,
                           max(0, tokens - after),
                           "old calls with cleared results folded to one line each")
@@ -380,31 +421,15 @@ class ContextSteps:
             await memory.settle()  # in one order with the loop's own calls (the benchmark)
         return True
 
-    def _notes_on_the_way(self, ready: Sequence[SessionNotes]) -> bool:
-        """An update is in flight and none of the notes already here would stand in."""
-        return self.memory.in_flight(self.conversation) and not (
-            ready and self.compactor.notes_fit(self.conversation, self.summary_context(), ready)
-        )
-
     async def summarize(
         self, reason: CompactReason, focus: str | None = None
     ) -> AsyncIterator[ev.Event]:
         """Replace the history with a summary (hooks around it); events as it goes.
 
-        Notes still on their way are waited for first (their update is further along
-        than a fresh summary call would be); the wait is on the finished event."""
+        The newest notes that have arrived stand in when they fit; nothing waits for an
+        update on its way (it lands later and is re-based on the new history)."""
         waited = 0.0
         notes = [] if reason in FRESH_SUMMARY_REASONS else self.memory.usable(self.conversation)
-        if reason in WAITING_REASONS and self._notes_on_the_way(notes):
-            started, limit = self.clock(), self.settings.session_memory_max_wait_seconds
-            outcome = await self.memory.settle(limit)
-            if outcome is not None and outcome.notes is not None:
-                yield ev.NotesUpdated(outcome.notes.covered, len(outcome.notes.text))
-            waited = max(0.0, self.memory.arrival(self.conversation) - started)
-            if waited <= limit:
-                notes = self.memory.waited_for(self.conversation)
-            else:  # given up on (on a simulated clock): what had arrived by then
-                waited, notes = limit, self.memory.usable(self.conversation)
         events = run_summary(self.compactor, self.history, self.hooks(), self.summary_context(),
                              reason, focus, notes, lifecycle=self.lifecycle)
         async for event in events:
@@ -420,8 +445,12 @@ class ContextSteps:
 
     def after_reply(self, *, ends_turn: bool = False) -> None:
         """A reply is in: start a notes update when one is due (it runs in the background)."""
+        self._requests_this_turn += 1
+        self.memory.note_step(self.conversation)
         if ends_turn and not self.notes_at_turn_end:
             return
+        bound = self.max_requests
+        self.memory.steps_left = None if bound is None else bound - self._requests_this_turn
         if self.memory.due(self.conversation):
             self.memory.start(self.conversation, self.summary_context())
 
@@ -439,7 +468,8 @@ class ContextSteps:
             self.history.transcript.event("session_notes_failed", error=outcome.error)
             return
         notes = outcome.notes
-        self.history.transcript.event("session_notes", text=notes.text, covered=notes.covered,
+        covered = self.memory.covered_in(notes, self.conversation.messages) or 0
+        self.history.transcript.event("session_notes", text=notes.text, covered=covered,
                                       history_tokens=notes.history_tokens)
 
     def _with_notes_age(

@@ -10,9 +10,11 @@ model of a real Sonnet-class service:
   is about ten times quicker to start, as the provider's caching guide says);
 - then the output at 63 tokens a second.
 
-A summary call makes the user wait for all of it. Session notes make nobody wait at the
-moment of compaction; if the notes used were asked for so recently that their update could
-not have finished yet, the rest of that update's time is counted as a wait.
+A compaction's wait is what the main loop stands still beyond a normal step, the quantity
+``tests/agent/test_compaction_stall.py`` measures on the wire (``make wait-bench`` at full
+latency): a summary call makes the user wait for all of it; notes that have arrived make
+nobody wait, and nothing waits for notes still on their way (they stand in at a later
+compaction, re-based), so a compaction from notes counts 0 s.
 """
 
 from __future__ import annotations

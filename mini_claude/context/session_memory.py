@@ -9,9 +9,14 @@ waits for it: the loop collects the notes once they have arrived. (With
 this so that every run sends its requests in the same order, and counts the time as
 background time.)
 
-Notes cover the messages ``[0:covered)`` of one history epoch. Edits inside the epoch (tiers
-1-3 clearing results) keep positions, so the notes stay valid; a fold removes positions and is
-followed; a summary starts a new epoch and the notes are void (the summary now holds them).
+Notes are anchored to the last message they describe (see ``notes.py``), so every edit of
+the history re-bases them, notes still on their way included: a fold maps the exchanges it
+took out to the message that holds their lines; after a summary the notes whose anchor is in
+the kept tail still describe everything up to it.
+
+When an update starts is measured, not guessed: the time the last updates took and the
+history's growth per step say how far below the summary threshold one must start to land
+before it; none starts that the next compaction could not use, nor in a run's last steps.
 """
 
 from __future__ import annotations
@@ -24,7 +29,13 @@ from dataclasses import dataclass, replace
 
 from mini_claude.context.compact import SummaryContext
 from mini_claude.context.meter import TokenMeter
-from mini_claude.context.notes import SessionNotes
+from mini_claude.context.notes import (
+    MessageKey,
+    SessionNotes,
+    anchor_of,
+    find_anchor,
+    message_key,
+)
 from mini_claude.context.rebuild import cut_points
 from mini_claude.context.summary_request import (
     extract_summary,
@@ -40,6 +51,12 @@ from mini_claude.settings import Settings
 
 # Notes kept per history: the newest, and two earlier ones that stand in while it is on its way.
 KEPT_NOTES = 3
+# Steps an update should land before the threshold, beyond its measured time (jitter).
+LEAD_SPARE_STEPS = 2
+# Weight of the newest measurement in the running averages of growth, step time and latency.
+AVERAGE_WEIGHT = 0.3
+# The earliest an update starts, as a share of the summary threshold, however slow updates are.
+EARLIEST_START_SHARE = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +88,15 @@ class SessionMemory:
         self._news: NotesUpdate | None = None
         # Called with every finished update (the session writes it to the transcript).
         self.on_update: Callable[[NotesUpdate], None] | None = None
+        # Messages a fold took out -> the message that now holds their lines.
+        self._aliases: dict[MessageKey, MessageKey] = {}
+        # Measured: seconds an update takes, history tokens and seconds per step.
+        self.latency_seconds: float | None = None
+        self.growth_per_step: float | None = None
+        self.step_seconds: float | None = None
+        self._last_step: tuple[int, float] | None = None
+        # Steps left in a run with a known end (print mode's --max-turns); None: unbounded.
+        self.steps_left: int | None = None
 
     # ---- when -------------------------------------------------------------------------
 
@@ -103,18 +129,71 @@ class SessionMemory:
         return not (thinking_loop_open(messages) or thinking_loop_open(sent))
 
     def due(self, conversation: Conversation) -> bool:
-        """Enough new history since the last notes, and nothing makes an update unsafe."""
-        if not self.may_start(conversation):
+        """An update now would land before the threshold and be the notes it uses: the
+        history is within the measured lead of the threshold, the notes in hand leave too
+        much after them, and nothing makes an update unsafe."""
+        if not self.may_start(conversation) or self._run_ends_first():
             return False
-        threshold = self.settings.autocompact_tokens
         tokens = self._history_tokens(conversation)
-        if tokens < self.first_update_tokens():
+        if tokens < self.start_tokens():
             return False
         notes = self.current(conversation)
         if notes is None:
             return True
-        grown = tokens - notes.history_tokens
-        return grown >= threshold * self.settings.session_memory_update_pct
+        messages = conversation.messages
+        if notes.covered >= unsent_suffix_start(messages):
+            return False  # nothing new to describe
+        threshold = self.settings.autocompact_tokens
+        arrived = notes.ready_at <= self.clock()
+        if arrived and tokens < threshold < tokens + self._flight_tokens():
+            return False  # it would land after the compaction, which takes the notes in hand
+        return self._tokens_after(conversation, notes.covered) >= self.keep_tokens()
+
+    def start_tokens(self) -> int:
+        """Where an update starts: where the first update of a history comes, or earlier when
+        the measured lead (the growth while an update runs) says it would land too late."""
+        prior = self.first_update_tokens()
+        lead = self.lead_tokens()
+        if lead is None:
+            return prior
+        threshold = self.settings.autocompact_tokens
+        return int(max(threshold * EARLIEST_START_SHARE, min(prior, threshold - lead)))
+
+    def lead_tokens(self) -> float | None:
+        """How much the history grows while an update runs, with a spare step or two."""
+        if self.latency_seconds is None or not self.growth_per_step or not self.step_seconds:
+            return None
+        steps = self.latency_seconds / self.step_seconds + LEAD_SPARE_STEPS
+        return self.growth_per_step * steps
+
+    def keep_tokens(self) -> int:
+        """What may stay verbatim after the notes: half the room a compaction aims to leave."""
+        settings = self.settings
+        return int(settings.effective_window * settings.post_compact_target_pct / 2)
+
+    def _flight_tokens(self) -> float:
+        lead = self.lead_tokens()
+        return 0.0 if lead is None else lead - LEAD_SPARE_STEPS * (self.growth_per_step or 0)
+
+    def _run_ends_first(self) -> bool:
+        """The run ends before an update would land (its notes would go unread)."""
+        if self.steps_left is None:
+            return False
+        if self.latency_seconds is None or not self.step_seconds:
+            return self.steps_left <= LEAD_SPARE_STEPS
+        return self.steps_left <= self.latency_seconds / self.step_seconds + 1
+
+    def note_step(self, conversation: Conversation) -> None:
+        """A reply is in: the history's growth and the time since the last one, measured."""
+        tokens, now = self._history_tokens(conversation), self.clock()
+        last, self._last_step = self._last_step, (tokens, now)
+        if last is None:
+            return
+        grown, seconds = tokens - last[0], now - last[1]
+        if grown > 0:  # a compaction or a clearing between them says nothing about growth
+            self.growth_per_step = _averaged(self.growth_per_step, grown)
+            if seconds > 0:
+                self.step_seconds = _averaged(self.step_seconds, seconds)
 
     def first_update_tokens(self) -> int:
         """Where the first update of a history comes: at a share of the summary threshold, but
@@ -137,29 +216,38 @@ class SessionMemory:
         self._kept = [] if notes is None else [*self._kept[-(KEPT_NOTES - 1):], notes]
 
     def current(self, conversation: Conversation) -> SessionNotes | None:
-        """The newest notes, if they describe this history (same epoch, positions inside it)."""
+        """The newest notes that describe this history (their anchor is in it), re-based."""
         fitting = self._of(conversation)
         return fitting[0] if fitting else None
 
     def _of(self, conversation: Conversation) -> list[SessionNotes]:
-        return [n for n in reversed(self._kept)
-                if n.epoch == conversation.epoch and n.covered <= len(conversation)]
+        """Every kept note whose anchor is still in this history, newest first, with
+        ``covered`` where its anchor is now."""
+        found = []
+        for notes in reversed(self._kept):
+            covered = self.covered_in(notes, conversation.messages)
+            if covered is not None:
+                found.append(notes if covered == notes.covered else replace(notes, covered=covered))
+        return found
+
+    def covered_in(self, notes: SessionNotes, messages: Sequence[Message]) -> int | None:
+        """How many messages of ``messages`` the notes describe; None when none here."""
+        anchor, seen = notes.anchor, set()
+        while anchor and anchor not in seen:
+            covered = find_anchor(messages, anchor)
+            if covered is not None:
+                return covered
+            seen.add(anchor)
+            anchor = self._aliases.get(anchor, ())
+        return None
 
     def usable(self, conversation: Conversation) -> list[SessionNotes]:
         """Notes that have arrived and can replace the history up to a legal cut point, newest
-        first; empty when a summary call is needed."""
+        first; empty when a summary call is needed. Nothing here waits for an update."""
         now = self.clock()
-        return [n for n in self.waited_for(conversation) if n.ready_at <= now]
-
-    def waited_for(self, conversation: Conversation) -> list[SessionNotes]:
-        """Like :meth:`usable`, counting notes still on their way (on a simulated clock) as
-        arrived: what stands in once the caller has waited for them (see ``arrival``)."""
         cuts = cut_points(conversation.messages)
-        return [n for n in self._of(conversation) if any(c <= n.covered for c in cuts)]
-
-    def arrival(self, conversation: Conversation) -> float:
-        """When the last notes of this history on their way arrive (now, if none are)."""
-        return max([self.clock(), *(n.ready_at for n in self._of(conversation))])
+        return [n for n in self._of(conversation)
+                if n.ready_at <= now and any(c <= n.covered for c in cuts)]
 
     # ---- doing it ---------------------------------------------------------------------
 
@@ -173,7 +261,7 @@ class SessionMemory:
         if not base:
             return False
         request = self._request(base, ctx)
-        snapshot = SessionNotes("", conversation.epoch, len(base),
+        snapshot = SessionNotes("", anchor_of(base, len(base)), len(base),
                                 self._history_tokens(conversation), self.clock())
         self._pending = asyncio.ensure_future(self._run(ctx, request, snapshot))
         self._pending.add_done_callback(self._finished)
@@ -227,6 +315,8 @@ class SessionMemory:
         else:
             self.updates += 1
             self.notes = outcome.notes
+            took = outcome.notes.ready_at - outcome.notes.started_at
+            self.latency_seconds = _averaged(self.latency_seconds, max(0.0, took))
         if self.on_update is not None:
             self.on_update(outcome)
         self._news = outcome
@@ -244,18 +334,29 @@ class SessionMemory:
         self, text: str, covered: int, history_tokens: int, conversation: Conversation
     ) -> None:
         """Notes read back from the transcript on resume, if they still fit this history."""
-        if covered <= len(conversation):
+        if 0 < covered <= len(conversation):
             now = self.clock()
-            self.notes = SessionNotes(text, conversation.epoch, covered, history_tokens, now, now)
+            anchor = anchor_of(conversation.messages, covered)
+            self.notes = SessionNotes(text, anchor, covered, history_tokens, now, now)
 
-    def note_fold(self, removed: Sequence[int], epoch: int) -> None:
-        """A fold took whole messages out: the notes still cover the same messages."""
-        self._kept = [_after_fold(kept, removed, epoch) for kept in self._kept
-                      if kept.epoch == epoch - 1]
+    def note_fold(self, before: Sequence[Message], after: Sequence[Message],
+                  removed: Sequence[int]) -> None:
+        """A fold took whole messages out: each now lives on as a line of the message before
+        its run, so notes anchored on one (arrived or still on their way) end there."""
+        gone = set(removed)
+        kept_before = 0
+        for index, message in enumerate(before):
+            if index not in gone:
+                kept_before += 1
+            elif kept_before:
+                self._aliases[message_key(message)] = message_key(after[kept_before - 1])
 
     def note_compacted(self) -> None:
-        """A summary (from the notes or a call) replaced the history: the notes are in it."""
-        self.notes = None
+        """A summary (from the notes or a call) replaced the history: the notes that have
+        arrived are in it or older than it. Notes still on their way are kept: those whose
+        anchor is in the kept tail describe more than the summary does."""
+        now = self.clock()
+        self._kept = [n for n in self._kept if n.ready_at > now]
 
     async def _run(
         self, ctx: SummaryContext, request: ModelRequest, snapshot: SessionNotes
@@ -272,8 +373,17 @@ class SessionMemory:
             ready = snapshot.started_at + self.arrival_delay(usage)
         return NotesUpdate(replace(snapshot, text=text, ready_at=ready))
 
+    def _tokens_after(self, conversation: Conversation, covered: int) -> int:
+        """Tokens of the messages after the first ``covered``: what would stay verbatim."""
+        tail = self.meter.estimate_messages(conversation.messages[covered:])
+        return tail - self.meter.estimate_messages([])
+
     def _history_tokens(self, conversation: Conversation) -> int:
         return max(0, self.meter.estimate(conversation) - round(self.meter.fixed_tokens))
+
+
+def _averaged(average: float | None, value: float) -> float:
+    return value if average is None else average + AVERAGE_WEIGHT * (value - average)
 
 
 async def _reply(ctx: SummaryContext, request: ModelRequest) -> tuple[str, Usage | None]:
@@ -284,8 +394,3 @@ async def _reply(ctx: SummaryContext, request: ModelRequest) -> tuple[str, Usage
     if final is None:
         return "", None
     return final.message.text, final.usage
-
-
-def _after_fold(notes: SessionNotes, removed: Sequence[int], epoch: int) -> SessionNotes:
-    gone = sum(1 for i in removed if i < notes.covered)
-    return replace(notes, epoch=epoch, covered=notes.covered - gone)

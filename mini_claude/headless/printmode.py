@@ -133,6 +133,7 @@ async def _run(
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
     agent.context.notes_at_turn_end = False  # the run ends with this turn
+    agent.context.max_requests = options.max_turns  # and no notes start in its last steps
     for line in held_lines(list(session.instructions.held), cwd):
         print(f"mini-claude: not loaded until approved in the REPL: {line}", file=err)
     for warning in session.warnings:

@@ -31,6 +31,7 @@ from mini_claude.simulator.faults import (
     Fault,
     FaultQueue,
 )
+from mini_claude.simulator.latency import Latency
 from mini_claude.simulator.models_api import (
     CatalogEntry,
     ModelsFlavour,
@@ -158,12 +159,15 @@ class Simulator:
         report_usage: bool = True,
         counter: TokenCounter | None = None,
         summary_style: SummaryStyle = REALISTIC,
+        latency: Latency | None = None,
     ) -> None:
         self.policy: Policy = policy if policy is not None else ScriptedPolicy([])
         self.summary_style = summary_style
         self.context_window = context_window
         self.clock = clock if clock is not None else SimClock()
         self.report_usage = report_usage
+        # How late answers come, by kind (none unless asked for, here or in the environment).
+        self.latency = latency if latency is not None else Latency.from_env()
         self.requests: list[RecordedRequest] = []
         # The Models API: what GET /v1/models[/{id}] answers, and the requests it got
         # (kept apart from ``requests``, which counts model calls).
@@ -308,6 +312,7 @@ class Simulator:
         except Exception as error:  # a policy bug must reach the test as an answer, not a hang
             record.status, record.error = 500, f"simulator failure: {error!r}"
             answer = self._error(record, 500, "api_error", record.error)
+        answer.delay_s = max(answer.delay_s, self.latency.for_request(record))
         self._write(handler, answer)
 
     def _decide(self, record: RecordedRequest, method: str, parse_error: bool) -> Answer:

@@ -15,7 +15,7 @@ from mini_claude.agent.context_steps import ContextSteps
 from mini_claude.agent.history import History
 from mini_claude.agent.hooks import HookRunner
 from mini_claude.context.compact import SummaryContext
-from mini_claude.context.notes import SessionNotes
+from mini_claude.context.notes import SessionNotes, anchor_of
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import (
     Conversation,
@@ -323,8 +323,9 @@ def notes_on_the_way(steps: Steps, *, covered: int | None = None,
                      arrives_in: float = 30.0) -> SessionNotes:
     """Notes of the whole history whose update (on the simulated clock) is still running."""
     conversation = steps.history.conversation
-    notes = SessionNotes("<summary>## Notes\n- FACT-7 is in m7.py</summary>", conversation.epoch,
-                         len(conversation) if covered is None else covered,
+    covered = len(conversation) if covered is None else covered
+    notes = SessionNotes("<summary>## Notes\n- FACT-7 is in m7.py</summary>",
+                         anchor_of(conversation.messages, covered), covered,
                          steps.steps.meter.estimate(conversation), started_at=steps.now,
                          ready_at=steps.now + arrives_in)
     steps.steps.memory.notes = notes
@@ -372,30 +373,21 @@ def test_without_notes_on_their_way_a_deferral_starts_an_update(noted: Steps) ->
     assert len(noted.provider.requests) == 1
 
 
-def test_at_the_hard_limit_the_notes_on_their_way_are_waited_for(noted: Steps) -> None:
+@pytest.mark.parametrize("covered", [None, 0])
+def test_at_the_hard_limit_nothing_waits_for_notes_on_their_way(
+    noted: Steps, covered: int | None
+) -> None:
+    """Notes still on their way (of the whole history, or of nothing that can be cut) are not
+    waited for: the cheap tiers make the room, and no call is made."""
     noted.work(calls=18, tokens_each=1_700)  # past the hard limit (effective window - 5%)
     noted.anchor()
     assert not noted.steps.below_hard_limit()
-    notes_on_the_way(noted, arrives_in=12.0)
+    notes_on_the_way(noted, covered=covered, arrives_in=12.0)
     events = collect(noted.steps.before_call())
-    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
-    assert len(finished) == 1 and finished[0].from_notes
-    assert finished[0].waited_seconds == pytest.approx(12.0)  # the rest of the update, counted
+    assert not any(isinstance(e, ev.CompactionStarted) for e in events)
+    assert any(isinstance(e, ev.TierFired) and e.report.tier == "microcompact" for e in events)
     assert noted.provider.requests == []
-
-
-def test_at_the_hard_limit_notes_that_cannot_stand_in_give_way_to_a_summary(
-    noted: Steps,
-) -> None:
-    noted.work(calls=18, tokens_each=1_700)
-    noted.anchor()
-    notes_on_the_way(noted, covered=0, arrives_in=12.0)  # they describe nothing to cut
-    events = collect(noted.steps.before_call())
-    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
-    assert len(finished) == 1 and not finished[0].from_notes
-    assert finished[0].waited_seconds == pytest.approx(12.0)  # waited, then the call too
-    [summary] = noted.provider.requests
-    assert NOTES_LINE not in summary.messages[-1].text
+    assert not noted.steps.needs_mid_turn_room()
 
 
 def test_no_deferral_without_session_memory_or_with_the_margin_at_the_whole_window(
@@ -407,22 +399,10 @@ def test_no_deferral_without_session_memory_or_with_the_margin_at_the_whole_wind
         steps.work(calls=16, tokens_each=1_700)
         steps.anchor()
         events = collect(steps.steps.before_call())
-        assert [e.reason for e in events if isinstance(e, ev.CompactionFinished)] == ["mid-turn"]
-
-
-def test_the_wait_for_notes_on_their_way_has_a_limit(tmp_path: Path) -> None:
-    """Past ``session_memory_max_wait_seconds`` the compaction goes on without them: a
-    summary call (no earlier notes to stand in), after the time it waited."""
-    steps = Steps(tmp_path, session_memory_background=False, session_memory_max_wait_seconds=15.0)
-    steps.work(calls=18, tokens_each=1_700)
-    steps.anchor()
-    notes_on_the_way(steps, arrives_in=40.0)
-    events = collect(steps.steps.before_call())
-    finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
-    assert len(finished) == 1 and not finished[0].from_notes
-    assert finished[0].waited_seconds == pytest.approx(15.0)
-    [summary] = steps.provider.requests
-    assert NOTES_LINE not in summary.messages[-1].text
+        assert not steps.steps.needs_mid_turn_room()  # not sent over the threshold as it is
+        if not steps.settings.session_memory:
+            assert [e.reason for e in events
+                    if isinstance(e, ev.CompactionFinished)] == ["mid-turn"]
 
 
 # ---- new limits for the same history ---------------------------------------------------

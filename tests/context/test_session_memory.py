@@ -18,7 +18,7 @@ import pytest
 from mini_claude import events as ev
 from mini_claude.context.compact import Compactor, SummaryContext
 from mini_claude.context.meter import TokenMeter
-from mini_claude.context.notes import SessionNotes
+from mini_claude.context.notes import SessionNotes, anchor_of
 from mini_claude.context.session_memory import SessionMemory
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import Conversation, Message, SummaryBlock
@@ -47,7 +47,9 @@ def grow(conversation: Conversation, meter: TokenMeter, tokens: int) -> None:
 
 def notes_now(memory: SessionMemory, conversation: Conversation) -> SessionNotes:
     tokens = memory.meter.estimate(conversation)
-    return SessionNotes("## Notes\n- all so far", conversation.epoch, len(conversation), tokens)
+    covered = len(conversation)
+    return SessionNotes("## Notes\n- all so far", anchor_of(conversation.messages, covered),
+                        covered, tokens)
 
 
 def test_no_update_before_the_history_reaches_the_start_share(memory_settings: Settings) -> None:
@@ -80,20 +82,20 @@ def test_the_first_update_comes_early_enough_to_arrive_below_the_hard_limit(
         hard_limit - small.effective_window * small.session_memory_lead_pct, abs=1)
 
 
-def test_the_next_update_waits_for_the_history_to_grow_by_the_update_share(
+def test_the_next_update_waits_until_the_notes_leave_too_much_after_them(
     memory_settings: Settings,
 ) -> None:
+    """Notes in hand that leave little verbatim after them are what the threshold takes:
+    a new update starts only when what follows them outgrows that share."""
     meter = TokenMeter(memory_settings, fixed_chars=0)
     memory = SessionMemory(memory_settings, meter)
     conversation = Conversation()
-    threshold = memory_settings.autocompact_tokens
-    grow(conversation, meter, int(threshold * 0.7))
+    grow(conversation, meter, int(memory.start_tokens() * 1.05))
     memory.notes = notes_now(memory, conversation)
     assert not memory.due(conversation)
-    step = threshold * memory_settings.session_memory_update_pct
-    grow(conversation, meter, int(meter.estimate(conversation) + step * 0.5))
+    grow(conversation, meter, int(meter.estimate(conversation) + memory.keep_tokens() * 0.5))
     assert not memory.due(conversation)
-    grow(conversation, meter, int(meter.estimate(conversation) + step * 0.6))
+    grow(conversation, meter, int(meter.estimate(conversation) + memory.keep_tokens() * 0.6))
     assert memory.due(conversation)
 
 
@@ -115,27 +117,42 @@ def test_no_update_while_off_or_while_a_thinking_tool_loop_is_open(
     assert not SessionMemory(memory_settings, meter).due(conversation)
 
 
-def test_notes_follow_a_fold_and_are_void_after_a_summary(memory_settings: Settings) -> None:
+def test_notes_follow_a_fold_and_their_anchor_after_a_summary(
+    memory_settings: Settings,
+) -> None:
+    """A fold maps the messages it took out to the one holding their lines; a rebuilt
+    history keeps notes whose anchor is still in it and voids the rest."""
     meter = TokenMeter(memory_settings, fixed_chars=0)
     memory = SessionMemory(memory_settings, meter)
     conversation = Conversation()
     grow(conversation, meter, 5_000)
-    memory.notes = SessionNotes("n", conversation.epoch, 6, 100)
-    memory.note_fold([1, 2, 9], conversation.epoch + 1)
-    assert memory.notes.covered == 4 and memory.notes.epoch == conversation.epoch + 1
-    memory.note_compacted()
+    before = list(conversation.messages)
+    memory.notes = SessionNotes("n", anchor_of(before, 6), 6, 100)
+    after = [m for i, m in enumerate(before) if i not in (3, 4, 5)]  # 5, the anchor, folded
+    conversation.replace_all(after)
+    memory.note_fold(before, after, [3, 4, 5])
+    assert memory.current(conversation).covered == 3  # up to the message before the run
+    conversation.replace_all(after[2:])  # a rebuild that kept the anchor's message
+    assert memory.current(conversation).covered == 1
+    conversation.replace_all(after[3:])  # one that summarized it away
     assert memory.current(conversation) is None
 
 
-def test_notes_of_another_epoch_are_not_used(memory_settings: Settings) -> None:
+def test_notes_on_their_way_are_rebased_on_the_history_they_land_in(
+    memory_settings: Settings,
+) -> None:
+    """Rewritten history, an update still out: when it lands it describes the history up to
+    its anchor wherever that message is now, not nothing."""
     meter = TokenMeter(memory_settings, fixed_chars=0)
     memory = SessionMemory(memory_settings, meter)
     conversation = Conversation()
     grow(conversation, meter, 5_000)
-    memory.notes = notes_now(memory, conversation)
+    notes = notes_now(memory, conversation)
+    conversation.replace_all(list(conversation.messages)[4:])  # a summary kept the tail
+    memory.note_compacted()
+    memory.notes = notes  # it lands now
     assert memory.usable(conversation)
-    conversation.replace_all(list(conversation.messages))
-    assert not memory.usable(conversation)
+    assert memory.current(conversation).covered == len(conversation)
 
 
 # ---- standing in for a summary, without HTTP --------------------------------------------
@@ -172,7 +189,8 @@ def test_notes_replace_what_they_cover_and_nothing_is_sent(
     compactor, conversation = compactor_and_history(settings, tmp_path)
     covered = len(conversation) - 5  # the newest turn's last messages are not described
     before = list(conversation.messages)
-    notes = SessionNotes("## Notes\n- FACT every log was read", conversation.epoch, covered, 1)
+    notes = SessionNotes("## Notes\n- FACT every log was read",
+                         anchor_of(conversation.messages, covered), covered, 1)
     ctx = SummaryContext(NoCalls(), "sim-model", "system", [], tmp_path,  # type: ignore[arg-type]
                          str(tmp_path / "t.jsonl"))
     result = asyncio.run(compactor.compact(conversation, ctx, reason="auto", notes=[notes]))
@@ -190,7 +208,7 @@ def test_stale_notes_fall_back_to_a_summary_call(
 ) -> None:
     settings = memory_settings.with_overrides(context_window=40_000, output_reserve=8_000)
     compactor, conversation = compactor_and_history(settings, tmp_path)
-    notes = SessionNotes("## Notes\n- nothing yet", conversation.epoch, 0, 1)  # covers no cut
+    notes = SessionNotes("## Notes\n- nothing yet", (), 0, 1)  # covers no cut
     ctx = SummaryContext(NoCalls(), "sim-model", "system", [], tmp_path,  # type: ignore[arg-type]
                          str(tmp_path / "t.jsonl"))
     with pytest.raises(AssertionError, match="a model call was made"):
@@ -462,8 +480,9 @@ def test_notes_still_on_their_way_give_way_to_earlier_ones(memory_settings: Sett
     memory = SessionMemory(memory_settings, meter, clock=lambda: now[0])
     conversation = Conversation()
     grow(conversation, meter, 5_000)
-    older = SessionNotes("older", conversation.epoch, 4, 100, started_at=10.0, ready_at=40.0)
-    newer = SessionNotes("newer", conversation.epoch, 8, 200, started_at=90.0, ready_at=130.0)
+    messages = conversation.messages
+    older = SessionNotes("older", anchor_of(messages, 4), 4, 100, started_at=10.0, ready_at=40.0)
+    newer = SessionNotes("newer", anchor_of(messages, 8), 8, 200, started_at=90.0, ready_at=130.0)
     memory.notes = older
     memory.notes = newer
     assert memory.current(conversation) is newer  # the schedule counts from the newest

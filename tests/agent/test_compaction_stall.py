@@ -1,0 +1,38 @@
+"""The main loop does not stand still at a compaction, measured over real HTTP.
+
+The simulator answers summary and notes requests ``SIDE_S`` late and the loop's own calls
+``MAIN_S`` late (time scaled down from a real service's 20 s and 1 s); every event is timed
+as it arrives. A compaction that waits for a side request shows as a step ``SIDE_S`` longer
+than normal; one that does not is a normal step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mini_claude.simulator.latency import Latency
+from tests.support.stall import measure
+
+SIDE_S = 3.0
+MAIN_S = 0.1
+MARGIN_S = 1.0  # a loaded machine's jitter; well below the side latency
+CALLS = {40_000: 80, 200_000: 70}
+
+
+@pytest.mark.parametrize("window", sorted(CALLS))
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_no_compaction_waits_for_a_side_request(
+    provider: str, window: int, tmp_path: Path
+) -> None:
+    run = measure(provider, window, Latency(SIDE_S, MAIN_S), CALLS[window], tmp_path)
+    assert run.of_turn_finished(), run.line()
+    assert run.statuses == {200}, run.line()
+    assert run.peak_prompt_tokens <= window, run.line()
+    stalls = run.stalls()
+    assert stalls, f"no compaction in the turn: {run.line()}"
+    assert max(stalls) <= MAIN_S + MARGIN_S, run.line()
+    # Every notes request is used by a compaction but, at most, the one the turn ended on
+    # (a next turn would take it; the full-length share is in `make wait-bench`).
+    assert run.notes_requests - run.notes_used() <= 1, run.line()
