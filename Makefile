@@ -6,14 +6,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
-PIP := $(BIN)/pip install -q --disable-pip-version-check
+# The build backend's note about editable installs of a flat layout is for packagers, not for
+# someone installing the tool: it is not printed.
+PIP := PYTHONWARNINGS=ignore $(BIN)/pip install -q --disable-pip-version-check
 
 .PHONY: install run test lint bench wait-bench demo fuzz clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) --upgrade pip
 	$(PIP) -e .
 	@rm -f $(DEV_STAMP) $(BENCH_STAMP)
 	@touch $(STAMP)
