@@ -42,6 +42,7 @@ from mini_claude.tools.permission_rules import (
     parse_rule,
     url_host,
 )
+from mini_claude.tools.protected_paths import is_protected_path
 from mini_claude.tools.shell_parse import analyse
 from mini_claude.tools.shell_reach import read_only_problem
 
@@ -229,12 +230,15 @@ def _remember(ctx: ToolContext, request: PermissionRequest) -> None:
 def _edit_in_workspace(
     name: str, args: dict[str, Any], ctx: ToolContext, permissions: Permissions
 ) -> bool:
-    """An edit, a new file, or ``mkdir``/``touch``/``mv``/``cp`` inside the workspace."""
+    """An edit, a new file, or ``mkdir``/``touch``/``mv``/``cp`` inside the workspace, and
+    none of it configuration that other programs run (``cp hook .git/hooks/x`` asks)."""
 
     def inside(raw: str) -> bool:
         if not raw or "\x00" in raw:
             return False
         target = (ctx.root.expanduser().resolve() / Path(raw).expanduser()).resolve()
+        if is_protected_path(Path(raw).expanduser(), ctx.root, Path.home()) is not None:
+            return False
         return permissions.inside_workspace(target, ctx.root)
 
     traits = known_tools().traits(name)

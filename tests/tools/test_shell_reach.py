@@ -317,3 +317,23 @@ def test_the_model_reads_why_a_line_was_denied(tmp_path: Path) -> None:
     assert "the rule 'Bash(rm:*)'" in output.content
     assert "the command word is only known when the line runs" in output.content
 
+
+
+@pytest.mark.parametrize("command", [
+    "cp a.txt .git/hooks/post-checkout",
+    "mv b.txt .git/hooks/pre-commit",
+    "cp a.txt .claude/settings.json",
+    "cp -t .claude/commands a.txt",
+    "touch CLAUDE.md",
+])
+def test_accept_edits_asks_before_a_command_that_writes_protected_configuration(
+    command: str, workspace: tuple[Path, Path]
+) -> None:
+    project, _ = workspace
+    (project / ".git" / "hooks").mkdir(parents=True)
+    (project / ".claude" / "commands").mkdir(parents=True)
+    before = tree(project)
+    ctx, approver = gate(project, "acceptEdits")
+    output = shell(command, ctx)
+    assert output.is_error and len(approver.requests) == 1, output.content
+    assert tree(project) == before
