@@ -113,6 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: MINI_CLAUDE_MODEL or the provider's)",
     )
     parser.add_argument(
+        "-w",
+        "--worktree",
+        nargs="?",
+        const="",
+        metavar="NAME",
+        help="start in a new git worktree of the project (.claude/worktrees/NAME on branch "
+        "worktree-NAME), so parallel sessions do not collide",
+    )
+    parser.add_argument(
         "--fallback-model",
         help="go on with this model when the model is overloaded or not found "
         "(MINI_CLAUDE_FALLBACK_MODEL)",
@@ -323,7 +332,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    cwd = Path.cwd()
+    if args.worktree is not None and not args.demo:
+        return _in_worktree(args)
+    return _run(args, Path.cwd())
+
+
+def _in_worktree(args: argparse.Namespace) -> int:
+    """``-w [NAME]``: the whole session runs in a new git worktree of the project; at the
+    end it is removed if nothing was done in it, else the user is told how to merge it."""
+    from mini_claude.session.worktree import WorktreeError, enter_worktree
+
+    try:
+        worktree = enter_worktree(Path.cwd(), args.worktree)
+    except WorktreeError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"mini-claude: working in {worktree.path} (branch {worktree.branch})", file=sys.stderr)
+    os.chdir(worktree.path)
+    try:
+        return _run(args, worktree.path)
+    finally:
+        try:
+            print(f"mini-claude: {worktree.leave()}", file=sys.stderr)
+        except WorktreeError as exc:
+            print(f"mini-claude: {exc}", file=sys.stderr)
+
+
+def _run(args: argparse.Namespace, cwd: Path) -> int:
     if args.demo:
         return _run_demo(args)
     _refuse_empty_values(args)
