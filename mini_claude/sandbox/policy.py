@@ -34,6 +34,7 @@ HOME_SECRETS = (".ssh", ".aws", ".config/gcloud", ".gnupg", ".netrc", ".env", ".
 
 @dataclass(frozen=True)
 class Policy:
+    workspace: tuple[Path, ...]  # the project and its additional directories: readable
     writable: tuple[Path, ...]
     read_only: tuple[Path, ...]  # existing paths inside the writable ones
     held: tuple[Path, ...]  # protected folders not there yet: held by an empty folder
@@ -61,11 +62,13 @@ def make_policy(mode: PermissionMode, project: Path, additional: tuple[Path, ...
                 home: Path, private_homes: tuple[Path, ...], config: SandboxConfig) -> Policy:
     """The policy for a command; ``private_homes``: mini-claude's and Claude Code's folders."""
     project, home = real(project), real(home)
+    workspace = tuple(dict.fromkeys(p for p in (project, *(real(p) for p in additional))
+                                    if p.is_dir()))
     writable: tuple[Path, ...] = ()
     if mode != "plan":
         extra = () if mode == "acceptEdits" else config.allow_write
-        candidates = (project, *(real(p) for p in additional), *(real(p) for p in extra))
-        writable = tuple(dict.fromkeys(p for p in candidates if p.is_dir()))
+        writable = tuple(dict.fromkeys((*workspace, *(p for p in map(real, extra)
+                                                      if p.is_dir()))))
     read_only, held = _protected(project, home, writable, config)
     hidden = tuple(dict.fromkeys(
         found for path in (*(home / name for name in HOME_SECRETS), *private_homes,
@@ -74,7 +77,7 @@ def make_policy(mode: PermissionMode, project: Path, additional: tuple[Path, ...
         and not project.is_relative_to(found)))  # hiding the project would stop all work
     reopened = tuple(real(p) for p in config.allow_read
                      if p.exists() and _inside(real(p), hidden))
-    return Policy(writable, read_only, held, hidden, reopened, fresh_tmp=mode == "plan",
+    return Policy(workspace, writable, read_only, held, hidden, reopened, fresh_tmp=mode == "plan",
                   network="off")
 
 
