@@ -36,8 +36,10 @@ def bwrap_argv(bwrap: str, policy: Policy, cwd: Path, session_tmp: Path | None) 
         argv += ["--bind", str(session_tmp), "/tmp"]
     else:
         argv += ["--tmpfs", "/tmp"]
-    if Path("/run").is_dir():
+    if policy.hide_run and Path("/run").is_dir():
         argv += ["--tmpfs", "/run"]  # system services' sockets (docker, dbus) are not reachable
+    for path in policy.sockets:
+        argv += ["--bind", str(path), str(path)]
     for path in policy.workspace:
         argv += ["--ro-bind", str(path), str(path)]  # visible even under a private /tmp
     for path in policy.writable:

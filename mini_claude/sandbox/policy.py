@@ -42,6 +42,8 @@ class Policy:
     reopened: tuple[Path, ...]  # allowRead inside a hidden path
     fresh_tmp: bool  # a new /tmp for this command (plan mode), else the session's
     network: str  # "off"
+    hide_run: bool = True  # /run (system services' sockets) empty, unless allowAllUnixSockets
+    sockets: tuple[Path, ...] = ()  # network.allowUnixSockets: reachable again
 
     def describe_writable(self) -> str:
         return ", ".join(str(p) for p in self.writable) or "nothing"
@@ -78,7 +80,8 @@ def make_policy(mode: PermissionMode, project: Path, additional: tuple[Path, ...
     reopened = tuple(real(p) for p in config.allow_read
                      if p.exists() and _inside(real(p), hidden))
     return Policy(workspace, writable, read_only, held, hidden, reopened, fresh_tmp=mode == "plan",
-                  network="off")
+                  network="off", hide_run=not config.allow_all_unix_sockets,
+                  sockets=tuple(p for p in config.allow_unix_sockets if os.path.lexists(p)))
 
 
 def _protected(project: Path, home: Path, writable: tuple[Path, ...],

@@ -163,7 +163,13 @@ class SandboxState:
                          + ", ".join(str(p) for p in policy.reopened))
         lines.append("/tmp: " + ("a fresh one per command" if policy.fresh_tmp
                                  else "private to this session"))
-        lines.append("Network: none (no domain is reachable, nor the host's loopback)")
+        network = "Network: none (no domain is reachable, nor the host's loopback)"
+        if self.config.allowed_domains:
+            network += ("; sandbox.network.allowedDomains ("
+                        + ", ".join(self.config.allowed_domains)
+                        + ") are not served inside it: a command that needs them asks to run "
+                          "outside")
+        lines.append(network)
         lines.append("Questions: " + ("sandboxed commands run without asking; deny and ask "
                                       "rules still apply" if self.auto_allow
                                       else "asked as usual (autoAllowBashIfSandboxed is off)"))

@@ -45,7 +45,7 @@ def start_cli(project: Path, home: Path, sim: Simulator, provider: str) -> subpr
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_sandboxed_children_end_when_mini_claude_is_killed(
-    provider: str, tmp_path: Path, marker: str,  # noqa: F811 - the imported fixture
+    provider: str, tmp_path: Path, marker: str,
 ) -> None:
     """No --yes: the commands run because they are sandboxed. A foreground command's
     detached children end with it (the sandbox's PID namespace ends with its first process);
