@@ -248,6 +248,14 @@ class Settings:
     # gigabytes); a JPEG is decoded reduced instead when that brings it under.
     image_max_pixels: int = 36_000_000
 
+    # The OS sandbox for commands (bubblewrap): None leaves it to the settings files'
+    # ``sandbox.enabled`` (off unless one says so); MINI_CLAUDE_SANDBOX=1 or 0 outranks them.
+    sandbox: bool | None = None
+    # The bubblewrap program; with ``sandbox_fail_if_unavailable`` (or the files'
+    # ``sandbox.failIfUnavailable``) no command runs when the sandbox is wanted and cannot.
+    sandbox_bwrap_path: str = "bwrap"
+    sandbox_fail_if_unavailable: bool = False
+
     # Checkpoints (what /rewind restores): files larger than this are recorded as "not
     # checkpointed"; the store of one project is kept under the bound, oldest sessions first.
     checkpoint_max_file_bytes: int = 10 * 1024 * 1024
@@ -395,6 +403,8 @@ def parse(name: str, raw: str, default: Any) -> Any:
             if raw.lower() not in allowed:
                 raise ValueError
             return raw.lower()
+        if name == "sandbox":
+            default = False  # on or off; unset leaves it to the settings files
         if name == "thinking_tokens":
             tokens = int(raw.replace("_", "").replace(",", ""))
             if tokens != 0 and tokens < 1_024:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mini_claude.agent.hooks import HookCommand
 from mini_claude.project.trust import ProjectTrust
+from mini_claude.sandbox.state import session_sandbox
 from mini_claude.session.settings_files import SettingsLayers, load_settings_layers
 from mini_claude.settings import Settings
 from mini_claude.tools.permission_modes import PermissionMode, Permissions
@@ -60,7 +61,11 @@ class PermissionSetup:
             if mode_flag == "bypassPermissions":
                 setup.warnings.append("bypassPermissions is disabled by a settings file "
                                       "(disableBypassPermissionsMode); starting in default")
+        setup.permissions.sandbox = session_sandbox(settings)
         setup._apply(setup.project_approved, first=True)
+        line = setup.permissions.sandbox.startup_line()
+        if line is not None:
+            setup.warnings.append(line)
         if known_tools is not None:
             setup.warnings.extend(unknown_tool_warnings(setup.permissions.rules, known_tools))
         return setup
@@ -90,6 +95,8 @@ class PermissionSetup:
             ask=files.ask,
         )
         permissions.additional_directories = self.layers.additional_directories(approved)
+        if permissions.sandbox is not None:
+            permissions.sandbox.config = self.layers.sandbox(approved)
         if self.mode_flag is not None:
             if first:
                 permissions.set_mode(self.mode_flag)

@@ -9,7 +9,8 @@ Read, lowest precedence first::
     .claude/settings.local.json        project (personal, but it sits in the repository)
 
 From each: ``permissions.allow`` / ``ask`` / ``deny``, ``permissions.defaultMode``,
-``permissions.additionalDirectories``, ``hooks`` and ``env``. Rule lists add up
+``permissions.additionalDirectories``, ``hooks``, ``env`` and ``sandbox`` (see
+``sandbox.config``). Rule lists add up
 across files; a single value (the default mode) comes from the highest file that
 sets it. A repository cannot grant itself anything: a project file's deny rules
 apply at once, everything else in it counts only after the user approved the
@@ -29,6 +30,7 @@ from typing import Any, Literal
 from mini_claude.agent.hooks import HookCommand, hook_commands
 from mini_claude.project.trust import ProjectTrust, TrustStatus
 from mini_claude.safe_read import read_limited
+from mini_claude.sandbox.config import SandboxConfig, merge, read_sandbox
 from mini_claude.tools.permission_modes import MODES, PermissionMode
 from mini_claude.tools.permission_rules import (
     CLAUDE_TOOL_NAMES,
@@ -92,6 +94,7 @@ class SettingsFile:
     disables_bypass: bool = False  # permissions.disableBypassPermissionsMode: "disable"
     status_line: StatusLineCommand | None = None
     api_key_helper: str | None = None  # honoured in the user's own files only
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
     @property
     def grants(self) -> list[str]:
@@ -114,7 +117,7 @@ class SettingsFile:
                          + ", ".join(f"{k}={v}" for k, v in self.applied_env.items()))
         if self.status_line:
             lines.append(f"run as the status line: {self.status_line.command}")
-        return lines
+        return lines + [f"sandbox: {line}" for line in self.sandbox.grants()]
 
     @property
     def applied_env(self) -> dict[str, str]:
@@ -199,6 +202,13 @@ class SettingsLayers:
         found = [f.status_line for f in self.counted(project_approved) if f.status_line]
         return found[-1] if found else None
 
+    def sandbox(self, project_approved: bool) -> SandboxConfig:
+        """The counted files' ``sandbox`` objects merged; what only narrows it (denyRead,
+        denyWrite, deniedDomains) counts from every file at once."""
+        counted = self.counted(project_approved)
+        narrowing = [f.sandbox.narrowing_only() for f in self.files if f not in counted]
+        return merge([*narrowing, *(f.sandbox for f in counted)])
+
     def api_key_helper(self) -> str | None:
         """The user's ``apiKeyHelper``: a project file never names the program a key comes
         from (it could send the key anywhere)."""
@@ -254,6 +264,7 @@ def _read(
     found.env = _env(data.get("env"), path, warnings)
     found.status_line = _status_line(data.get("statusLine"), path, warnings)
     found.api_key_helper = _api_key_helper(data.get("apiKeyHelper"), path, scope, warnings)
+    found.sandbox = read_sandbox(data.get("sandbox"), path, cwd, warnings)
     hooks = data.get("hooks")
     if hooks is not None:
         commands = hook_commands(path, hooks, hook_timeout, warnings)

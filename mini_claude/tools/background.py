@@ -16,7 +16,7 @@ import os
 import re
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -92,7 +92,8 @@ class BackgroundShells:
         _EVERY_ROSTER.add(self)
 
     def start(self, command: str, cwd: Path, env: Mapping[str, str], log_dir: Path,
-              log_cap: int) -> BackgroundShell:
+              log_cap: int, sandbox: Sequence[str] = ()) -> BackgroundShell:
+        """``sandbox``: the command line the shell runs inside (empty: none)."""
         self._counter += 1
         shell_id = f"bash_{self._counter}"
         try:
@@ -103,8 +104,8 @@ class BackgroundShells:
             raise ToolError(f"cannot create the shell's log: {exc.strerror or exc}") from None
         os.close(fd)  # created private here; the guard writes it
         try:
-            process = spawn_guarded(["bash", "-c", command], cwd, env, log_path=log_path,
-                                    log_cap=log_cap)
+            process = spawn_guarded([*sandbox, "bash", "-c", command], cwd, env,
+                                    log_path=log_path, log_cap=log_cap)
         except OSError as exc:
             raise ToolError(f"could not start bash: {exc.strerror or exc}") from None
         shell = BackgroundShell(shell_id, command, process, log_path, log_cap)

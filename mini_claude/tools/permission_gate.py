@@ -3,8 +3,10 @@
 In order, as Claude Code decides:
 
 1. a **deny** rule refuses the call, in every mode;
-2. **plan** mode refuses anything that is not read-only;
+2. **plan** mode refuses anything that is not read-only (a command in the sandbox, where
+   nothing is writable in plan mode, counts as read-only);
 3. an **ask** rule asks, in every mode (print mode, which cannot ask, refuses);
+   then a command that runs in the sandbox runs (``autoAllowBashIfSandboxed``);
 4. **bypassPermissions** (``--yes``) runs it, except a read of mini-claude's own home
    (other sessions, the home ``.env``), which only an allow rule or a person lets through;
 5. an **allow** rule (from a file, a flag, or "don't ask again") runs it;
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_claude.protocol import ToolOutput
+from mini_claude.sandbox.gate import boxing, leave_reason
 from mini_claude.text import shorten
 from mini_claude.tools.base import PermissionRequest, Prepared, Tool, ToolContext
 from mini_claude.tools.command_kinds import (
@@ -76,15 +79,21 @@ async def check_permission(
     verdict = permissions.check(name, args)
     if verdict is not None and verdict.behavior == "deny":
         return _refuse(ctx, name, args, f"Permission denied by {_why(verdict, name, args)}")
-    if permissions.mode == "plan" and not runs_in_plan_mode(tool, args):
+    boxed = boxing(args, permissions) if tool.traits.kind == "shell" else None
+    if boxed is not None and boxed.how == "refused":
+        return _refuse(ctx, name, args, boxed.message)
+    sandboxed = boxed is not None and boxed.how == "sandboxed"
+    if permissions.mode == "plan" and not (sandboxed or runs_in_plan_mode(tool, args)):
         return _refuse(ctx, name, args, _plan_refusal(name, args))
-    prepared = tool.permission(args, ctx)  # the question, and what an approved edit writes
+    prepared = _with_leave_reason(tool.permission(args, ctx), args)
     caution = _write_caution(tool, args, ctx)
     if caution is not None and permissions.mode != "bypassPermissions":
         return await _ask_with_caution(ctx, tool, args, prepared, verdict, caution)
     request = prepared.request
     if verdict is not None and verdict.behavior == "ask":
         return await _ask(ctx, prepared, request or _plain_request(name, args), args, verdict)
+    if sandboxed and permissions.sandbox is not None and permissions.sandbox.auto_allow:
+        return prepared  # confined: what it can touch no longer rests on reading it right
     if permissions.mode == "bypassPermissions" and not (request and request.beyond_yes):
         return prepared
     if verdict is not None or request is None:
@@ -129,6 +138,17 @@ def runs_in_plan_mode(tool: Tool, args: dict[str, Any]) -> bool:
     if traits.kind == "shell":
         return is_read_only_command(str(args.get(traits.rule_argument, "")))
     return traits.plan_mode
+
+
+def _with_leave_reason(prepared: Prepared, args: dict[str, Any]) -> Prepared:
+    """A command that asks to run outside the sandbox says so, and why, in its question."""
+    reason = leave_reason(args)
+    if reason is None or prepared.request is None:
+        return prepared
+    request = prepared.request
+    summary = f"{request.summary}  (outside the sandbox: {reason})"
+    return replace(prepared, request=replace(request, summary=summary,
+                                             subject=f"{request.subject} (unsandboxed)"))
 
 
 def _write_caution(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:

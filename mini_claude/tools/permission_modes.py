@@ -19,9 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from mini_claude.tools.permission_rules import Behavior, PermissionRules, Rule, Verdict
+
+if TYPE_CHECKING:
+    from mini_claude.sandbox.state import SandboxState
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 MODES: tuple[str, ...] = get_args(PermissionMode)
@@ -66,6 +69,7 @@ class Permissions:
     proposed_plan: str | None = None  # print mode: the plan handed back unapproved
     on_change: list[Callable[[], None]] = field(default_factory=list)
     mode_told: str | None = None  # the mode the model was last told about
+    sandbox: SandboxState | None = None  # the OS sandbox commands run in (None: none)
 
     def __post_init__(self) -> None:
         if self.mode == "bypassPermissions" and not self.bypass_disabled:

@@ -11,12 +11,13 @@ import asyncio
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.sandbox.gate import failure_note, sandbox_prefix
 from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
 from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
@@ -58,6 +59,13 @@ SPEC = ToolSpec(
                 "description": "Seconds before the command is killed (default 120, max 600).",
             },
             "run_in_background": {"type": "boolean", "description": "Return a shell id at once."},
+            "dangerouslyDisableSandbox": {
+                "type": "boolean",
+                "description": "When commands run in a sandbox: run this one outside it, "
+                               "only if it failed there for a reason the sandbox causes. "
+                               "The user is asked.",
+            },
+            "reason": {"type": "string", "description": "Why it must run outside the sandbox."},
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -108,18 +116,19 @@ class RunShellTool:
             if not command.strip():
                 raise ToolError("command must not be empty")
             env = ctx.env if ctx.env is not None else child_environment(os.environ, ctx.settings)
+            sandbox = sandbox_prefix(args, ctx, project_root(ctx))
             if args.get("run_in_background"):
-                return start_in_background(command, env, ctx)
+                return start_in_background(command, env, ctx, sandbox)
             timeout = _timeout(args.get("timeout"), ctx.settings)
             progress = ctx.progress
             result = await execute(
                 command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars,
                 spill_dir=_spill_dir(ctx), secrets=api_keys(ctx.settings), progress=progress,
-                spill_cap=ctx.settings.shell_log_cap_bytes,
+                spill_cap=ctx.settings.shell_log_cap_bytes, sandbox=sandbox,
             )
         except ToolError as exc:
             return error_output(exc.message)
-        return _render(result, timeout)
+        return _render(result, timeout, failure_note(ctx) if sandbox else "")
 
 
 def _timeout(raw: Any, settings: Settings) -> float:
@@ -131,8 +140,8 @@ def _timeout(raw: Any, settings: Settings) -> float:
     return min(timeout, MAX_TIMEOUT_SECONDS)
 
 
-def _spawn(command: str, cwd: os.PathLike[str], env: Mapping[str, str]
-           ) -> tuple[GuardedProcess, int, int]:
+def _spawn(command: str, cwd: os.PathLike[str], env: Mapping[str, str],
+           sandbox: Sequence[str] = ()) -> tuple[GuardedProcess, int, int]:
     """Start bash under its guard; the read ends of its stdout and stderr with it.
 
     Starting is synchronous, so no cancel can land while the child is half started.
@@ -140,7 +149,8 @@ def _spawn(command: str, cwd: os.PathLike[str], env: Mapping[str, str]
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
-        process = spawn_guarded(["bash", "-c", command], cwd, env, stdout=out_w, stderr=err_w)
+        process = spawn_guarded([*sandbox, "bash", "-c", command], cwd, env, stdout=out_w,
+                                stderr=err_w)
     except BaseException:
         os.close(out_r)
         os.close(err_r)
@@ -172,13 +182,14 @@ async def execute(
     command: str, cwd: os.PathLike[str], env: Mapping[str, str], timeout: float, cap: int,
     *, spill_dir: Path | None = None, secrets: tuple[str, ...] = (),
     progress: CallProgress | None = None, spill_cap: int | None = None,
+    sandbox: Sequence[str] = (),
 ) -> ShellResult:
     """Run ``bash -c command``; on timeout or cancellation kill it and all it started.
 
     Output beyond the in-memory cap is spilled to ``spill_dir``: whole, or its first and last
     ``spill_cap`` bytes (the cap of a background shell's log).
     ``progress`` sees the output as it arrives; when the run is cancelled it gets what
-    was printed so far, for the model.
+    was printed so far, for the model. ``sandbox``: the command line it runs inside.
     """
     stamp = f"{time.time_ns()}-run_shell"
     stdout = HeadTailBuffer(cap // 2, spill_dir / f"{stamp}-stdout.txt" if spill_dir else None,
@@ -187,7 +198,7 @@ async def execute(
                             spill_dir / f"{stamp}-stderr.txt" if spill_dir else None, secrets,
                             spill_cap)
     try:
-        process, out_fd, err_fd = _spawn(command, cwd, env)
+        process, out_fd, err_fd = _spawn(command, cwd, env, sandbox)
     except OSError as exc:
         raise ToolError(f"could not start bash: {exc.strerror or exc}") from None
     readers: list[asyncio.Task[None]] = []
@@ -226,11 +237,12 @@ def _watch(progress: CallProgress | None) -> Callable[[bytes], None] | None:
     return progress.feeder() if progress is not None else None
 
 
-def start_in_background(command: str, env: Mapping[str, str], ctx: ToolContext) -> ToolOutput:
+def start_in_background(command: str, env: Mapping[str, str], ctx: ToolContext,
+                        sandbox: Sequence[str] = ()) -> ToolOutput:
     """Start the command as a background shell and say how to follow it."""
     log_dir = (ctx.results_folder or _spill_dir(ctx)) / "shells"
     shell = ctx.shells.start(command, project_root(ctx), env, log_dir,
-                             ctx.settings.shell_log_cap_bytes)
+                             ctx.settings.shell_log_cap_bytes, sandbox)
     text = (
         f"Started background shell {shell.id} (pid {shell.pid}): {command}\n"
         f"Read its new output with shell_output(shell_id=\"{shell.id}\"), stop it with "
@@ -256,7 +268,7 @@ def _render_parts(result: ShellResult) -> str:
     return "\n".join(parts)
 
 
-def _render(result: ShellResult, timeout: float) -> ToolOutput:
+def _render(result: ShellResult, timeout: float, sandbox_note: str = "") -> ToolOutput:
     printed = _render_parts(result)
     parts: list[str] = [printed] if printed else []
     if result.detached_output:
@@ -270,6 +282,8 @@ def _render(result: ShellResult, timeout: float) -> ToolOutput:
         parts.append(f"[killed by signal {-result.exit_code}]")
     else:
         parts.append(f"[exit code {result.exit_code}]")
-    text = "\n".join(parts)
     failed = result.timed_out or result.exit_code != 0
+    if failed and sandbox_note:
+        parts.append(sandbox_note)
+    text = "\n".join(parts)
     return ToolOutput(text, is_error=failed, display=text, display_kind="ansi")

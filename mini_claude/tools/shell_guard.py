@@ -13,6 +13,9 @@ library only, ``python -I -S shell_guard.py``), which stays between it and the c
   sees end-of-file and kills its whole tree. No cgroups, no polling of mini-claude.
 - The command (``bash -c``) runs in a session of its own (it cannot reach the terminal),
   with ``PR_SET_PDEATHSIG`` = SIGKILL: should the guard itself be killed, bash goes too.
+- With the sandbox on, the command is ``bwrap … -- bash -c``: bubblewrap gets the same death
+  signal and passes it on (``--die-with-parent``), and the end of its PID namespace ends
+  everything inside it.
 - bash's exit status goes to mini-claude on a status pipe as soon as bash exits; the
   guard then stays while anything bash started still runs (``server > log &``), so those
   die with the session rather than with the command.

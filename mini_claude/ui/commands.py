@@ -375,6 +375,13 @@ async def permissions_list_command(repl: ReplHost, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
+async def sandbox_view_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.ui.sandbox_view import sandbox_command
+
+    await sandbox_command(repl, argument)
+    return Outcome.CONTINUE
+
+
 async def memory_command(repl: ReplHost, argument: str) -> Outcome:
     from mini_claude.ui.claude_view import memory_command as edit_memory
 
@@ -525,6 +532,8 @@ COMMANDS: tuple[Command, ...] = (
             argument="[approve]"),
     Command("permissions", "the permission rules in force, and their sources; remove one",
             permissions_list_command, argument="[remove N]"),
+    Command("sandbox", "the OS sandbox commands run in: on or off, what they may touch",
+            sandbox_view_command, argument="[on|off]"),
     Command("shells", "background shells: list them, show one's output, or stop one",
             shells_list_command, ("bashes",), argument="[<id> | kill <id>]"),
     Command("status", "version, session, model, mode, context and MCP at a glance",

@@ -21,9 +21,16 @@ MODE_LABELS: dict[str, str] = {
 CYCLE_HINT = "(shift+tab to cycle)"
 
 
+SANDBOX_MARKER = "▣ sandboxed"
+
+
 def mode_marker(permissions: Permissions | None) -> str:
-    """The status line's mode text; empty in the default mode."""
+    """The status line's mode text, and that commands run in the sandbox; empty in the
+    default mode without it."""
     if permissions is None:
         return ""
     label = MODE_LABELS.get(permissions.mode, permissions.mode)
-    return f"{label} {CYCLE_HINT}" if label else ""
+    parts = [f"{label} {CYCLE_HINT}"] if label else []
+    if permissions.sandbox is not None and permissions.sandbox.active:
+        parts.append(SANDBOX_MARKER)
+    return " · ".join(parts)

@@ -1,0 +1,110 @@
+"""What a sandboxed command may touch, worked out for one mode, project and home.
+
+- **Writable**: the project and its additional directories (``sandbox.filesystem.allowWrite``
+  too, except in acceptEdits, which is about the project alone); nothing in plan mode.
+- **Read-only inside them**: the protected paths (``protected_paths``: settings, hooks,
+  commands, instruction files; of ``.git`` the parts git runs, its hooks and config) and
+  ``filesystem.denyWrite``. A protected folder that does not exist yet is held by an empty
+  read-only folder, so a command cannot create it (an empty folder is invisible to git).
+- **Not readable at all**: the credentials in the home, mini-claude's home (transcripts,
+  trust records, keys in its ``.env``), Claude Code's folder and ``filesystem.denyRead``;
+  ``filesystem.allowRead`` opens a path inside them again.
+- **Everything else**: readable, not writable. ``/tmp`` is the session's own folder (a fresh
+  one per command in plan mode), ``/run`` (where sockets of system services live) is empty.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from mini_claude.sandbox.config import SandboxConfig
+from mini_claude.tools.permission_modes import PermissionMode
+from mini_claude.tools.protected_paths import GIT_FOLDER, protected_paths
+
+# The parts of .git that git runs or obeys: the rest (objects, index, refs) stays writable,
+# so commits work in the sandbox.
+GIT_RUN_PARTS = ("hooks", "config")
+# Secrets in the home that no command needs to read (the user can open one again with
+# sandbox.filesystem.allowRead).
+HOME_SECRETS = (".ssh", ".aws", ".config/gcloud", ".gnupg", ".netrc", ".env", ".docker",
+                ".kube", ".azure", ".git-credentials", ".config/gh", ".pypirc", ".npmrc")
+
+
+@dataclass(frozen=True)
+class Policy:
+    workspace: tuple[Path, ...]  # the project and its additional directories: readable
+    writable: tuple[Path, ...]
+    read_only: tuple[Path, ...]  # existing paths inside the writable ones
+    held: tuple[Path, ...]  # protected folders not there yet: held by an empty folder
+    hidden: tuple[Path, ...]  # existing paths whose content is not readable
+    reopened: tuple[Path, ...]  # allowRead inside a hidden path
+    fresh_tmp: bool  # a new /tmp for this command (plan mode), else the session's
+    network: str  # "off"
+    hide_run: bool = True  # /run (system services' sockets) empty, unless allowAllUnixSockets
+    sockets: tuple[Path, ...] = ()  # network.allowUnixSockets: reachable again
+
+    def describe_writable(self) -> str:
+        return ", ".join(str(p) for p in self.writable) or "nothing"
+
+
+def real(path: Path) -> Path:
+    try:
+        return path.expanduser().resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path.expanduser()))
+
+
+def _inside(path: Path, folders: tuple[Path, ...]) -> bool:
+    return any(path == folder or path.is_relative_to(folder) for folder in folders)
+
+
+def make_policy(mode: PermissionMode, project: Path, additional: tuple[Path, ...],
+                home: Path, private_homes: tuple[Path, ...], config: SandboxConfig) -> Policy:
+    """The policy for a command; ``private_homes``: mini-claude's and Claude Code's folders."""
+    project, home = real(project), real(home)
+    workspace = tuple(dict.fromkeys(p for p in (project, *(real(p) for p in additional))
+                                    if p.is_dir()))
+    writable: tuple[Path, ...] = ()
+    if mode != "plan":
+        extra = () if mode == "acceptEdits" else config.allow_write
+        writable = tuple(dict.fromkeys((*workspace, *(p for p in map(real, extra)
+                                                      if p.is_dir()))))
+    read_only, held = _protected(project, home, writable, config)
+    hidden = tuple(dict.fromkeys(
+        found for path in (*(home / name for name in HOME_SECRETS), *private_homes,
+                           *config.deny_read)
+        if os.path.lexists(path) and (found := real(path)) != Path("/")
+        and not project.is_relative_to(found)))  # hiding the project would stop all work
+    reopened = tuple(real(p) for p in config.allow_read
+                     if p.exists() and _inside(real(p), hidden))
+    return Policy(workspace, writable, read_only, held, hidden, reopened, fresh_tmp=mode == "plan",
+                  network="off", hide_run=not config.allow_all_unix_sockets,
+                  sockets=tuple(p for p in config.allow_unix_sockets if os.path.lexists(p)))
+
+
+def _protected(project: Path, home: Path, writable: tuple[Path, ...],
+               config: SandboxConfig) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    if not writable:
+        return (), ()
+    read_only: dict[Path, None] = {}
+    held: dict[Path, None] = {}
+    for entry in protected_paths(project, home):
+        paths = [entry.path]
+        if entry.path == project / GIT_FOLDER:
+            if entry.path.is_dir():
+                paths = [entry.path / part for part in GIT_RUN_PARTS]
+            elif entry.path.exists():
+                paths = []  # a worktree's .git file: the repository is elsewhere, read-only
+        for path in paths:
+            if not _inside(path, writable):
+                continue
+            if os.path.lexists(path):
+                read_only.setdefault(real(path), None)
+            elif entry.folder and path.parent.is_dir():
+                held.setdefault(path, None)
+    for path in config.deny_write:
+        if os.path.lexists(path) and _inside(real(path), writable):
+            read_only.setdefault(real(path), None)
+    return tuple(read_only), tuple(held)

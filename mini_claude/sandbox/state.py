@@ -1,0 +1,193 @@
+"""The session's sandbox: on or off, whether it can run here, and the command line for a
+command. One object lives on the session's shared permissions, so sub-agents, ``!cmd`` and
+custom commands' shell lines use the same sandbox as the model's own commands."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mini_claude.sandbox.bwrap import bwrap_argv, unavailable_reason
+from mini_claude.sandbox.config import SandboxConfig
+from mini_claude.sandbox.policy import Policy, make_policy
+from mini_claude.settings import Settings
+from mini_claude.tools.permission_modes import PermissionMode
+
+MARKER = "sandboxed"
+
+
+@dataclass
+class SandboxState:
+    config: SandboxConfig = field(default_factory=SandboxConfig)
+    enabled_by_setting: bool | None = None  # MINI_CLAUDE_SANDBOX (outranks the files)
+    bwrap: str = "bwrap"
+    home: Path = field(default_factory=Path.home)
+    private_homes: tuple[Path, ...] = ()  # mini-claude's home, Claude Code's folder
+    fail_by_setting: bool = False  # MINI_CLAUDE_SANDBOX_FAIL_IF_UNAVAILABLE
+    switched: bool | None = None  # /sandbox on|off, for this session
+    _tmp: Path | None = None
+    _held: set[Path] = field(default_factory=set)
+
+    # ---- what is in force -----------------------------------------------------------------
+
+    @property
+    def wanted(self) -> bool:
+        for choice in (self.switched, self.enabled_by_setting, self.config.enabled):
+            if choice is not None:
+                return choice
+        return False
+
+    @property
+    def missing(self) -> str | None:
+        """Why it cannot run here (None: it can)."""
+        return unavailable_reason(self.bwrap)
+
+    @property
+    def active(self) -> bool:
+        """Commands run sandboxed."""
+        return self.wanted and self.missing is None
+
+    @property
+    def required(self) -> bool:
+        """``failIfUnavailable``: with the sandbox wanted and missing, no command runs."""
+        return self.fail_by_setting or bool(self.config.fail_if_unavailable)
+
+    @property
+    def auto_allow(self) -> bool:
+        return self.config.auto_allow is not False
+
+    @property
+    def allow_unsandboxed(self) -> bool:
+        return self.config.allow_unsandboxed is not False
+
+    def startup_line(self) -> str | None:
+        """The one line at start-up when the sandbox was asked for and cannot run."""
+        if not self.wanted or self.missing is None:
+            return None
+        if self.required:
+            return (f"sandbox unavailable: {self.missing}; sandbox.failIfUnavailable is set, "
+                    "so no command will run")
+        return (f"sandbox unavailable: {self.missing}; commands run unsandboxed and are "
+                "asked about as usual")
+
+    def excluded(self, command: str) -> bool:
+        """A command the user's ``excludedCommands`` keeps outside the sandbox."""
+        words = command.strip().split()
+        for pattern in self.config.excluded_commands:
+            wanted = pattern.removesuffix(":*").removesuffix("*").strip().split()
+            if wanted and words[:len(wanted)] == wanted:
+                return True
+        return False
+
+    # ---- running a command ----------------------------------------------------------------
+
+    def policy(self, mode: PermissionMode, project: Path,
+               additional: tuple[Path, ...]) -> Policy:
+        return make_policy(mode, project, additional, self.home, self.private_homes,
+                           self.config)
+
+    def prefix(self, mode: PermissionMode, project: Path, additional: tuple[Path, ...],
+               cwd: Path) -> list[str]:
+        """The bubblewrap command line a sandboxed ``bash -c`` follows."""
+        policy = self.policy(mode, project, additional)
+        self._held.update(p for p in policy.held if not p.exists())
+        bwrap = shutil.which(self.bwrap) or self.bwrap
+        return bwrap_argv(bwrap, policy, cwd, self.session_tmp())
+
+    def session_tmp(self) -> Path:
+        """The session's private ``/tmp`` (made on first use, removed when it ends)."""
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="mini-claude-sandbox-tmp-"))
+            atexit.register(self.close)
+        return self._tmp
+
+    def close(self) -> None:
+        """Remove the session's /tmp and the empty folders that held protected names."""
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+        for path in self._held:
+            with contextlib.suppress(OSError):
+                if path.is_dir() and not any(path.iterdir()):
+                    path.rmdir()
+        self._held.clear()
+
+    # ---- telling the model and the user ---------------------------------------------------
+
+    def failure_note(self, mode: PermissionMode, project: Path,
+                     additional: tuple[Path, ...]) -> str:
+        """Said to the model after a sandboxed command failed: what the sandbox stops."""
+        policy = self.policy(mode, project, additional)
+        writable = ("nothing is writable (plan mode)" if mode == "plan"
+                    else f"only {policy.describe_writable()} is writable (minus settings, "
+                         "hooks and .git/hooks and .git/config)")
+        way_out = ("If it truly must run outside the sandbox, call run_shell again with "
+                   "dangerouslyDisableSandbox: true and a reason; the user is asked."
+                   if self.allow_unsandboxed else
+                   "Commands cannot leave the sandbox here (sandbox.allowUnsandboxedCommands "
+                   "is false).")
+        return (f"[The command ran in the sandbox: {writable}; credentials in the home and "
+                "mini-claude's own files are not readable; there is no network; /tmp is "
+                "private. A 'Read-only file system', 'Permission denied', missing file or "
+                f"network error may come from that. {way_out}]")
+
+    def describe(self, mode: PermissionMode, project: Path,
+                 additional: tuple[Path, ...]) -> list[str]:
+        """``/sandbox``: on or off, what is writable and readable, the network, what is
+        missing."""
+        missing = self.missing
+        if not self.wanted:
+            state = "off (turn it on with /sandbox on, or sandbox.enabled in settings)"
+        elif missing is not None:
+            state = ("wanted but unavailable: "
+                     + ("no command runs (sandbox.failIfUnavailable)" if self.required
+                        else "commands run unsandboxed and are asked about"))
+        else:
+            state = "on: every command runs in it"
+        lines = [f"Sandbox: {state}"]
+        lines.append(f"Missing: {missing}" if missing else "Missing: nothing (bubblewrap works)")
+        policy = self.policy(mode, project, additional)
+        lines.append(f"Writable ({mode}): {policy.describe_writable()}")
+        protected = [*policy.read_only, *policy.held]
+        if protected:
+            lines.append("Read-only inside them: " + ", ".join(str(p) for p in protected))
+        lines.append("Readable: everything else, except: "
+                     + (", ".join(str(p) for p in policy.hidden) or "nothing hidden"))
+        if policy.reopened:
+            lines.append("Readable again (allowRead): "
+                         + ", ".join(str(p) for p in policy.reopened))
+        lines.append("/tmp: " + ("a fresh one per command" if policy.fresh_tmp
+                                 else "private to this session"))
+        network = "Network: none (no domain is reachable, nor the host's loopback)"
+        if self.config.allowed_domains:
+            network += ("; sandbox.network.allowedDomains ("
+                        + ", ".join(self.config.allowed_domains)
+                        + ") are not served inside it: a command that needs them asks to run "
+                          "outside")
+        lines.append(network)
+        lines.append("Questions: " + ("sandboxed commands run without asking; deny and ask "
+                                      "rules still apply" if self.auto_allow
+                                      else "asked as usual (autoAllowBashIfSandboxed is off)"))
+        lines.append("Leaving it: " + ("a command may ask to run unsandboxed, with a reason"
+                                       if self.allow_unsandboxed
+                                       else "never (allowUnsandboxedCommands is false)"))
+        if self.config.excluded_commands:
+            lines.append("Run outside it (asked as usual): "
+                         + ", ".join(self.config.excluded_commands))
+        return lines
+
+
+def session_sandbox(settings: Settings) -> SandboxState:
+    """The session's sandbox from its settings (the files' ``sandbox`` object is set on it
+    when they are read, and again when the project's files are approved)."""
+    from mini_claude.session.settings_files import claude_user_dir
+
+    return SandboxState(enabled_by_setting=settings.sandbox, bwrap=settings.sandbox_bwrap_path,
+                        fail_by_setting=settings.sandbox_fail_if_unavailable,
+                        private_homes=(settings.home, claude_user_dir()),
+                        home=Path(os.path.expanduser("~")))
