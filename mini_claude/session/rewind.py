@@ -34,6 +34,7 @@ from mini_claude.checkpoints.timeline import (
     build_timeline,
 )
 from mini_claude.safe_read import kind_of
+from mini_claude.session.state import read_saved_state
 from mini_claude.transcript import load_session, read_records
 
 if TYPE_CHECKING:
@@ -216,6 +217,8 @@ class Rewinder:
             self.agent.tool_context.read_stamps.pop(str(change.path), None)
         if conversation:
             adopt_recorded_history(self.agent)
+            todos = read_saved_state(self.agent.transcript.path).todos
+            self.agent.tool_context.plan.replace(todos)
 
     def _keep_current_versions(
         self, wanted: list[PlannedFile]

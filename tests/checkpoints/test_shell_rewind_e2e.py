@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mini_claude.conversation import SummaryBlock
+from mini_claude.session.state import read_saved_state
 from mini_claude.simulator import Simulator, ToolCall
 from mini_claude.ui.rewind_view import change_note
 from tests.support.agent import PROVIDERS, Run
@@ -195,5 +196,29 @@ def test_a_background_servers_log_belongs_to_the_turn_it_was_written_in(
 
         rewinder(run).rewind(point_for(run, "turn 1"), code=True, conversation=True)
         assert tree(project) == before
+    finally:
+        run.close()
+
+
+def todos(*names: str) -> ToolCall:
+    return ToolCall("todo_write", {"todos": [{"content": n, "status": "pending"} for n in names]})
+
+
+def test_the_todo_list_is_rewound_with_the_conversation(
+        simulator: Simulator, isolated_home: Path, tmp_path: Path, provider: str) -> None:
+    project = make_project(tmp_path / "project")
+    turns = [("turn 1: plan", [todos("first")]), ("turn 2: plan more", [todos("first", "second")])]
+    run = session(simulator, provider, isolated_home, project, turns)
+    try:
+        play(run, turns)
+        assert [i.content for i in run.agent.tool_context.plan.items] == ["first", "second"]
+        rewinder(run).rewind(point_for(run, "turn 2"), code=False, conversation=True)
+        assert [i.content for i in run.agent.tool_context.plan.items] == ["first"]
+        saved = read_saved_state(run.agent.transcript.path)  # what -c starts with
+        assert [i.content for i in saved.todos] == ["first"]
+
+        redo = next(p for p in rewinder(run).points() if p.kind == "rewind")
+        rewinder(run).rewind(redo, code=False, conversation=True)
+        assert [i.content for i in run.agent.tool_context.plan.items] == ["first", "second"]
     finally:
         run.close()
