@@ -252,7 +252,8 @@ class ProjectTree:
         created_folders = sorted(p for p, e in after.items() if e[0] == FOLDER and (
             before.get(p) is None or before[p][0] != FOLDER))
         count = 0
-        for relative in sorted(before.keys() | after.keys()):
+        touched = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+        for relative in touched:
             old, new = before.get(relative), after.get(relative)
             if old is not None and old[0] == FOLDER and (new is None or new[0] == FOLDER):
                 continue  # a folder's own changes are its files' changes
