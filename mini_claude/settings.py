@@ -260,6 +260,9 @@ class Settings:
     # checkpointed"; the store of one project is kept under the bound, oldest sessions first.
     checkpoint_max_file_bytes: int = 10 * 1024 * 1024
     checkpoint_store_max_bytes: int = 1024 * 1024 * 1024
+    # Commands (run_shell, background shells, MCP tools, `!cmd`) are checkpointed too: the
+    # project is listed before and after each, and what changed is recorded like an edit.
+    checkpoint_commands: bool = True
 
     @property
     def window(self) -> int:

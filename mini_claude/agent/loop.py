@@ -165,6 +165,7 @@ class Agent:
             with_plan_reminder(message, self.tool_context.plan, reminder_after),
             self.tool_context.rules,
         )
+        self.tool_context.checkpoints.at_turn_boundary()
         self.history.append(self.lifecycle.with_context(message))
         async for event in self.context.at_turn_start():
             yield event

@@ -1,13 +1,17 @@
-"""What write_file and edit_file call right before they change a file.
+"""What write_file and edit_file call right before they change a file, and what a command
+(run_shell, a background shell, an MCP tool, `!cmd`) calls before and after it runs.
 
 The file's previous content (or its absence) goes into the store; the session's
 transcript gets a ``checkpoint`` record naming the content by its id, never the
 content itself. A checkpoint never stops a write: when the content cannot be
 stored (too large, unreadable, disk full) the record says "not checkpointed".
+For commands, ``tree.ProjectTree`` finds which files changed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import stat
 import threading
 import time
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_claude.checkpoints.store import CheckpointStore, content_id
+from mini_claude.checkpoints.tree import Capture, ProjectTree
 
 Record = Callable[[dict[str, Any]], None]
 ENCODING_ERRORS = "surrogateescape"  # how the file tools turn text into bytes
@@ -32,13 +37,26 @@ class Checkpoints:
         """Lines for the user about files that could not be checkpointed (once each)."""
         return []
 
+    async def before_command(self, label: str) -> Capture | None:
+        """A command that may change any file is about to run: keep what the project holds."""
+        return None
+
+    async def after_command(self, capture: Capture | None,
+                            running: Callable[[], bool] | None = None) -> None:
+        """The command returned; record what it changed. ``running``: it goes on in the
+        background, and its later changes are recorded as it makes them."""
+
+    def at_turn_boundary(self) -> None:
+        """A turn starts (a background shell's changes so far belong to the turns before)."""
+
 
 class Checkpointer(Checkpoints):
     """Keeps each file's content before every agent write, for one session."""
 
     def __init__(self, store: CheckpointStore, session_id: str, record: Record, *,
-                 max_file_bytes: int, max_store_bytes: int) -> None:
+                 max_file_bytes: int, max_store_bytes: int, root: Path | None = None) -> None:
         self.store = store
+        self.root = root
         self.session_id = session_id
         self.record = record
         self.max_file_bytes = max_file_bytes
@@ -47,18 +65,79 @@ class Checkpointer(Checkpoints):
         self._notices: list[str] = []
         # Bytes added since the store's size was last checked: the first write checks it.
         self._added = max_store_bytes // 20
+        # The project's files around commands (None: commands are not checkpointed).
+        self.tree = (ProjectTree(root, store, session_id, self._record_locked,
+                                 max_file_bytes=max_file_bytes) if root is not None else None)
+
+    def _record_locked(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self.record(record)
+            if record["before"].get("state") == "not_checkpointed":
+                self._notices.append(f"{record['path']} was changed by {record['by']} but not "
+                                     f"checkpointed ({record['before']['reason']}); /rewind "
+                                     "cannot restore its earlier content")
+
+    async def before_command(self, label: str) -> Capture | None:
+        if self.tree is None:
+            return None
+        try:
+            return await asyncio.to_thread(self.tree.before, label)
+        except OSError as exc:
+            self._note_failure(exc)
+            return None
+
+    async def after_command(self, capture: Capture | None,
+                            running: Callable[[], bool] | None = None) -> None:
+        if self.tree is None or capture is None:
+            return
+        try:
+            await asyncio.to_thread(self._after, capture, running)
+        except OSError as exc:
+            self._note_failure(exc)
+
+    def _after(self, capture: Capture, running: Callable[[], bool] | None) -> None:
+        assert self.tree is not None
+        self.tree.after(capture)
+        if running is not None:
+            self.tree.watch_background(running)
+        self._count_tree_bytes()
+
+    def at_turn_boundary(self) -> None:
+        if self.tree is None:
+            return
+        try:
+            self.tree.at_turn_boundary()
+        except OSError as exc:
+            self._note_failure(exc)
+        self._count_tree_bytes()
+
+    def _count_tree_bytes(self) -> None:
+        assert self.tree is not None
+        with self._lock:
+            self._added += self.tree.added_bytes
+            self.tree.added_bytes = 0
+            self._keep_within_bound()
+
+    def _note_failure(self, exc: OSError) -> None:
+        with self._lock:
+            self._notices.append(f"the project's files could not be checkpointed around a "
+                                 f"command ({exc.strerror or exc}); /rewind cannot undo it")
 
     def before_write(self, path: Path, new: bytes | str) -> None:
         with self._lock:
             before = self._capture(path)
-            self.record({
+            record: dict[str, Any] = {
                 "type": "checkpoint",
                 "id": uuid.uuid4().hex[:12],
                 "time": time.time(),
                 "path": str(path),
                 "before": before,
                 "after": _after_id(new),
-            })
+            }
+            folders = _missing_folders(path, self.root)
+            if folders:
+                record["created_folders"] = folders
+            self.record(record)
             if before.get("state") == "not_checkpointed":
                 self._notices.append(f"{path} was not checkpointed ({before['reason']}); "
                                      "/rewind cannot restore its earlier content")
@@ -109,6 +188,18 @@ def _after_id(new: bytes | str) -> str | None:
     except UnicodeEncodeError:
         return None
     return content_id(data)
+
+
+def _missing_folders(path: Path, root: Path | None) -> list[str]:
+    """The folders the write will create (a rewind past it removes them when empty)."""
+    missing: list[str] = []
+    folder = path.parent
+    while folder != folder.parent and not os.path.lexists(folder):
+        if root is not None and not folder.is_relative_to(root):
+            break
+        missing.append(str(folder))
+        folder = folder.parent
+    return missing
 
 
 def _not_checkpointed(reason: str) -> dict[str, Any]:

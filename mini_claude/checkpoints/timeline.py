@@ -38,6 +38,8 @@ class FileChange:
     path: str
     before: dict[str, Any]
     after: str | None  # a content id, ABSENT, or None when unknown
+    by: str = ""  # the command that made it ("run_shell", …); "" for an edit or a rewind
+    created_folders: tuple[str, ...] = ()  # folders that did not exist before it
 
 
 @dataclass
@@ -56,6 +58,19 @@ class Timeline:
 
     def changed_since(self, point: Point) -> list[str]:
         return sorted({c.path for c in self.changes if c.line >= point.line})
+
+    def changes_since(self, point: Point) -> list[FileChange]:
+        """The first change of each file at or after the point (what it held then)."""
+        first: dict[str, FileChange] = {}
+        for change in self.changes:
+            if change.line >= point.line:
+                first.setdefault(change.path, change)
+        return [first[path] for path in sorted(first)]
+
+    def folders_created_since(self, point: Point) -> list[str]:
+        """Folders made for files created at or after the point, deepest first."""
+        folders = {f for c in self.changes if c.line >= point.line for f in c.created_folders}
+        return sorted(folders, key=lambda f: (-f.count("/"), f))
 
     def last_written(self, path: str) -> str | None:
         """What the agent (or a rewind) last left in ``path``: a content id, ABSENT, or None."""
@@ -97,7 +112,10 @@ def _change(number: int, record: dict[str, Any]) -> FileChange:
     if not isinstance(before, dict):
         raise TypeError("a checkpoint without its state")
     after = record.get("after")
-    return FileChange(number, str(record["path"]), before, str(after) if after else None)
+    folders = record.get("created_folders", [])
+    return FileChange(number, str(record["path"]), before, str(after) if after else None,
+                      str(record.get("by", "")),
+                      tuple(str(f) for f in folders) if isinstance(folders, list) else ())
 
 
 def _prompt_text(record: dict[str, Any]) -> str | None:

@@ -59,10 +59,13 @@ class McpTool:
         ))
 
     async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
+        capture = await ctx.checkpoints.before_command(self.spec.name)
         try:
             result = await self.server.call(self.remote.name, args)
         except McpCallError as exc:
             return ToolOutput(str(exc), is_error=True)
+        finally:
+            await ctx.checkpoints.after_command(capture)
         return result_output(result, self.spec.name, _saver(ctx), _image_loader(ctx))
 
 

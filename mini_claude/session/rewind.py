@@ -26,8 +26,15 @@ from mini_claude.checkpoints.restore import (
     restore_files,
 )
 from mini_claude.checkpoints.store import CheckpointStore
-from mini_claude.checkpoints.timeline import ABSENT, Point, Timeline, build_timeline
+from mini_claude.checkpoints.timeline import (
+    ABSENT,
+    FileChange,
+    Point,
+    Timeline,
+    build_timeline,
+)
 from mini_claude.safe_read import kind_of
+from mini_claude.session.state import read_saved_state
 from mini_claude.transcript import load_session, read_records
 
 if TYPE_CHECKING:
@@ -92,6 +99,9 @@ class Rewinder:
 
     def changed_since(self, point: Point) -> list[str]:
         return self.timeline.changed_since(point)
+
+    def changes_since(self, point: Point) -> list[FileChange]:
+        return self.timeline.changes_since(point)
 
     def plan(self, point: Point) -> CodePlan:
         """Which files would change, which were changed outside the agent, which cannot be."""
@@ -159,6 +169,8 @@ class Rewinder:
                               f"({exc}); start mini-claude again in this project to finish "
                               "it") from None
         self._settle(chosen, conversation)
+        if code:
+            self._remove_created_folders(point)
         done = [f for f in chosen if f.path not in {r.path for r in refused}]
         return RewindOutcome(
             restored=[f.path for f in done if f.target.get("state") == "content"],
@@ -169,6 +181,23 @@ class Rewinder:
             messages=len(self.agent.conversation),
             prompt=point.text if point.kind == "prompt" else "",
         )
+
+    def _remove_created_folders(self, point: Point) -> None:
+        """Folders made since the point go too, once empty (a folder holding anything stays)."""
+        for name in self.timeline.folders_created_since(point):
+            folder = Path(name)
+            if folder == self.root or not folder.is_relative_to(self.root):
+                continue
+            try:
+                parent = open_folder_inside(folder, self.root)
+            except (OSError, OutsideProject):
+                continue
+            try:
+                os.rmdir(folder.name, dir_fd=parent)
+            except OSError:
+                pass  # not empty, already gone, or no longer a folder: left as it is
+            finally:
+                os.close(parent)
 
     def _store_kept(self, kept: list[Path]) -> list[dict[str, Any]]:
         """The user's own versions, kept in place, go into the store too (as the question
@@ -188,6 +217,8 @@ class Rewinder:
             self.agent.tool_context.read_stamps.pop(str(change.path), None)
         if conversation:
             adopt_recorded_history(self.agent)
+            todos = read_saved_state(self.agent.transcript.path).todos
+            self.agent.tool_context.plan.replace(todos)
 
     def _keep_current_versions(
         self, wanted: list[PlannedFile]
@@ -272,10 +303,11 @@ def _current_id(path: Path) -> tuple[str, str]:
         return ABSENT, ""
     except OSError:
         return "unreadable", ""
+    kind = kind_of(os.fstat(fd).st_mode)
+    if kind is not None:  # a folder cannot even be read: looked at before any read
+        os.close(fd)
+        return "special", f"it is {kind} now, not a regular file"
     with os.fdopen(fd, "rb") as handle:
-        kind = kind_of(os.fstat(fd).st_mode)
-        if kind is not None:
-            return "special", f"it is {kind} now, not a regular file"
         os.set_blocking(fd, True)
         digest = hashlib.sha256()
         for chunk in iter(lambda: handle.read(1 << 20), b""):

@@ -36,16 +36,26 @@ def read_saved_state(path: Path) -> SavedState:
     """The last plan and every loaded skill; damaged lines are skipped (resume warns)."""
     state = SavedState()
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
     except OSError:
         return state
-    for line in lines:
+    rewinds = [read_record(line) for line in lines if '"type": "rewind"' in line]
+    targets = {r["to_line"] for r in rewinds if r is not None and r.get("conversation", True)
+               and isinstance(r.get("to_line"), int)}
+    todos_at: dict[int, tuple[TodoItem, ...]] = {}  # the list as it stood before each target
+    for number, line in enumerate(lines, 1):
+        if number in targets:
+            todos_at[number] = state.todos
         if '"kind"' not in line and '"type": "compaction"' not in line and (
             '"type": "fold"' not in line
-        ):
+        ) and '"type": "rewind"' not in line:
             continue  # a message: nothing of the saved state
         record = read_record(line)
         if record is None:
+            continue
+        if record.get("type") == "rewind":  # the todo list goes back with the conversation
+            if record.get("conversation", True) and record.get("to_line") in todos_at:
+                state.todos = todos_at[record["to_line"]]
             continue
         if record.get("type") == "compaction":
             state.notes = None  # notes of a history that is no longer there

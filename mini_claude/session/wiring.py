@@ -146,6 +146,7 @@ class Session:
             self.checkpoints, self.session_id, transcript.write,
             max_file_bytes=self.settings.checkpoint_max_file_bytes,
             max_store_bytes=self.settings.checkpoint_store_max_bytes,
+            root=self.cwd if self.settings.checkpoint_commands else None,
         )
         return self.checkpointer
 

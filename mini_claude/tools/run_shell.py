@@ -118,14 +118,18 @@ class RunShellTool:
             env = ctx.env if ctx.env is not None else child_environment(os.environ, ctx.settings)
             sandbox = sandbox_prefix(args, ctx, project_root(ctx))
             if args.get("run_in_background"):
-                return start_in_background(command, env, ctx, sandbox)
+                return await start_in_background(command, env, ctx, sandbox)
             timeout = _timeout(args.get("timeout"), ctx.settings)
             progress = ctx.progress
-            result = await execute(
-                command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars,
-                spill_dir=_spill_dir(ctx), secrets=api_keys(ctx.settings), progress=progress,
-                spill_cap=ctx.settings.shell_log_cap_bytes, sandbox=sandbox,
-            )
+            capture = await ctx.checkpoints.before_command("run_shell")
+            try:
+                result = await execute(
+                    command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars,
+                    spill_dir=_spill_dir(ctx), secrets=api_keys(ctx.settings), progress=progress,
+                    spill_cap=ctx.settings.shell_log_cap_bytes, sandbox=sandbox,
+                )
+            finally:
+                await ctx.checkpoints.after_command(capture)
         except ToolError as exc:
             return error_output(exc.message)
         return _render(result, timeout, failure_note(ctx) if sandbox else "")
@@ -237,12 +241,14 @@ def _watch(progress: CallProgress | None) -> Callable[[bytes], None] | None:
     return progress.feeder() if progress is not None else None
 
 
-def start_in_background(command: str, env: Mapping[str, str], ctx: ToolContext,
-                        sandbox: Sequence[str] = ()) -> ToolOutput:
+async def start_in_background(command: str, env: Mapping[str, str], ctx: ToolContext,
+                              sandbox: Sequence[str] = ()) -> ToolOutput:
     """Start the command as a background shell and say how to follow it."""
     log_dir = (ctx.results_folder or _spill_dir(ctx)) / "shells"
+    capture = await ctx.checkpoints.before_command("a background shell")
     shell = ctx.shells.start(command, project_root(ctx), env, log_dir,
                              ctx.settings.shell_log_cap_bytes, sandbox)
+    await ctx.checkpoints.after_command(capture, running=lambda: shell.running)
     text = (
         f"Started background shell {shell.id} (pid {shell.pid}): {command}\n"
         f"Read its new output with shell_output(shell_id=\"{shell.id}\"), stop it with "

@@ -8,18 +8,20 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from mini_claude.checkpoints.timeline import ABSENT
 from mini_claude.ui.choice import ChoiceInterrupted, choose
 from mini_claude.ui.recall import Recall, latest_summary
 from mini_claude.ui.render import note
 
 if TYPE_CHECKING:
-    from mini_claude.checkpoints.timeline import Point
+    from mini_claude.checkpoints.timeline import FileChange, Point
     from mini_claude.session.rewind import CodePlan, PlannedFile, Rewinder, RewindOutcome
     from mini_claude.session.wiring import Session
     from mini_claude.ui.host import ReplHost
 
-NOT_TRACKED = ("Only write_file and edit_file changes are checkpointed: changes made by "
-               "run_shell, MCP tools or by you outside mini-claude are not tracked.")
+NOT_TRACKED = ("Edits, shell commands and MCP tools are checkpointed inside the project; "
+               "files .gitignore ignores, files over the size limit, changes outside the "
+               "project and your own edits outside mini-claude are not.")
 ACTIONS = ("Restore code and conversation", "Restore conversation only", "Restore code only",
            "Cancel")
 CANCEL = 3
@@ -49,7 +51,7 @@ async def rewind(repl: ReplHost) -> None:
     if point is None:
         console.print(note("rewind cancelled"))
         return
-    _show_changed_files(repl, rewinder.changed_since(point))
+    _show_changed_files(repl, rewinder.changes_since(point))
     action = await _ask(list(ACTIONS), CANCEL, "esc cancels")
     if action is None or action == CANCEL:
         console.print(note("rewind cancelled"))
@@ -129,15 +131,47 @@ async def _ask(options: list[str], escape: int | None, hint: str) -> int | None:
         return None
 
 
-def _show_changed_files(repl: ReplHost, files: list[str]) -> None:
-    if not files:
+def _show_changed_files(repl: ReplHost, changes: list[FileChange]) -> None:
+    if not changes:
         repl.console.print(note("no file was changed by mini-claude since then"))
         return
-    repl.console.print(note(f"changed since then by mini-claude ({len(files)}):"))
-    for name in files[:MAX_FILES_SHOWN]:
-        repl.console.print(Text(f"      {_shown(repl, name)}", style="dim"))
-    if len(files) > MAX_FILES_SHOWN:
-        repl.console.print(Text(f"      … and {len(files) - MAX_FILES_SHOWN} more", style="dim"))
+    repl.console.print(note(f"changed since then by mini-claude ({len(changes)}):"))
+    for change in changes[:MAX_FILES_SHOWN]:
+        repl.console.print(Text(f"      {_shown(repl, change.path)}{change_note(change)}",
+                                style="dim"))
+    if len(changes) > MAX_FILES_SHOWN:
+        repl.console.print(Text(f"      … and {len(changes) - MAX_FILES_SHOWN} more",
+                                style="dim"))
+    deleted = [c for c in changes if c.by and c.after == ABSENT
+               and c.before.get("state") == "content"]
+    unkept = [c for c in changes if c.before.get("state") == "not_checkpointed"]
+    if deleted:
+        repl.console.print(note(f"{len(deleted)} deleted by a command, restorable: "
+                                + _names(repl, deleted)))
+    if unkept:
+        repl.console.print(note(f"{len(unkept)} not restorable: " + ", ".join(
+            f"{_shown(repl, c.path)} ({c.before.get('reason', 'not checkpointed')})"
+            for c in unkept[:MAX_FILES_SHOWN]) + (" …" if len(unkept) > MAX_FILES_SHOWN
+                                                  else ""), "warning"))
+
+
+def change_note(change: FileChange) -> str:
+    """`` (deleted by run_shell)``, `` (not restorable: ignored by .gitignore)``, or ""."""
+    if change.before.get("state") == "not_checkpointed":
+        return f"  (not restorable: {change.before.get('reason', 'not checkpointed')})"
+    if not change.by:
+        return ""
+    if change.after == ABSENT:
+        return f"  (deleted by {change.by})"
+    if change.before.get("state") == "absent":
+        return f"  (created by {change.by})"
+    return f"  (changed by {change.by})"
+
+
+def _names(repl: ReplHost, changes: list[FileChange]) -> str:
+    shown = ", ".join(_shown(repl, c.path) for c in changes[:MAX_FILES_SHOWN])
+    return shown + (f" and {len(changes) - MAX_FILES_SHOWN} more"
+                    if len(changes) > MAX_FILES_SHOWN else "")
 
 
 async def _settle_conflicts(repl: ReplHost, plan: CodePlan) -> frozenset[Path] | None:

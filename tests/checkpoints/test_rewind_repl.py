@@ -29,7 +29,7 @@ def test_a_file_changed_outside_is_asked_about_kept_or_overwritten(
 
             mark = await repl.submit("/rewind")
             await repl.wait_for("Rewind to before which message?", after=mark)
-            assert "changes made by run_shell, MCP tools or by you" in repl.text[mark:]
+            assert "shell commands and MCP tools are checkpointed" in repl.text[mark:]
             await repl.keys("1")
             await repl.wait_for("changed since then by mini-claude (1):", after=mark)
             assert "      a.txt" in repl.text[mark:]

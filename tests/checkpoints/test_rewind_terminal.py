@@ -55,7 +55,7 @@ def test_escape_twice_opens_the_picker_and_rewinds(spawn: Spawn, project: Path,
         screen.type("\x1b\x1b")
         screen.wait_text("Rewind to before which message?")
         screen.wait(lambda s: "2. " in s.text, "both messages in the picker")
-        assert "run_shell" in screen.text  # what is not tracked is said plainly
+        assert "checkpointed" in screen.text  # what is not tracked is said plainly
         rows = screen.rows
         first = next(r for r in rows if "1. " in r)
         second = next(r for r in rows if "2. " in r)
