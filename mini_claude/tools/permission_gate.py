@@ -11,8 +11,9 @@ In order, as Claude Code decides:
 6. a tool that needs no approval (a read inside the project) runs;
 7. **acceptEdits** runs edits and new files inside the project and its additional
    directories, and ``mkdir``/``touch``/``mv``/``cp`` there;
-8. otherwise the user is asked. "Don't ask again" stores the proposed rule (a
-   command prefix such as ``cat:*``) for the session, or the exact subject.
+8. otherwise the user is asked. "Don't ask again" keeps the proposed rule (a
+   command prefix such as ``cat:*``; the REPL also writes it to the project's
+   ``.claude/settings.local.json``), or the exact subject for the session.
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ async def _ask(
         ctx.denials.append(PermissionDenied(name, dict(args), decision.reason or ""))
         return error_output(f"Permission denied{who}{reason}")
     if decision.remember and verdict is None:
-        _remember(ctx, request)
+        _remember(ctx, request, args)
     return prepared
 
 
@@ -213,8 +214,12 @@ def proposed_rule(name: str, args: dict[str, Any]) -> str | None:
     return None
 
 
-def _remember(ctx: ToolContext, request: PermissionRequest) -> None:
-    """"Don't ask again": the proposed rule for the session, or the exact subject."""
+def _remember(ctx: ToolContext, request: PermissionRequest, args: dict[str, Any]) -> None:
+    """"Don't ask again": the proposed rule for the session, or the exact subject (nothing
+    when the answer already put an allow rule in force, saved to a settings file)."""
+    verdict = permissions_of(ctx).check(request.tool_name, args)
+    if verdict is not None and verdict.allowed:
+        return
     if request.rule:
         try:
             rule = parse_rule(request.rule, SESSION_SOURCE, ctx.root)

@@ -245,7 +245,9 @@ class Repl:
 
     def _attach_approver(self, session: Session) -> None:
         from mini_claude.ui.permissions import TerminalApprover
+        from mini_claude.ui.permissions_view import keep_rules_in_settings
 
+        keep_rules_in_settings(session)
         if isinstance(session.approver, TerminalApprover):
             session.approver.attach(self.console, self.question, self.interrupt,
                                     self._status_line)
