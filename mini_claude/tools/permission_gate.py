@@ -26,7 +26,13 @@ from typing import Any
 
 from mini_claude.protocol import ToolOutput
 from mini_claude.text import shorten
-from mini_claude.tools.base import PermissionRequest, Prepared, Tool, ToolContext
+from mini_claude.tools.base import (
+    PermissionDecision,
+    PermissionRequest,
+    Prepared,
+    Tool,
+    ToolContext,
+)
 from mini_claude.tools.command_kinds import (
     is_read_only_command,
     is_workspace_file_command,
@@ -113,13 +119,18 @@ def withheld_by_rules(tool: str, ctx: ToolContext) -> Callable[[str], bool]:
 
 
 def users_own(ctx: ToolContext) -> ToolContext:
-    """The context for a command the user typed (``!cmd``): plan mode holds the model back,
-    not the user, so it runs as in the default mode (rules and questions as usual)."""
-    permissions = permissions_of(ctx)
-    if permissions.mode != "plan":
-        return ctx
-    lifted = replace(permissions, mode="default", on_change=[])
-    return replace(ctx, rules=lifted)
+    """The context for a command the user typed (``!cmd``): it is the user's own command, so
+    it runs without a question, in any mode, as Claude Code's bash mode does. Permission
+    rules (deny included) and modes govern what the model may do; the user at the prompt
+    could run the same line in any other terminal."""
+    lifted = Permissions(mode="default", additional_directories=permissions_of(ctx)
+                         .additional_directories)
+    return replace(ctx, rules=lifted, approve=_typed_by_the_user)
+
+
+async def _typed_by_the_user(request: PermissionRequest) -> PermissionDecision:
+    """The answer to a question about the user's own command: typing it was the yes."""
+    return PermissionDecision(True)
 
 
 def runs_in_plan_mode(tool: Tool, args: dict[str, Any]) -> bool:

@@ -234,12 +234,16 @@ def test_a_fetch_tool_is_asked_per_domain_and_domain_rules_apply(tmp_path: Path)
     assert refused.is_error and "WebFetch(domain:evil.test)" in refused.content
 
 
-def test_plan_mode_holds_back_the_model_not_the_users_own_commands(tmp_path: Path) -> None:
+def test_plan_mode_and_rules_hold_back_the_model_not_the_users_own_commands(
+    tmp_path: Path,
+) -> None:
     ctx, approver = context(tmp_path, "plan", deny=("Bash(rm:*)",))
     assert execute("run_shell", {"command": "touch model.txt"}, ctx).is_error
     mine = users_own(ctx)
     assert not execute("run_shell", {"command": "touch mine.txt"}, mine).is_error
-    assert execute("run_shell", {"command": "rm mine.txt"}, mine).is_error  # deny rules hold
     assert [p.name for p in tmp_path.iterdir()] == ["mine.txt"]
-    assert [r.summary for r in approver.requests] == ["touch mine.txt"]  # asked as usual
+    assert not execute("run_shell", {"command": "rm mine.txt"}, mine).is_error  # as bash mode
+    assert list(tmp_path.iterdir()) == []
+    assert approver.requests == []  # typing the command was the answer
     assert ctx.rules is not None and ctx.rules.mode == "plan"
+    assert execute("run_shell", {"command": "rm x"}, ctx).is_error  # the model: still denied
