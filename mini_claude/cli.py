@@ -38,6 +38,7 @@ environment:
 
 subcommands:
   mini-claude bench                       run the long-session benchmark
+  mini-claude mcp add|add-json|list|get|remove   manage MCP servers (Claude Code's scopes)
 """
 
 
@@ -312,6 +313,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mini_claude.bench import main as bench_main
 
         return bench_main(argv[1:])
+    if argv and argv[0] == "mcp":
+        from mini_claude.mcp.cli_commands import main as mcp_main
+
+        return mcp_main(argv[1:])
     args = build_parser().parse_intermixed_args(argv)
     try:
         return _dispatch(args)

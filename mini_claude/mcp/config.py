@@ -1,4 +1,5 @@
-"""Server definitions in Claude Code's format, from the project and from the home folder.
+"""Server definitions in Claude Code's format, from the project, the home folder and Claude
+Code's own ``~/.claude.json``.
 
 ``{"mcpServers": {"name": {"command": ..., "args": [...], "env": {...}}}}`` runs a
 program over stdio; ``{"type": "http", "url": ..., "headers": {...}}`` talks
@@ -27,8 +28,10 @@ from mini_claude.safe_read import read_limited
 
 PROJECT_CONFIG_NAME = ".mcp.json"
 USER_CONFIG_NAME = "mcp.json"
+CLAUDE_JSON_NAME = ".claude.json"
+CLAUDE_JSON_LIMIT = 64 * 1024 * 1024  # Claude Code keeps history there too: it can grow
 
-Scope = Literal["user", "project"]
+Scope = Literal["user", "project", "local"]
 Transport = Literal["stdio", "http"]
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -118,20 +121,42 @@ def load_config(
 
     ``allowed`` names the variables a project file may expand (a user file: any).
     """
-    try:
-        text = read_limited(path).decode("utf-8")
-    except FileNotFoundError:
+    data = read_json(path)
+    if data is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        return ConfigFile(path, scope, (), (f"{path}: cannot be read ({exc})",), b"")
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return ConfigFile(path, scope, (), (f"{path}: not valid JSON ({exc})",), b"")
+    if isinstance(data, str):
+        return ConfigFile(path, scope, (), (data,), b"")
     raw_servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(raw_servers, dict):
         shape = f'{path}: expected {{"mcpServers": {{...}}}}'
         return ConfigFile(path, scope, (), (shape,), b"")
+    return servers_config(raw_servers, path, scope, environ, allowed, secrets)
+
+
+def read_json(path: Path, limit: int = 1024 * 1024) -> Any:
+    """The JSON in ``path``; None when there is no such file, a one-line problem (a str)
+    when it cannot be read."""
+    try:
+        text = read_limited(path, limit).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{path}: cannot be read ({exc})"
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        return f"{path}: not valid JSON ({exc})"
+
+
+def servers_config(
+    raw_servers: dict[str, Any],
+    path: Path,
+    scope: Scope,
+    environ: Mapping[str, str],
+    allowed: frozenset[str] = frozenset(),
+    secrets: tuple[str, ...] = (),
+) -> ConfigFile:
+    """The servers of one ``mcpServers`` object."""
     servers: list[ServerConfig] = []
     problems: list[str] = []
     for name, entry in raw_servers.items():
@@ -199,6 +224,18 @@ def user_config_path(home: Path) -> Path:
     return home / USER_CONFIG_NAME
 
 
+def claude_json_path() -> Path:
+    """Claude Code's ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json`` when set)."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
+    folder = Path(configured).expanduser() if configured else Path.home()
+    return folder / CLAUDE_JSON_NAME
+
+
+def project_key(project: Path) -> str:
+    """How ``~/.claude.json`` names a project: its absolute path."""
+    return str(project.resolve())
+
+
 def load_configs(
     project: Path,
     home: Path,
@@ -211,6 +248,31 @@ def load_configs(
     return (
         load_config(user_config_path(home), "user", env),
         load_config(project_config_path(project), "project", env, allowed, secrets),
+    )
+
+
+def load_claude_configs(
+    project: Path, environ: Mapping[str, str] | None = None
+) -> tuple[ConfigFile | None, ConfigFile | None]:
+    """(user scope, local scope) of Claude Code's ``~/.claude.json``, each None when it
+    defines no servers there."""
+    env = os.environ if environ is None else environ
+    path = claude_json_path()
+    data = read_json(path, CLAUDE_JSON_LIMIT)
+    if data is None:
+        return None, None
+    if isinstance(data, str) or not isinstance(data, dict):
+        problem = data if isinstance(data, str) else f"{path}: expected a JSON object"
+        return ConfigFile(path, "user", (), (problem,), b""), None
+    user_servers = data.get("mcpServers")
+    projects = data.get("projects")
+    entry = projects.get(project_key(project)) if isinstance(projects, dict) else None
+    local_servers = entry.get("mcpServers") if isinstance(entry, dict) else None
+    return (
+        servers_config(user_servers, path, "user", env) if isinstance(user_servers, dict)
+        and user_servers else None,
+        servers_config(local_servers, path, "local", env) if isinstance(local_servers, dict)
+        and local_servers else None,
     )
 
 

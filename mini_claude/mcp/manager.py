@@ -1,6 +1,7 @@
 """All MCP servers of a session: which may run, starting them, and their tools.
 
-User servers (``<home>/mcp.json``) run as configured. Project servers
+User servers (``<home>/mcp.json``, and Claude Code's user and local scopes in
+``~/.claude.json``) run as configured. Project servers
 (``.mcp.json``) start programs a repository chose, so they run only once the
 user approved that file's server definitions through :class:`ProjectTrust`;
 a changed file asks again.
@@ -14,7 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mini_claude.mcp.config import ConfigFile, ServerConfig, allowed_variables, load_configs
+from mini_claude.mcp.config import (
+    ConfigFile,
+    ServerConfig,
+    allowed_variables,
+    load_claude_configs,
+    load_configs,
+)
 from mini_claude.mcp.connection import RemoteTool, ServerConnection, route_sdk_logs
 from mini_claude.mcp.tool import McpTool, tool_name
 from mini_claude.project.trust import ProjectTrust, TrustStatus
@@ -57,6 +64,7 @@ class McpManager:
             allowed_variables(settings.mcp_project_variables),
             api_keys(settings),
         )
+        self.claude_user_file, self.local_file = load_claude_configs(project, environ)
         self.connections: dict[str, ServerConnection] = {}
         self.on_tools_changed: list[Callable[[], None]] = []
         # Called when a server connects or fails, with one line for the user.
@@ -66,16 +74,21 @@ class McpManager:
         self._project_allowed = False
         self._started = False
         self._tools_by_server: dict[str, list[str]] = {}
-        for config in (self.user_file, self.project_file):
+        for config in self._files():
             if config is not None:
                 self.notices.extend(config.problems)
+
+    def _files(self) -> list[ConfigFile | None]:
+        """Every file read, lowest precedence first (a later one's server of the same name
+        wins): ours and Claude Code's user scope, the project's, Claude Code's local scope."""
+        return [self.user_file, self.claude_user_file, self.project_file, self.local_file]
 
     # ---- what may run ---------------------------------------------------------------
 
     @property
     def configured(self) -> bool:
         """Any server defined at all (when not, nothing here ever imports the SDK)."""
-        return any(f is not None and f.servers for f in (self.user_file, self.project_file))
+        return any(f is not None and f.servers for f in self._files())
 
     @property
     def project_servers(self) -> tuple[ServerConfig, ...]:
@@ -113,10 +126,10 @@ class McpManager:
 
     def servers_to_start(self) -> list[ServerConfig]:
         chosen: dict[str, ServerConfig] = {}
-        if self.user_file is not None:
-            chosen.update((s.name, s) for s in self.user_file.servers)
-        if self.project_trust() == "approved":
-            chosen.update((s.name, s) for s in self.project_servers)
+        approved = self.project_trust() == "approved"
+        for file in self._files():
+            if file is not None and (file is not self.project_file or approved):
+                chosen.update((s.name, s) for s in file.servers)
         return list(chosen.values())
 
     # ---- running --------------------------------------------------------------------
@@ -211,11 +224,10 @@ class McpManager:
             elif connection is None and not self._started:
                 state = "not started"
             else:
-                state = "overridden by the project's server of the same name"
+                state = "overridden by a server of the same name in another scope"
             tools = tuple(self._tools_by_server.get(config.name, ())) if running else ()
             rows.append(ServerView(config.name, config.scope, config.describe(), state, tools))
         return rows
 
     def _all_servers(self) -> list[ServerConfig]:
-        files: list[ConfigFile | None] = [self.user_file, self.project_file]
-        return [s for f in files if f is not None for s in f.servers]
+        return [s for f in self._files() if f is not None for s in f.servers]

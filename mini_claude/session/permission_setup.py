@@ -17,10 +17,23 @@ from pathlib import Path
 from mini_claude.agent.hooks import HookCommand
 from mini_claude.project.trust import ProjectTrust
 from mini_claude.sandbox.state import session_sandbox
-from mini_claude.session.settings_files import SettingsLayers, load_settings_layers
+from mini_claude.session.settings_files import (
+    RuleScope,
+    SettingsLayers,
+    add_rule,
+    claude_rule_text,
+    load_settings_layers,
+    rule_file,
+)
 from mini_claude.settings import Settings
 from mini_claude.tools.permission_modes import PermissionMode, Permissions
-from mini_claude.tools.permission_rules import MCP_PREFIX, PermissionRules, Rule
+from mini_claude.tools.permission_rules import (
+    MCP_PREFIX,
+    Behavior,
+    PermissionRules,
+    Rule,
+    parse_rule,
+)
 
 FLAG_ALLOW_SOURCE = "--allowed-tools"
 FLAG_DENY_SOURCE = "--disallowed-tools"
@@ -85,6 +98,43 @@ class PermissionSetup:
         self.layers.decide(self.trust, approved)
         self._apply(self.project_approved, first=False)
 
+    def save_rule(self, behavior: Behavior, rule: str, scope: RuleScope = "local") -> SavedRule:
+        """Write a rule the user chose to its scope's file, and let it count now.
+
+        The file then holds what the user wrote: a project file that was approved (or
+        granted nothing) stays approved with the rule in it. One that holds grants not
+        approved yet keeps waiting for approval; an allow rule still counts for this
+        session. RuleError for a rule that cannot be read, SettingsWriteError when the
+        file cannot take it.
+        """
+        text = claude_rule_text(rule)
+        parsed = parse_rule(text, "this session", self.cwd)
+        path = rule_file(scope, self.cwd)
+        was_trusted = scope == "user" or self._trusted_as_is(path)
+        added = add_rule(path, behavior, text)
+        if scope != "user" and was_trusted:
+            self.trust.approve(self.cwd, path, path.read_bytes())
+        self.reload()
+        counted = any(r.text == text for _b, r in self.permissions.listing())
+        if not counted and behavior == "allow":
+            self.permissions.allow_for_session(parsed)
+        return SavedRule(text, path, added, counted)
+
+    def _trusted_as_is(self, path: Path) -> bool:
+        """Whether this project file, as it is now, counts: approved, or granting nothing."""
+        for settings_file in self.layers.project_files():
+            if settings_file.path == path:
+                return self.trust.status(self.cwd, path, settings_file.content) == "approved"
+        return True
+
+    def reload(self) -> None:
+        """Read the settings files again (a rule was written to one)."""
+        self.layers = load_settings_layers(
+            self.cwd, self.settings.home, self.settings.hook_timeout_seconds,
+            claude_files=self.settings.read_claude_settings,
+        )
+        self._apply(self.project_approved, first=False)
+
     def _apply(self, approved: bool, *, first: bool) -> None:
         """Rules, mode and folders into the shared permissions object."""
         files = self.layers.rules(approved)
@@ -122,6 +172,16 @@ class PermissionSetup:
         """The commands' environment plus the settings' ``env`` (which never names our API
         keys: see ``SettingsFile.applied_env``)."""
         return {**base, **self.layers.env(self.project_approved)}
+
+
+@dataclass(frozen=True, slots=True)
+class SavedRule:
+    """A rule written to a settings file: as written, where, and whether it counts now."""
+
+    text: str
+    path: Path
+    added: bool  # False: the file held it already
+    counted: bool  # False: the file waits for the project's approval
 
 
 def unknown_tool_warnings(rules: PermissionRules, known_tools: list[str]) -> list[str]:

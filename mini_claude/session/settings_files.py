@@ -16,6 +16,11 @@ sets it. A repository cannot grant itself anything: a project file's deny rules
 apply at once, everything else in it counts only after the user approved the
 project's files (one question for all of them, remembered per content in the
 project-trust record). ``bypassPermissions`` is never taken from a project file.
+
+Written, as Claude Code writes them: a rule from "don't ask again" or ``/permissions add``
+goes into the file of its scope (``local``: ``.claude/settings.local.json``, ``project``:
+``.claude/settings.json``, ``user``: ``~/.claude/settings.json``), spliced into the text so
+the file's other keys and layout stay as they were, and replaced in one step.
 """
 
 from __future__ import annotations
@@ -28,9 +33,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mini_claude.agent.hooks import HookCommand, hook_commands
+from mini_claude.atomic_files import atomic_write
+from mini_claude.private_dirs import make_private_dirs
 from mini_claude.project.trust import ProjectTrust, TrustStatus
 from mini_claude.safe_read import read_limited
 from mini_claude.sandbox.config import SandboxConfig, merge, read_sandbox
+from mini_claude.session.json_edit import JsonEditError, append_to_list
+from mini_claude.tools.kinds import known_tools
 from mini_claude.tools.permission_modes import MODES, PermissionMode
 from mini_claude.tools.permission_rules import (
     CLAUDE_TOOL_NAMES,
@@ -42,6 +51,8 @@ from mini_claude.tools.permission_rules import (
 from mini_claude.tools.run_shell import SECRET_VARIABLES
 
 Scope = Literal["user", "project"]
+RuleScope = Literal["local", "project", "user"]  # where a rule is written, as Claude Code says
+RULE_SCOPES: tuple[RuleScope, ...] = ("local", "project", "user")
 RULE_KEYS = ("allow", "ask", "deny")
 SETTINGS_NAME = "settings.json"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -65,6 +76,51 @@ def settings_paths(cwd: Path, home: Path, *, claude_files: bool = True) -> list[
     if claude_files:
         paths.append((cwd / ".claude" / "settings.local.json", "project"))
     return paths
+
+
+def rule_file(scope: RuleScope, cwd: Path) -> Path:
+    """The settings file a rule of this scope is written to (Claude Code's files)."""
+    if scope == "user":
+        return claude_user_dir() / SETTINGS_NAME
+    name = "settings.local.json" if scope == "local" else SETTINGS_NAME
+    return cwd / ".claude" / name
+
+
+def claude_rule_text(rule: str) -> str:
+    """A rule as Claude Code writes it: ``run_shell(npm test:*)`` -> ``Bash(npm test:*)``, so
+    Claude Code reads the same file the same way."""
+    name, paren, rest = rule.partition("(")
+    claude_names = known_tools().traits(name).claude_names if name else ()
+    return f"{claude_names[0]}{paren}{rest}" if claude_names else rule
+
+
+class SettingsWriteError(Exception):
+    """A settings file that cannot take the rule; the message says why, in one line."""
+
+
+def add_rule(path: Path, behavior: str, rule: str) -> bool:
+    """Add ``rule`` to ``permissions.<behavior>`` of the file at ``path`` (created when
+    missing); False when the file holds it already. Raises SettingsWriteError."""
+    try:
+        before = read_limited(path).decode("utf-8")
+    except FileNotFoundError:
+        before = "{}\n"
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsWriteError(f"cannot read {path}: {exc}") from exc
+    try:
+        after = append_to_list(before, ("permissions", behavior), rule)
+    except (ValueError, JsonEditError) as exc:
+        raise SettingsWriteError(f"{path} is not a settings object ({exc}); the rule was "
+                                 "not written") from exc
+    if after == before:
+        return False
+    try:
+        make_private_dirs(path.parent)
+        mode = path.stat().st_mode & 0o7777 if path.exists() else None
+        atomic_write(path, after.encode("utf-8"), mode)
+    except OSError as exc:
+        raise SettingsWriteError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,9 @@ In order, as Claude Code decides:
 6. a tool that needs no approval (a read inside the project) runs;
 7. **acceptEdits** runs edits and new files inside the project and its additional
    directories, and ``mkdir``/``touch``/``mv``/``cp`` there;
-8. otherwise the user is asked. "Don't ask again" stores the proposed rule (a
-   command prefix such as ``cat:*``) for the session, or the exact subject.
+8. otherwise the user is asked. "Don't ask again" keeps the proposed rule (a
+   command prefix such as ``cat:*``; the REPL also writes it to the project's
+   ``.claude/settings.local.json``), or the exact subject for the session.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from typing import Any
 from mini_claude.protocol import ToolOutput
 from mini_claude.sandbox.gate import boxing, leave_reason
 from mini_claude.text import shorten
-from mini_claude.tools.base import PermissionRequest, Prepared, Tool, ToolContext
+from mini_claude.tools.base import (
+    PermissionDecision,
+    PermissionRequest,
+    Prepared,
+    Tool,
+    ToolContext,
+)
 from mini_claude.tools.command_kinds import (
     is_read_only_command,
     is_workspace_file_command,
@@ -122,13 +129,18 @@ def withheld_by_rules(tool: str, ctx: ToolContext) -> Callable[[str], bool]:
 
 
 def users_own(ctx: ToolContext) -> ToolContext:
-    """The context for a command the user typed (``!cmd``): plan mode holds the model back,
-    not the user, so it runs as in the default mode (rules and questions as usual)."""
-    permissions = permissions_of(ctx)
-    if permissions.mode != "plan":
-        return ctx
-    lifted = replace(permissions, mode="default", on_change=[])
-    return replace(ctx, rules=lifted)
+    """The context for a command the user typed (``!cmd``): it is the user's own command, so
+    it runs without a question, in any mode, as Claude Code's bash mode does. Permission
+    rules (deny included) and modes govern what the model may do; the user at the prompt
+    could run the same line in any other terminal."""
+    lifted = Permissions(mode="default", additional_directories=permissions_of(ctx)
+                         .additional_directories)
+    return replace(ctx, rules=lifted, approve=_typed_by_the_user)
+
+
+async def _typed_by_the_user(request: PermissionRequest) -> PermissionDecision:
+    """The answer to a question about the user's own command: typing it was the yes."""
+    return PermissionDecision(True)
 
 
 def runs_in_plan_mode(tool: Tool, args: dict[str, Any]) -> bool:
@@ -219,7 +231,7 @@ async def _ask(
         ctx.denials.append(PermissionDenied(name, dict(args), decision.reason or ""))
         return error_output(f"Permission denied{who}{reason}")
     if decision.remember and verdict is None:
-        _remember(ctx, request)
+        _remember(ctx, request, args)
     return prepared
 
 
@@ -234,8 +246,12 @@ def proposed_rule(name: str, args: dict[str, Any]) -> str | None:
     return None
 
 
-def _remember(ctx: ToolContext, request: PermissionRequest) -> None:
-    """"Don't ask again": the proposed rule for the session, or the exact subject."""
+def _remember(ctx: ToolContext, request: PermissionRequest, args: dict[str, Any]) -> None:
+    """"Don't ask again": the proposed rule for the session, or the exact subject (nothing
+    when the answer already put an allow rule in force, saved to a settings file)."""
+    verdict = permissions_of(ctx).check(request.tool_name, args)
+    if verdict is not None and verdict.allowed:
+        return
     if request.rule:
         try:
             rule = parse_rule(request.rule, SESSION_SOURCE, ctx.root)

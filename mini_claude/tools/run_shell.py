@@ -38,6 +38,8 @@ MAX_TIMEOUT_SECONDS = 600.0
 # After the shell exits, how long to wait for background children to release its output pipes.
 PIPE_DRAIN_SECONDS = 1.0
 SECRET_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+BACKGROUND_NOTE = ("Runs in the background: the turn goes on while it runs; its output is read "
+                   "with shell_output, and /shells lists it.")
 
 SPEC = ToolSpec(
     name="run_shell",
@@ -105,7 +107,8 @@ class RunShellTool:
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         command = str(args.get("command", ""))
         return Prepared(PermissionRequest(
-            tool_name=self.spec.name, summary=command, subject=f"run_shell:{command}"
+            tool_name=self.spec.name, summary=command, subject=f"run_shell:{command}",
+            detail=BACKGROUND_NOTE if args.get("run_in_background") else None,
         ))
 
     async def run(

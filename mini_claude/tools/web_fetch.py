@@ -25,7 +25,13 @@ from mini_claude.text import human_size
 from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.kinds import ToolTraits
-from mini_claude.tools.web_guard import PrivateAllowance, check_host, checked_url, host_of
+from mini_claude.tools.web_guard import (
+    PrivateAllowance,
+    check_host,
+    checked_url,
+    host_of,
+    refused_without_lookup,
+)
 
 MAX_SAME_HOST_REDIRECTS = 5
 USER_AGENT = "mini-claude web_fetch"
@@ -76,6 +82,9 @@ class WebFetchTool:
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         url = str(args.get("url", ""))
         host = host_of(url)
+        allowance = PrivateAllowance.parse(ctx.settings.web_fetch_allow_private)
+        if refused_without_lookup(url, allowance):
+            return Prepared(None)  # nothing to approve: the fetch is refused whatever the answer
         return Prepared(PermissionRequest(
             tool_name=self.spec.name,
             summary=f"fetch {url}",

@@ -93,6 +93,26 @@ def refused(address: IpAddress) -> str | None:
     return None
 
 
+def refused_without_lookup(url: str, allowance: PrivateAllowance) -> bool:
+    """Whether the URL is refused whatever its name resolves to: not a fetchable URL, or a
+    host that is an off-limits address (or ``localhost``) by itself. Such a fetch fails
+    without asking the user first; other names are resolved and checked when fetched."""
+    try:
+        checked_url(url, allowance)
+    except ToolError:
+        return True
+    host = host_of(url)
+    if allowance.allows_host(host):
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]").split("%")[0])
+    except ValueError:
+        return False
+    return refused(address) is not None and not allowance.allows_address(address)
+
+
 async def check_host(host: str, port: int, allowance: PrivateAllowance) -> None:
     """Resolve the host and refuse it if any of its addresses is not public (and not allowed)."""
     if allowance.allows_host(host):

@@ -29,6 +29,7 @@ from mini_claude.ui.render import note
 if TYPE_CHECKING:
     from mini_claude import events as ev
     from mini_claude.conversation import ImageBlock
+    from mini_claude.session.wiring import Session
     from mini_claude.ui.host import ReplHost
 
 
@@ -76,16 +77,21 @@ async def ask_command_imports(repl: ReplHost, command: CustomCommand,
 
 
 async def ask_command_trust(repl: ReplHost, command: CustomCommand) -> bool:
+    return bool(await ask_trust(repl.console, command_panel(command),
+                                "Yes, approve this command file",
+                                "No, send the prompt without running anything"))
+
+
+def command_panel(command: CustomCommand) -> Panel:
+    """What a project's command file would run and allow, as its trust question shows it."""
     lines = [Text(f"/{command.name} comes with this project ({command.path}) and would:"),
              Text()]
     lines += [Text(f"  run  {line}") for line in command.shell_lines]
     lines += [Text(f"  allow without asking  {rule}") for rule in command.allowed_tools]
     lines += [Text(), Text("Commands still go through your permission rules and questions. "
                            "A change to the file asks again.", style="dim")]
-    panel = Panel(Group(*lines), title="[bold]Project command[/]", title_align="left",
-                  border_style="yellow")
-    return bool(await ask_trust(repl.console, panel, "Yes, approve this command file",
-                                "No, send the prompt without running anything"))
+    return Panel(Group(*lines), title="[bold]Project command[/]", title_align="left",
+                 border_style="yellow")
 
 
 def command_rows(repl: ReplHost) -> list[tuple[str, str]]:
@@ -189,9 +195,18 @@ async def init_command(repl: ReplHost, argument: str) -> None:
 async def ask_held_imports(repl: ReplHost) -> None:
     """At start-up: the project's imports from outside it, loaded only if the user says so."""
     session = repl.session
-    held = session.instructions.held
-    if not held:
+    if not session.instructions.held:
         return
+    approved = bool(await ask_trust(repl.console, imports_panel(session),
+                                    "Yes, load them (remembered for this project)",
+                                    "No, leave them out"))
+    session.decide_imports(approved)
+    repl.console.print(note("imports loaded" if approved else "imports left out"))
+
+
+def imports_panel(session: Session) -> Panel:
+    """The project's imports from outside it, as their trust question shows them."""
+    held = session.instructions.held
     table = Table(box=None, show_header=False)
     for line in held_lines(list(held), session.cwd):
         table.add_row(line)
@@ -200,11 +215,7 @@ async def ask_held_imports(repl: ReplHost) -> None:
              "your home folder's private parts). Their text would be sent to the model:"),
         Text(), table),
         title="[bold]Instruction imports[/]", title_align="left", border_style="yellow")
-    approved = bool(await ask_trust(repl.console, panel,
-                                    "Yes, load them (remembered for this project)",
-                                    "No, leave them out"))
-    session.decide_imports(approved)
-    repl.console.print(note("imports loaded" if approved else "imports left out"))
+    return panel
 
 
 def instruction_table(repl: ReplHost) -> Table:

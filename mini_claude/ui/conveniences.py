@@ -45,7 +45,8 @@ def is_shell_command(text: str) -> bool:
 
 async def run_user_shell(agent: Agent, command: str,
                          context: ShellContext) -> AsyncIterator[ev.Event]:
-    """`!command`: run_shell with the usual permission rules; the output is kept for the model."""
+    """`!command`: the user's own command, run without a permission question (as Claude Code's
+    bash mode); the output is kept for the model."""
     from mini_claude import events as ev
     from mini_claude.context.persist import admit_result
     from mini_claude.tools.permission_gate import users_own

@@ -20,6 +20,7 @@ from mini_claude.visible import visible
 
 if TYPE_CHECKING:  # the hooks module loads with the agent chain, after the first frame
     from mini_claude.agent.hooks import HookCommand
+    from mini_claude.session.wiring import Session
     from mini_claude.ui.host import ReplHost
 
 NOT_RUN = ("project settings not used (hooks, allow and ask rules, mode, env); "
@@ -50,6 +51,20 @@ async def ask_project_settings(repl: ReplHost) -> None:
     if status == "denied":
         repl.console.print(note(NOT_RUN))
         return
+    panel = settings_panel(session)
+    approved = await ask_trust(repl.console, panel,
+                               "Yes, use them (remembered for this project)",
+                               "No, only their deny rules")
+    if approved is None:
+        repl.console.print(note(NOT_RUN))
+        return
+    session.decide_project_hooks(approved)
+    repl.console.print(note("project settings approved" if approved else NOT_RUN))
+    repl.refresh_status()
+
+
+def settings_panel(session: Session) -> Panel:
+    """What each project settings file would do, as the trust question shows it."""
     parts: list[RenderableType] = [
         Text("This project's settings files want to change what runs without asking:"),
     ]
@@ -67,15 +82,7 @@ async def ask_project_settings(repl: ReplHost) -> None:
         "apply either way.", style="dim")]
     panel = Panel(Group(*parts), title=Text("Project settings", style="bold"),
                   title_align="left", border_style="yellow")
-    approved = await ask_trust(repl.console, panel,
-                               "Yes, use them (remembered for this project)",
-                               "No, only their deny rules")
-    if approved is None:
-        repl.console.print(note(NOT_RUN))
-        return
-    session.decide_project_hooks(approved)
-    repl.console.print(note("project settings approved" if approved else NOT_RUN))
-    repl.refresh_status()
+    return panel
 
 
 async def hooks_command(repl: ReplHost, argument: str) -> None:

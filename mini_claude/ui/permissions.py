@@ -1,4 +1,9 @@
-"""Asking the user before a tool changes something: a box, three answers, an optional reason."""
+"""Asking the user before a tool changes something: a box, three answers, an optional reason.
+
+"Yes, and don't ask again" keeps a proposed rule (a command family, a fetched domain) as
+Claude Code does: written to the project's ``.claude/settings.local.json``, so it holds in
+later sessions too. An answer about one exact file or call is kept for this session only.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +48,8 @@ PLAN_ANSWERS = [
 PLAN_HINT = "esc cancels the turn · 3 to say what to change"
 
 Pause = Callable[[], AbstractAsyncContextManager[None]]
+# Writes a rule the user chose to keep; returns the line that says where (or why not).
+RuleSaver = Callable[[str], str]
 
 
 def plan_box(request: PermissionRequest) -> Panel:
@@ -102,11 +109,14 @@ def rule_label(rule: str) -> str:
     return f"`{short_target(body)}`"
 
 
-def answer_labels(request: PermissionRequest) -> list[str]:
+def answer_labels(request: PermissionRequest, project: str | None = None) -> list[str]:
+    """The three answers; "don't ask again" names where it holds: the project (a rule,
+    saved) or this session (one exact subject, or nowhere to save)."""
     subject = subject_label(request)
+    where = f"in {project}" if project and request.rule else "this session"
     return [
         "Yes",
-        f"Yes, and don't ask again for {subject} this session",
+        f"Yes, and don't ask again for {subject} {where}",
         "No, and tell the agent what to do differently",
     ]
 
@@ -121,6 +131,8 @@ class TerminalApprover:
         self._status_line: Callable[[], StyleAndTextTuples] | None = None
         self._shown: list[str] = []  # details (diffs) the user saw in a question
         self.on_question: Callable[[PermissionRequest], None] | None = None  # notifications
+        self.rule_saver: RuleSaver | None = None  # where "don't ask again" rules are kept
+        self.project_label = ""  # the project, as the answer names it
 
     def shown_before(self, text: str) -> bool:
         """Whether the user saw this text in a question (an approved edit's diff)."""
@@ -147,7 +159,8 @@ class TerminalApprover:
             return await self._ask_plan(console, request)
         console.print(permission_box(request))
         try:
-            index = await choose(answer_labels(request), hint=CHOICE_HINT,
+            project = self.project_label if self.rule_saver is not None else None
+            index = await choose(answer_labels(request, project), hint=CHOICE_HINT,
                                  status_line=self._status_line)
         except ChoiceInterrupted:
             index = None
@@ -160,8 +173,7 @@ class TerminalApprover:
             console.print(Text("  ✓ allowed", style="green"))
             return PermissionDecision(True)
         if index == YES_ALWAYS:
-            console.print(Text(f"  ✓ allowed for this session: {subject_label(request)}",
-                               style="green"))
+            console.print(Text(self._keep(request), style="green"))
             return PermissionDecision(True, remember=True)
         try:
             reason = await _ask_reason()
@@ -193,6 +205,12 @@ class TerminalApprover:
         console.print(Text("  ⏸ keep planning" + (f": {feedback}" if feedback else ""),
                            style="yellow"))
         return PermissionDecision(False, reason=feedback or "keep planning")
+
+    def _keep(self, request: PermissionRequest) -> str:
+        """Save the proposed rule; the line saying what was kept and where."""
+        if request.rule and self.rule_saver is not None:
+            return f"  ✓ allowed; {self.rule_saver(request.rule)}"
+        return f"  ✓ allowed for this session: {subject_label(request)}"
 
     def _interrupt_turn(self) -> None:
         """Esc or Ctrl-C at the question stops the whole turn, as anywhere else in it."""

@@ -245,7 +245,9 @@ class Repl:
 
     def _attach_approver(self, session: Session) -> None:
         from mini_claude.ui.permissions import TerminalApprover
+        from mini_claude.ui.permissions_view import keep_rules_in_settings
 
+        keep_rules_in_settings(session)
         if isinstance(session.approver, TerminalApprover):
             session.approver.attach(self.console, self.question, self.interrupt,
                                     self._status_line)
@@ -309,11 +311,15 @@ class Repl:
         self._print_header()
         if self._session is not None:
             from mini_claude.ui.mcp_view import ask_project_trust, watch_servers
+            from mini_claude.ui.start_trust import ask_start_trust
 
-            await ask_project_trust(self)
+            asked_at_once = await ask_start_trust(self)  # one panel for several items
+            if not asked_at_once:
+                await ask_project_trust(self)
             watch_servers(self)
-            await ask_project_settings(self)
-            await ask_held_imports(self)
+            if not asked_at_once:
+                await ask_project_settings(self)
+                await ask_held_imports(self)
         try:
             with _sigint_calls(self.interrupt), _sigterm_calls(self.terminate):
                 while not self.exit_requested and (text := await self._next_message()) is not None:

@@ -234,12 +234,41 @@ def test_a_fetch_tool_is_asked_per_domain_and_domain_rules_apply(tmp_path: Path)
     assert refused.is_error and "WebFetch(domain:evil.test)" in refused.content
 
 
-def test_plan_mode_holds_back_the_model_not_the_users_own_commands(tmp_path: Path) -> None:
+def test_plan_mode_and_rules_hold_back_the_model_not_the_users_own_commands(
+    tmp_path: Path,
+) -> None:
     ctx, approver = context(tmp_path, "plan", deny=("Bash(rm:*)",))
     assert execute("run_shell", {"command": "touch model.txt"}, ctx).is_error
     mine = users_own(ctx)
     assert not execute("run_shell", {"command": "touch mine.txt"}, mine).is_error
-    assert execute("run_shell", {"command": "rm mine.txt"}, mine).is_error  # deny rules hold
     assert [p.name for p in tmp_path.iterdir()] == ["mine.txt"]
-    assert [r.summary for r in approver.requests] == ["touch mine.txt"]  # asked as usual
+    assert not execute("run_shell", {"command": "rm mine.txt"}, mine).is_error  # as bash mode
+    assert list(tmp_path.iterdir()) == []
+    assert approver.requests == []  # typing the command was the answer
     assert ctx.rules is not None and ctx.rules.mode == "plan"
+    assert execute("run_shell", {"command": "rm x"}, ctx).is_error  # the model: still denied
+
+
+def test_a_fetch_refused_whatever_the_answer_fails_without_asking(tmp_path: Path) -> None:
+    ctx, approver = context(tmp_path)
+    for url in ("http://127.0.0.1:9/admin", "http://localhost/x", "http://[::1]/",
+                "http://169.254.169.254/latest/meta-data", "http://10.0.0.7/", "ftp://example.com/",
+                "http://user:pw@example.com/"):
+        out = execute("web_fetch", {"url": url}, ctx)
+        assert out.is_error, url
+        assert "Permission denied" not in out.content
+    assert approver.requests == []
+    assert not execute("web_fetch", {"url": "https://example.invalid/x"}, ctx).content.startswith(
+        "Permission denied")
+    assert [r.summary for r in approver.requests] == ["fetch https://example.invalid/x"]
+
+
+def test_the_question_about_a_background_command_says_it_runs_in_the_background(
+    tmp_path: Path,
+) -> None:
+    ctx, approver = context(tmp_path, answer=PermissionDecision(False, reason="no"))
+    execute("run_shell", {"command": "sleep 1", "run_in_background": True}, ctx)
+    execute("run_shell", {"command": "sleep 1"}, ctx)
+    background, foreground = approver.requests
+    assert background.detail is not None and "Runs in the background" in background.detail
+    assert foreground.detail is None

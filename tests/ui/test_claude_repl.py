@@ -46,10 +46,14 @@ def test_a_claude_code_repository_in_the_repl(
     simulator.policy = ScriptedPolicy([Reply("Status explained."), Reply("Noted.")])
 
     async def scenario(repl: ReplDriver) -> None:
+        await repl.wait_for("This project brings")  # the imports and the command, at once
+        assert "instruction import(s) from outside" in repl.text
+        assert "/build-status: runs shell lines" in repl.text
+        await repl.keys("3")
         await repl.wait_for("import files from outside the project")
         assert "CLAUDE.local.md imports" in repl.text and "shared.md" in repl.text
         await repl.keys("1")
-        await repl.wait_for("imports loaded")
+        await repl.wait_for("approved: ")
         prompt = repl.repl._prompt
         assert prompt is not None and prompt.completer is not None
         popup = {(c.text, c.display_meta_text) for c in prompt.completer.get_completions(
@@ -59,10 +63,9 @@ def test_a_claude_code_repository_in_the_repl(
         await repl.wait_for("Scaffold a UI component", after=mark)
         assert "/frontend:component <name> <folder>" in repl.text[mark:]
         assert "/build-status" in repl.text[mark:] and "/memory" in repl.text[mark:]
-        mark = await repl.submit("/build-status 5")
-        await repl.wait_for("comes with this project", after=mark)
-        await repl.keys("1")
+        mark = await repl.submit("/build-status 5")  # approved at start: no question now
         await first_turn_shows(repl, "Status explained.", mark)
+        assert "comes with this project" not in repl.text[mark:]
         first = simulator.requests[0].conversation
         assert first is not None
         assert "STATUS-OF-5" in first.last_user_text and "SHARED-MARKER" in first.system

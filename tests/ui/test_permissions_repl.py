@@ -28,6 +28,10 @@ def test_the_answers_name_the_proposed_rule() -> None:
     exact = PermissionRequest("run_shell", "ls | wc", "run_shell:ls | wc",
                               rule="run_shell(ls | wc)")
     assert answer_labels(exact)[1] == "Yes, and don't ask again for `ls | wc` this session"
+    assert answer_labels(request, "/work/repo")[1] == (
+        "Yes, and don't ask again for `npm run test` commands in /work/repo")
+    one_file = PermissionRequest("write_file", "Write a.txt", "write_file:a.txt")
+    assert answer_labels(one_file, "/work/repo")[1].endswith("this session")
 
 
 def status(repl: ReplDriver) -> str:
@@ -56,13 +60,13 @@ def test_dont_ask_again_allows_the_commands_family_and_permissions_lists_and_rem
         await repl.wait_for("Read both.", after=mark)
         assert repl.text[mark:].count("Do you want to proceed?") == 1
         mark = await repl.submit("/permissions")
-        await repl.wait_for("run_shell(cat:*)", after=mark)
+        await repl.wait_for("Bash(cat:*)", after=mark)
         listing = repl.text[mark:]
         assert "Bash(git push:*)" in listing and str(isolated_home / "settings.json") in listing
-        assert listing.index("Bash(git push:*)") < listing.index("run_shell(cat:*)")  # deny first
-        assert "this session" in listing and "permission mode: default" in listing
+        assert listing.index("Bash(git push:*)") < listing.index("Bash(cat:*)")  # deny first
+        assert "settings.local.json" in listing and "permission mode: default" in listing
         mark = await repl.submit("/permissions remove 3")
-        await repl.wait_for("removed allow rule run_shell(cat:*)", after=mark)
+        await repl.wait_for("removed allow rule Bash(cat:*)", after=mark)
         mark = await repl.submit("/permissions remove 9")
         await repl.wait_for("no rule '9'", after=mark)
         mark = await repl.submit("again")

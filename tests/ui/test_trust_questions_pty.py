@@ -105,19 +105,12 @@ def test_a_message_typed_during_start_up_answers_no_trust_question(
             child.send(typed)  # before any question is on screen
             go.write_text(str(len(typed.encode())))
 
-            child.expect("Project MCP servers", timeout=WAIT_SECONDS)
-            child.expect("esc means no", timeout=WAIT_SECONDS)
-            child.send("2")
-            found = child.expect(["project MCP servers approved", "not started"],
-                                 timeout=WAIT_SECONDS)
-            assert found == 1, "the keys typed before the question answered it: servers started"
-
-            child.expect("Project settings", timeout=WAIT_SECONDS)
+            child.expect("This project brings", timeout=WAIT_SECONDS)  # one panel for both
             child.expect("esc means no", timeout=WAIT_SECONDS)
             child.send("\r")  # a bare Enter typed after the question shows: no
-            found = child.expect(["project settings approved", "project settings not used"],
+            found = child.expect(["approved: MCP servers", "none of them is used"],
                                  timeout=WAIT_SECONDS)
-            assert found == 1, "a bare Enter approved the project's settings"
+            assert found == 1, "the keys typed before the question, or Enter, approved it"
 
             child.expect(ANSWERED, timeout=WAIT_SECONDS)  # the early message was kept and sent
             child.sendcontrol("d")
