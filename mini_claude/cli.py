@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(Shift+Tab changes it in the REPL)",
     )
     add_headless_arguments(parser)
+    add_editor_argument(parser)
     parser.add_argument(
         "--trust-project-mcp",
         action="store_true",
@@ -184,6 +185,27 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="print mode: use this file instead of the built-in instructions",
     )
+
+
+def add_editor_argument(parser: argparse.ArgumentParser) -> None:
+    """``--acp``: an editor drives mini-claude (see mini_claude/acp)."""
+    parser.add_argument(
+        "--acp",
+        action="store_true",
+        help="speak the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, "
+        "Neovim); the editor opens sessions and sends prompts",
+    )
+
+
+def _run_editor(args: argparse.Namespace) -> int:
+    """Before anything reads stdin: it carries the editor's messages."""
+    if args.prompt is not None or args.print_mode:
+        raise UsageError("--acp takes no prompt and no -p: the editor sends the prompts")
+    _check_rules(args, Path.cwd())
+    _check_permission_flags(args)
+    from mini_claude.acp import run_acp
+
+    return run_acp(args)
 
 
 PRINT_ONLY_FLAGS = {
@@ -327,6 +349,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.demo:
         return _run_demo(args)
     _refuse_empty_values(args)
+    if args.acp:
+        return _run_editor(args)
     resuming = bool(args.continue_session or args.resume)
     for flag, given in (("--fork-session", args.fork_session), ("--resume-at", args.resume_at)):
         if given and not resuming:
