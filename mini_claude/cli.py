@@ -38,6 +38,7 @@ environment:
 
 subcommands:
   mini-claude bench                       run the long-session benchmark
+  mini-claude export-atif RUN.jsonl       a stream-json run as an ATIF trajectory (Harbor)
 """
 
 
@@ -325,6 +326,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mini_claude.bench import main as bench_main
 
         return bench_main(argv[1:])
+    if argv and argv[0] == "export-atif":
+        from mini_claude.headless.atif import main as export_atif
+
+        return export_atif(argv[1:])
     args = build_parser().parse_intermixed_args(argv)
     try:
         return _dispatch(args)
