@@ -1,7 +1,7 @@
 """mini-claude as a Harbor installed agent: one print-mode run per task, in the task's container.
 
     harbor run -d terminal-bench@2.0 -m anthropic/claude-sonnet-4-5 \\
-        --agent-import-path integrations.harbor.mini_claude_agent:MiniClaude
+        -a integrations.harbor.mini_claude_agent:MiniClaude
 
 (see docs/harbor.md). The model is ``PROVIDER/MODEL``: ``anthropic/...`` speaks
 Anthropic's API, anything else (``openai/...``, ``ollama/...``) the OpenAI-compatible one.

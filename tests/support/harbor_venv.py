@@ -21,16 +21,20 @@ CACHE = Path(os.environ.get("MINI_CLAUDE_TEST_CACHE")
              or Path.home() / ".cache" / "mini-claude-tests")
 VENV = CACHE / "harbor-venv"
 INSTALLED = VENV / "installed.txt"  # written last: what was installed, once it all was
-PYTHON_312 = ("python3.12", "/root/.pyenv/versions/3.12.1/bin/python3.12")
+REAL_HOME = Path.home()
 INSTALL_SECONDS = 1_200
 
 
 def find_python_312() -> str:
-    for candidate in PYTHON_312:
-        found = shutil.which(candidate)
-        if found:
-            return found
-    raise RuntimeError(f"Harbor needs Python 3.12: none of {', '.join(PYTHON_312)} was found")
+    """pyenv's interpreter itself (its shim needs the real HOME), or python3.12 on PATH."""
+    candidates = sorted(str(p) for p in (REAL_HOME / ".pyenv" / "versions").glob(
+        "3.12*/bin/python3.12"))
+    candidates += [found] if (found := shutil.which("python3.12")) else []
+    for candidate in candidates:
+        check = [candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 12)"]
+        if subprocess.run(check, capture_output=True).returncode == 0:
+            return candidate
+    raise RuntimeError("Harbor needs Python 3.12, and none was found (pyenv or PATH)")
 
 
 def harbor_python() -> Path:
@@ -51,6 +55,7 @@ def _create() -> None:
           file=sys.stderr)
     shutil.rmtree(VENV, ignore_errors=True)
     subprocess.run([find_python_312(), "-m", "venv", str(VENV)], check=True)
-    subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+    subprocess.run([str(VENV / "bin" / "python"), "-m", "pip", "install", "-q",
+                    "--disable-pip-version-check",
                     HARBOR], check=True, timeout=INSTALL_SECONDS)
     INSTALLED.write_text(HARBOR)
