@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AgentMessageChunk,
@@ -233,6 +233,11 @@ def test_a_session_is_loaded_and_replayed_to_the_editor(
                               prompt=[text_block("what is this project?")])
             session_id = session.session_id
         async with editor_on(simulator, "openai", project, second) as conn:
+            with pytest.raises(RequestError) as refused:  # one line, and the agent goes on
+                await conn.load_session(cwd=str(project), session_id="20990101-000000-none")
+            assert "20990101-000000-none" in refused.value.data["details"]
+            with pytest.raises(RequestError):
+                await conn.new_session(cwd="relative/folder")
             await conn.load_session(cwd=str(project), session_id=session_id)
             replayed = list(second.updates)
             done = await conn.prompt(session_id=session_id,
