@@ -39,6 +39,7 @@ environment:
 subcommands:
   mini-claude bench                       run the long-session benchmark
   mini-claude mcp add|add-json|list|get|remove   manage MCP servers (Claude Code's scopes)
+  mini-claude export-atif RUN.jsonl       a stream-json run as an ATIF trajectory (Harbor)
 """
 
 
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(Shift+Tab changes it in the REPL)",
     )
     add_headless_arguments(parser)
+    add_editor_argument(parser)
     parser.add_argument(
         "--trust-project-mcp",
         action="store_true",
@@ -194,6 +196,27 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="print mode: use this file instead of the built-in instructions",
     )
+
+
+def add_editor_argument(parser: argparse.ArgumentParser) -> None:
+    """``--acp``: an editor drives mini-claude (see mini_claude/acp)."""
+    parser.add_argument(
+        "--acp",
+        action="store_true",
+        help="speak the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, "
+        "Neovim); the editor opens sessions and sends prompts",
+    )
+
+
+def _run_editor(args: argparse.Namespace) -> int:
+    """Before anything reads stdin: it carries the editor's messages."""
+    if args.prompt is not None or args.print_mode:
+        raise UsageError("--acp takes no prompt and no -p: the editor sends the prompts")
+    _check_rules(args, Path.cwd())
+    _check_permission_flags(args)
+    from mini_claude.acp import run_acp
+
+    return run_acp(args)
 
 
 PRINT_ONLY_FLAGS = {
@@ -317,6 +340,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mini_claude.mcp.cli_commands import main as mcp_main
 
         return mcp_main(argv[1:])
+    if argv and argv[0] == "export-atif":
+        from mini_claude.headless.atif import main as export_atif
+
+        return export_atif(argv[1:])
     args = build_parser().parse_intermixed_args(argv)
     try:
         return _dispatch(args)
@@ -366,6 +393,8 @@ def _run(args: argparse.Namespace, cwd: Path) -> int:
     if args.demo:
         return _run_demo(args)
     _refuse_empty_values(args)
+    if args.acp:
+        return _run_editor(args)
     resuming = bool(args.continue_session or args.resume)
     for flag, given in (("--fork-session", args.fork_session), ("--resume-at", args.resume_at)):
         if given and not resuming:
