@@ -10,7 +10,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 # someone installing the tool: it is not printed.
 PIP := PYTHONWARNINGS=ignore $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: install run test lint bench wait-bench demo fuzz clean
+.PHONY: install run test lint bench wait-bench demo fuzz integration clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
@@ -50,6 +50,10 @@ wait-bench: $(DEV_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/mini-claude --demo
+
+# Tests that build another product's environment first (Harbor needs Python 3.12): slow once.
+integration: $(DEV_STAMP)
+	$(BIN)/pytest -m integration
 
 fuzz: $(DEV_STAMP)
 	MINI_CLAUDE_FUZZ_EXAMPLES=20000 $(BIN)/pytest tests/test_properties.py tests/test_lifecycle_properties.py

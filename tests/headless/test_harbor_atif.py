@@ -32,6 +32,7 @@ def stand_in_cli(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.integration  # Harbor's own environment takes minutes to make: `make integration`
 @pytest.mark.timeout(1_500)  # creating the Harbor environment the first time takes minutes
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_harbor_runs_a_task_and_its_models_accept_the_trajectory(
