@@ -47,13 +47,18 @@ async def prepare(agent: Agent, text: str, *,
 
 
 def mentioned_files(text: str, root: Path) -> list[str]:
-    """The ``@path`` words of ``text`` that name files (images included), each once."""
+    """The ``@path`` words of ``text`` that name files (images included) or folders (their
+    listing is attached), each once."""
     found: list[str] = []
     for word in dict.fromkeys(MENTION.findall(text)):
-        path = word if (root / word).is_file() else word.rstrip(TRAILING)  # "@README.md."
-        if (root / path).is_file() and path not in found:
+        path = word if _names_something(root / word) else word.rstrip(TRAILING)  # "@README.md."
+        if _names_something(root / path) and path not in found:
             found.append(path)
     return found
+
+
+def _names_something(path: Path) -> bool:
+    return path.is_file() or path.is_dir()
 
 
 def attachment_targets(text: str, root: Path) -> list[Path]:
@@ -77,7 +82,9 @@ async def attach_mentions(agent: Agent, text: str,
             continue  # an image goes as an image (attach_images)
         if _resolved(path, root) in withheld:
             continue
-        use = ToolUseBlock(f"user-mention-{index}", "read_file", {"path": path})
+        folder = (root / path).is_dir()
+        use = ToolUseBlock(f"user-mention-{index}", "list_files" if folder else "read_file",
+                           {"path": path})
         output = await agent.registry.execute(use.name, use.input, agent.tool_context)
         block, report = admit_result(output, use, agent.store, agent.settings)
         if report is not None:
@@ -85,8 +92,9 @@ async def attach_mentions(agent: Agent, text: str,
         if block.is_error:
             events.append(ev.Notice(f"could not attach @{path}: {_first_line(block)}", "warning"))
             continue
-        attachments.append(f"[Attached @{path}]\n{block.content}")
-        events.append(ev.Notice(f"attached @{path} ({count_lines(output.content)} lines)"))
+        label = f"the listing of @{path}" if folder else f"@{path}"
+        attachments.append(f"[Attached {label}]\n{block.content}")
+        events.append(ev.Notice(f"attached {label} ({count_lines(output.content)} lines)"))
     return "\n\n".join([text, *attachments]), events
 
 

@@ -183,3 +183,19 @@ def test_the_repl_asks_once_about_a_commands_outside_files(
         texts = [sent_text(r) for r in sim.requests if r.conversation is not None]
     assert ["OUTSIDE-MARKER" in text for text in texts] == [False, True, True]
     assert asked == [[(project.parent / "outside.md").resolve()]] * 2
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_mentioned_folder_attaches_its_listing(
+    provider: str, project: Path, simulator: Simulator, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    simulator.policy = ScriptedPolicy([Reply(text="seen")])
+    point_at(simulator, provider, monkeypatch)
+    assert main(["-p", "what is in @pkg/ ?"]) == 0
+    err = capsys.readouterr().err
+    sent = simulator.requests[0].conversation
+    assert sent is not None
+    assert "[Attached the listing of @pkg/]" in sent.last_user_text
+    assert "core.py" in sent.last_user_text
+    assert "attached the listing of @pkg/" in err
