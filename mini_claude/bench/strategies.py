@@ -312,9 +312,10 @@ def peer_candidates() -> dict[str, list[Strategy]]:
     try them: what `mini-claude bench --tune-peers` plays on the tuning sessions."""
     server = [_variant("server", f"trigger {t // 1000}K" + (", clear_tool_uses" if c else ""),
                        server_compaction(t, c))
-              for t, c in ((50_000, False), (72_000, False), (150_000, False), (50_000, True))]
+              for t, c in ((50_000, False), (72_000, False), (100_000, False), (150_000, False),
+                           (50_000, True))]
     claude = [_variant("claude-code", f"auto-compact window {w // 1000}K" if w else "default",
                        claude_code_with(w)) for w in (None, 100_000)]
     codex = [_variant("codex", f"token limit {t // 1000}K" if t else "default", codex_with(t))
-             for t in (None, 50_000)]
+             for t in (None, 50_000, 100_000)]
     return {"server": server, "claude-code": claude, "codex": codex}
