@@ -126,31 +126,6 @@ def _claude_code_at(settings: Settings, window: int) -> Settings:
                                autocompact_pct=_pct_of_effective(base, threshold))
 
 
-CLAUDE_CODE_NOTES_INIT_TOKENS = 10_000
-CLAUDE_CODE_NOTES_UPDATE_TOKENS = 5_000
-CLAUDE_CODE_NOTES_WAIT_SECONDS = 15.0  # its wait for an extraction still running, at most
-
-
-def _claude_code_memory(settings: Settings) -> Settings:
-    """Claude Code with session memory, from its public behaviour: notes in the background
-    once the conversation reaches 10K tokens, updated after every 5K more
-    (minimumMessageTokensToInit, minimumTokensBetweenUpdate as public analyses of its code
-    give them), each update a side request that reuses the main call's cached prefix; at the
-    threshold it waits up to 15 s for an extraction still running, the notes replace what they
-    cover and the messages after them stay, and when they cannot, a summary is made there and
-    then (holding it back for notes on their way is our own). Assumed: its tool-call condition
-    (3 calls between updates) is always met in this workload."""
-    base = _claude_code(settings)
-    threshold = base.autocompact_tokens
-    return base.with_overrides(
-        session_memory=True,
-        session_memory_defer_margin_pct=1.0,
-        session_memory_max_wait_seconds=CLAUDE_CODE_NOTES_WAIT_SECONDS,
-        session_memory_start_pct=min(1.0, CLAUDE_CODE_NOTES_INIT_TOKENS / threshold),
-        session_memory_update_pct=min(1.0, CLAUDE_CODE_NOTES_UPDATE_TOKENS / threshold),
-    )
-
-
 def _mini_late(settings: Settings) -> Settings:
     """Ours with the threshold uncapped (85% of the window): the trade-off on a 1M window."""
     return settings.with_overrides(autocompact_max_tokens=HUGE_TOKENS)
@@ -239,11 +214,6 @@ STRATEGIES: tuple[Strategy, ...] = (
              "(CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000): summary at 100K - 20K - 13K = 67K, 5 "
              "files re-attached, results over 50,000 chars saved with a preview, old results "
              "cleared only after an hour idle", _claude_code, summary_prompt="claude_code",
-             real_from_window=CLAUDE_CODE_FLOOR_WINDOW),
-    Strategy("claude-code-memory", "Claude Code + session memory",
-             "Claude Code's policy with its session memory: notes kept in the background from "
-             "10K tokens, updated every 5K, standing in for the summary at the threshold",
-             _claude_code_memory, summary_prompt="claude_code",
              real_from_window=CLAUDE_CODE_FLOOR_WINDOW),
     Strategy("codex", "Codex CLI",
              "Codex CLI's published policy at its best setting here "

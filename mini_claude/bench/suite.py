@@ -74,9 +74,8 @@ SCRATCH_PARENT = "mini-claude-bench"
 
 # Rows that judge nothing, left out of the full run to keep it short (--quick and --strategies
 # play them): our own baselines (no compaction overflows; summary only is the plain tier),
-# learn-claude-code (a tutorial, not a product) and Claude Code's session memory (behind a flag
-# in the product, and never seen in its requests).
-SKIPPED_BY_DEFAULT = ("none", "summary", "learn", "claude-code-memory")
+# and learn-claude-code (a tutorial, not a product).
+SKIPPED_BY_DEFAULT = ("none", "summary", "learn")
 
 
 @dataclass(frozen=True)
@@ -364,7 +363,7 @@ def _tuning_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int
 
 
 MILLION = 1_000_000
-MILLION_STRATEGIES = ("mini", "mini-late", "claude-code", "claude-code-memory")
+MILLION_STRATEGIES = ("mini", "mini-late", "claude-code")
 
 
 def million_section(runs: Sequence[RunResult]) -> str:
@@ -624,7 +623,9 @@ PEER_NOTES = (
     "tokens each, 50K in all); results over 50,000 characters saved with a 2 KB preview; old "
     "results cleared only after an hour idle, keeping the last 5. Left out: its cached "
     "microcompact (server-side `cache_edits` clearing of old results, which the simulator does "
-    "not implement), the per-tool read limits, todo lists and plan files re-attached.",
+    "not implement), the per-tool read limits, todo lists and plan files re-attached. Its "
+    "session memory is behind a flag, and the real CLI sent no session-memory request against "
+    "the simulator, so no row models it.",
     "- **Codex CLI**: summary at 90% of the window or `model_auto_compact_token_limit`, checked "
     "before every call, mid-turn too; the rebuilt history holds the summary and up to 20K "
     "tokens of the user's own messages, nothing else; tool output cut to 10K bytes when "
