@@ -50,7 +50,7 @@ $(REAL_STAMP): $(BENCH_STAMP)
 # The real Claude Code CLI through the held-out sessions at 200K and 100K, beside its model and
 # mini-claude (docs/bench/real-claude.md says how long it takes).
 bench-real: $(REAL_STAMP)
-	$(BIN)/mini-claude bench --real-claude --out docs/bench
+	$(BIN)/mini-claude bench --real-claude
 
 # The main loop's stall at each compaction against a server answering summaries and notes 20 s
 # late and the loop's own calls 1 s late (150 calls, 40K and 200K, both wires): ~25 minutes.
