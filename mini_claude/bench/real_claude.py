@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
-import select
 import shlex
 import subprocess
 import threading
@@ -216,20 +216,37 @@ def cli_environment(base_url: str, home: Path, auto_compact_window: int | None) 
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "IS_SANDBOX": "1",  # bypassPermissions as root
         "DISABLE_AUTOUPDATER": "1",
+        # Thinking off, as in every other row (the scripted model does not reason). With it on,
+        # the history the CLI sent after a compaction kept a tool call without the thinking
+        # block before it, which the API's thinking rule (and so the simulator) refuses.
+        "MAX_THINKING_TOKENS": "0",
     }
     if auto_compact_window is not None:
         env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(auto_compact_window)
     return env
 
 
-def _read_until_result(stdout: IO[str], deadline: float) -> dict[str, Any] | None:
+def _lines_of(stdout: IO[str]) -> queue.Queue[str | None]:
+    """The CLI's output lines, read by a thread of their own (None at the end)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def _read_until_result(lines: queue.Queue[str | None], deadline: float) -> dict[str, Any] | None:
     """Lines of the CLI's stream-json output up to the turn's ``result``."""
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([stdout], [], [], 1.0)
-        if not ready:
-            continue
-        line = stdout.readline()
-        if not line:
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            return None
+        if line is None:
             return None
         try:
             event = json.loads(line)
@@ -251,10 +268,12 @@ def play_cli(binary: Path, script: Script, policy: ClaudeCodePolicy, sim: Simula
                "stream-json", "--verbose", "--permission-mode", "bypassPermissions",
                "--model", CLAUDE_MODEL, "--session-id", str(uuid.uuid4())]
     env = cli_environment(sim.anthropic_base_url, home, auto_compact_window)
-    with subprocess.Popen(command, cwd=project, env=env, stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          bufsize=1) as process:
+    errors = home / "cli-stderr.txt"  # a file, not a pipe nobody reads while turns run
+    with errors.open("w", encoding="utf-8") as stderr, subprocess.Popen(
+            command, cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=stderr, text=True, bufsize=1) as process:
         assert process.stdin is not None and process.stdout is not None
+        lines = _lines_of(process.stdout)
         try:
             for index, turn in enumerate(script.turns):
                 sim.clock.advance(turn.idle_before)
@@ -263,22 +282,22 @@ def play_cli(binary: Path, script: Script, policy: ClaudeCodePolicy, sim: Simula
                 message = {"type": "user", "message": {"role": "user", "content": turn.user}}
                 process.stdin.write(json.dumps(message) + "\n")
                 process.stdin.flush()
-                result = _read_until_result(process.stdout,
-                                            time.monotonic() + TURN_TIMEOUT_SECONDS)
+                result = _read_until_result(lines, time.monotonic() + TURN_TIMEOUT_SECONDS)
                 if result is None:
                     run.errors.append(f"turn {index}: no result from the CLI")
                     break
                 run.results.append(result)
+                if result.get("is_error"):
+                    run.errors.append(f"turn {index}: {str(result.get('result'))[:300]}")
         finally:
             process.stdin.close()
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
-            assert process.stderr is not None
-            tail = process.stderr.read()[-2_000:]
-            if tail.strip():
-                run.errors.append(tail.strip())
+    tail = errors.read_text(encoding="utf-8", errors="replace")[-2_000:].strip()
+    if tail:
+        run.errors.append(tail)
     run.seconds = time.perf_counter() - started
     return run, turn_starts
 
