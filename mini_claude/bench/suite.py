@@ -461,7 +461,7 @@ def _cli_version() -> str:
     binary = bundled_claude()
     version = binary.parent / "claude.version" if binary is not None else None
     if version is not None and version.exists():
-        return "Claude Code " + version.read_text(encoding="utf-8").strip()
+        return "Claude Code " + version.read_text(encoding="utf-8").split()[0]
     return "Claude Code"
 
 
