@@ -6,17 +6,18 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
+REAL_STAMP := $(VENV)/.installed-bench-real
 # The build backend's note about editable installs of a flat layout is for packagers, not for
 # someone installing the tool: it is not printed.
 PIP := PYTHONWARNINGS=ignore $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: install run test lint bench wait-bench demo fuzz integration clean
+.PHONY: install run test lint bench bench-real wait-bench demo fuzz integration clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) -e .
-	@rm -f $(DEV_STAMP) $(BENCH_STAMP)
+	@rm -f $(DEV_STAMP) $(BENCH_STAMP) $(REAL_STAMP)
 	@touch $(STAMP)
 	@echo "installed: $(BIN)/mini-claude (put $(abspath $(BIN)) on PATH, or see the README's Install)"
 
@@ -42,6 +43,15 @@ lint: $(DEV_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/mini-claude bench
+
+$(REAL_STAMP): $(BENCH_STAMP)
+	$(PIP) -e '.[bench,bench-real]'
+	@touch $(REAL_STAMP)
+
+# The real Claude Code CLI through the held-out sessions at 200K and 100K, beside its model and
+# mini-claude (docs/bench/real-claude.md says how long it takes).
+bench-real: $(REAL_STAMP)
+	$(BIN)/mini-claude bench --real-claude
 
 # The main loop's stall at each compaction against a server answering summaries and notes 20 s
 # late and the loop's own calls 1 s late (150 calls, 40K and 200K, both wires): ~25 minutes.

@@ -149,10 +149,9 @@ class Settings:
     # Session memory (context/session_memory.py): notes about the session kept up to date in
     # the background, so that at the threshold they replace the old history without a summary
     # call. The first update comes when the history reaches this share of the summary
-    # threshold, the next ones after it grows by this share again.
+    # threshold; later ones are scheduled from measured update time and growth.
     session_memory: bool = True
     session_memory_start_pct: float = 0.90
-    session_memory_update_pct: float = 0.50
     # Off: the loop waits for each update (the benchmark, for requests in a fixed order).
     session_memory_background: bool = True
     # When the summary threshold comes before the notes, the request goes out as it is (an
@@ -165,8 +164,6 @@ class Settings:
     # The share of the effective window a history may grow by while an update runs: the
     # first update of a history comes that far below the hard limit at the latest.
     session_memory_lead_pct: float = 0.30
-    # The longest a compaction waits for an update on its way before it goes on without it.
-    session_memory_max_wait_seconds: float = 600.0
 
     # Provider calls
     max_retries: int = 4
@@ -367,7 +364,6 @@ _PERCENT_FIELDS = {
     "ledger_window_share",
     "read_page_window_share",
     "session_memory_start_pct",
-    "session_memory_update_pct",
     "session_memory_defer_margin_pct",
     "session_memory_lead_pct",
 }
@@ -375,7 +371,6 @@ _PERCENT_FIELDS = {
 
 # Time limits that guard something (a hook, a command, a stream): never zero or negative.
 _POSITIVE_SECONDS = {
-    "session_memory_max_wait_seconds",
     "hook_timeout_seconds",
     "shell_timeout_seconds",
     "request_timeout_seconds",

@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tune-peers", action="store_true",
                         help="search each real product's documented settings on the tuning "
                              "sessions and write tuning.md")
+    parser.add_argument("--real-claude", action="store_true",
+                        help="play the real Claude Code CLI (the agent SDK's bundled binary, or "
+                             "$MINI_CLAUDE_BENCH_CLAUDE) through the held-out sessions at 200K "
+                             "and 100K beside its model and mini-claude, and write "
+                             "real-claude.md")
     parser.add_argument("--million", action="store_true",
                         help="also run the first session on a 1M window (capped threshold "
                              "against a late one, at long-context prices)")

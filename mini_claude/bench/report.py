@@ -432,7 +432,7 @@ def tier_table(run: RunResult) -> str:
 
 
 # The real products' policies; ours must cost at most GOAL_COST_RATIO of the cheapest of them.
-REAL_PRODUCTS = ("claude-code", "claude-code-memory", "codex", "server")
+REAL_PRODUCTS = ("claude-code", "codex", "server")
 GOAL_COST_RATIO = 0.80
 GOAL_WAIT_P95_SECONDS = 1.0
 

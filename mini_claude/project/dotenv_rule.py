@@ -128,10 +128,8 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     "session_memory": "allowed",
     "session_memory_background": "allowed",
     "session_memory_start_pct": "allowed",
-    "session_memory_update_pct": "allowed",
     "session_memory_defer_margin_pct": "allowed",
     "session_memory_lead_pct": "allowed",
-    "session_memory_max_wait_seconds": "allowed",
     # a small limit would leave edits without a checkpoint, or prune other sessions' ones
     "checkpoint_max_file_bytes": "stricter",
     "checkpoint_store_max_bytes": "stricter",

@@ -288,7 +288,7 @@ def test_a_child_compacts_on_its_own_small_window(
     # early on, so that the child's last update is in well before it ends.
     settings = session_settings(simulator, provider, isolated_home, context_window=12_000,
                                 session_memory_defer_margin_pct=1.0,
-                                session_memory_start_pct=0.6, session_memory_update_pct=0.25)
+                                session_memory_start_pct=0.6)
     session = start(settings, project)
     try:
         run_turn(loop, session, "Read the data through a helper.")

@@ -69,8 +69,7 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
     with Simulator(policy, context_window=WINDOW, clock=clock) as sim:
         # Notes early in each history, so that idle gaps find some to summarize from.
         session, agent = build_agent(sim, "anthropic", root, home, WINDOW, clock,
-                                     thinking_tokens=2048, session_memory_start_pct=0.6,
-                                     session_memory_update_pct=0.25)
+                                     thinking_tokens=2048, session_memory_start_pct=0.6)
 
         async def first_run() -> None:
             for number in range(14):

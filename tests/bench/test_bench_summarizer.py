@@ -92,7 +92,7 @@ def test_each_product_prompt_is_read_for_what_it_asks() -> None:
 
 def test_every_peer_row_names_its_own_products_prompt() -> None:
     prompts = {s.key: s.summary_prompt for s in STRATEGIES}
-    assert prompts["claude-code"] == prompts["claude-code-memory"] == "claude_code"
+    assert prompts["claude-code"] == "claude_code"
     assert prompts["codex"] == "codex"
     assert prompts["server"] == "anthropic_api"
     assert prompts["learn"] == "learn_claude_code"

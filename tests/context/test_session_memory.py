@@ -238,7 +238,7 @@ def reading_policy(count: int, final: str = "All parts read.") -> ScriptedPolicy
     return ScriptedPolicy([*steps, Reply(final)])
 
 
-EARLY_NOTES: dict[str, Any] = {"session_memory_start_pct": 0.6, "session_memory_update_pct": 0.25}
+EARLY_NOTES: dict[str, Any] = {"session_memory_start_pct": 0.6}
 
 
 @pytest.fixture(params=PROVIDERS)
@@ -507,7 +507,6 @@ def test_a_threshold_that_comes_before_the_notes_is_passed_until_they_arrive(
         session, agent = build_agent(sim, "anthropic", project, isolated_home, 64_000, clock,
                                      output_reserve=4_000, session_memory_background=False,
                                      session_memory_start_pct=0.95,
-                                     session_memory_update_pct=1.0,
                                      session_memory_defer_margin_pct=0.02,
                                      session_memory_lead_pct=0.0)
         agent.context.memory.arrival_delay = lambda usage: 9.0  # about two calls of the loop

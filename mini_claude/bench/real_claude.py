@@ -1,0 +1,369 @@
+"""The real Claude Code CLI played through a scripted session against the simulator.
+
+The CLI runs as a user would run it (print mode, stream-json input, one user
+message per turn) with ``ANTHROPIC_BASE_URL`` pointing at the simulator. The
+scripted model is the benchmark's own (:class:`ScriptPolicy`); this module only
+speaks Claude Code's tool vocabulary to it: our calls become Read, Bash and
+Edit calls, and the CLI's results and notices are read back in ours, so the
+same script, the same recovery rule and the same summarizer decide every row.
+Cost, cache use, compactions and overflows come from the server's records,
+priced like every other row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shlex
+import subprocess
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from mini_claude.bench.runner import (
+    CLOCK_START,
+    MODEL_SECONDS,
+    TOOL_SECONDS,
+    CompactionMark,
+    RunResult,
+    _check_needs,
+    _check_recoveries,
+    _join,
+    explain_losses,
+    recovery_cost,
+)
+from mini_claude.prompts import SUMMARY_HEADING
+from mini_claude.scenario.policy import ScriptPolicy
+from mini_claude.scenario.script import Call, Script
+from mini_claude.simulator import RecordedRequest, SimClock, Simulator
+from mini_claude.simulator.summary import REALISTIC, SummaryStyle, build_summary
+from mini_claude.simulator.types import (
+    Reply,
+    SimConversation,
+    SimMessage,
+    TextPart,
+    ToolCall,
+    ToolResultPart,
+    ToolUsePart,
+)
+
+CLAUDE_ENV = "MINI_CLAUDE_BENCH_CLAUDE"  # the CLI to run; else the one the agent SDK bundles
+CLAUDE_MODEL = "claude-sonnet-4-5"
+AUTO_COMPACT_FLOOR = 100_000  # CLAUDE_CODE_AUTO_COMPACT_WINDOW is not honoured below this
+# The opening of Claude Code's compaction request (its /compact and auto-compact prompt).
+COMPACT_OPENING = "Your task is to create a detailed summary of the conversation so far"
+TURN_TIMEOUT_SECONDS = 900.0
+# Its notice for a tool result it saved to a file, and its refusal of a file too big to read.
+PERSISTED = re.compile(r"Output too large \((?P<number>[\d.]+)\s?(?P<unit>[KMG]?B)\)\. Full output "
+                       r"saved to: "
+                       r"(?P<path>\S+)")
+TOO_BIG_TO_READ = re.compile(r"File content \([^)]*\) exceeds maximum allowed")
+
+
+def bundled_claude() -> Path | None:
+    """The CLI named by the environment, or the binary the installed agent SDK ships."""
+    named = os.environ.get(CLAUDE_ENV)
+    if named:
+        return Path(named)
+    try:
+        import claude_agent_sdk  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    binary = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    return binary if binary.exists() else None
+
+
+def to_claude(call: Call, project: Path) -> ToolCall:
+    """Our scripted call as Claude Code's model would make it (this CLI offers no Grep or
+    Glob tool: it says to search and list with Bash)."""
+    args = call.input
+
+    def where(path: object) -> str:
+        text = str(path)
+        return text if text.startswith("/") else str(project / text)
+
+    if call.name == "read_file":
+        extra = {k: args[k] for k in ("offset", "limit") if k in args}
+        return ToolCall("Read", {"file_path": where(args["path"]), **extra})
+    if call.name == "edit_file":
+        return ToolCall("Edit", {"file_path": where(args["path"]), "old_string": args["old"],
+                                 "new_string": args["new"]})
+    if call.name == "run_shell":
+        return ToolCall("Bash", {"command": str(args["command"])})
+    if call.name == "grep_search":
+        target = shlex.quote(str(args.get("path") or "."))
+        return ToolCall("Bash", {"command": f"grep -rn {shlex.quote(str(args['pattern']))} "
+                                            f"{target}"})
+    if call.name == "list_files":
+        target = shlex.quote(str(args.get("path") or "."))
+        return ToolCall("Bash", {"command": f"find {target} -not -path '*/.*' | sort"})
+    raise ValueError(f"no Claude Code tool for {call.name}")
+
+
+def file_lines(path: Path) -> int:
+    try:
+        with path.open("rb") as handle:
+            return sum(1 for _ in handle)
+    except OSError:
+        return 0
+
+
+def result_in_our_words(content: str, use: Call, project: Path) -> str:
+    """A result as our pager reads results: a saved output names its file and lines, and a
+    file too big to read at once asks to be read in pages."""
+    saved = PERSISTED.search(content)
+    if saved is not None:
+        lines = file_lines(Path(saved.group("path")))
+        return (f"{content}\nThe output was saved in full to {saved.group('path')}. "
+                f"({saved.group('number')} {saved.group('unit')}, {lines:,} lines)")
+    if use.name == "read_file" and TOO_BIG_TO_READ.search(content):
+        path = str(use.input["path"])
+        lines = file_lines(Path(path) if path.startswith("/") else project / path)
+        return f"{content}\nshowing lines 1-0 of {lines:,}; call again with offset="
+    return content
+
+
+class ClaudeCodePolicy:
+    """The scripted model, speaking Claude Code's tools; it also writes the CLI's summaries.
+
+    Each request advances the simulated clock by a model reply and by the tool calls it
+    answers, as the benchmark's own runner does from the agent's events.
+    """
+
+    handles_summary_requests = True
+
+    def __init__(self, script: Script, project: Path, clock: SimClock, counter: Any,
+                 style: SummaryStyle = REALISTIC) -> None:
+        self.inner = ScriptPolicy(script, seed=len(script.turns))
+        self.project = project
+        self.clock = clock
+        self.counter = counter
+        self.style = style
+        self.ours: dict[str, Call] = {}  # tool id -> our call it stands for
+        self.summary_requests: set[int] = set()
+        self.side_requests: set[int] = set()  # anything that is not the session's own turn
+        self.tool_calls = 0
+        self._lock = threading.Lock()
+
+    def begin_turn(self, index: int) -> None:
+        self.inner.begin_turn(index)
+
+    def respond(self, conv: SimConversation) -> Reply:
+        with self._lock:
+            self.clock.advance(MODEL_SECONDS + TOOL_SECONDS * len(conv.last_tool_results()))
+            if COMPACT_OPENING in (conv.messages[-1].text if conv.messages else ""):
+                self.summary_requests.add(conv.request_index)
+                return Reply(build_summary(as_summary_request(conv), self.counter, self.style))
+            if not conv.tool_names:
+                self.side_requests.add(conv.request_index)
+                return Reply("OK")
+            reply = self.inner.respond(self.in_our_words(conv))
+            calls = []
+            for call in reply.tool_calls:
+                ours = Call(call.name, call.input)
+                claude = to_claude(ours, self.project)
+                self.ours[call.id or ""] = ours
+                calls.append(replace(claude, id=call.id))
+            self.tool_calls += len(calls)
+            return Reply(reply.text, calls)
+
+    def in_our_words(self, conv: SimConversation) -> SimConversation:
+        messages = []
+        for message in conv.messages:
+            blocks: list[Any] = []
+            for block in message.blocks:
+                if isinstance(block, ToolUsePart) and block.id in self.ours:
+                    call = self.ours[block.id]
+                    blocks.append(ToolUsePart(block.id, call.name, dict(call.input)))
+                elif isinstance(block, ToolResultPart) and block.tool_use_id in self.ours:
+                    text = result_in_our_words(block.content, self.ours[block.tool_use_id],
+                                               self.project)
+                    blocks.append(ToolResultPart(block.tool_use_id, text, block.is_error))
+                else:
+                    blocks.append(block)
+            messages.append(SimMessage(message.role, blocks))
+        return replace(conv, messages=messages)
+
+
+def as_summary_request(conv: SimConversation) -> SimConversation:
+    """The CLI's compaction request, headed as the simulated summarizer recognises one: it then
+    follows the request's own words, as for every other row."""
+    last = conv.messages[-1]
+    heading = SimMessage("user", [TextPart(f"{SUMMARY_HEADING}\n\n{last.text}")])
+    return replace(conv, messages=[*conv.messages[:-1], heading])
+
+
+@dataclass
+class CliRun:
+    """What one CLI process reported: its turns' result lines and its stderr."""
+
+    results: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def cli_environment(base_url: str, home: Path, auto_compact_window: int | None) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "IS_SANDBOX": "1",  # bypassPermissions as root
+        "DISABLE_AUTOUPDATER": "1",
+        # Thinking off, as in every other row (the scripted model does not reason). With it on,
+        # the history the CLI sent after a compaction kept a tool call without the thinking
+        # block before it, which the API's thinking rule (and so the simulator) refuses.
+        "MAX_THINKING_TOKENS": "0",
+    }
+    if auto_compact_window is not None:
+        env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(auto_compact_window)
+    return env
+
+
+def _lines_of(stdout: IO[str]) -> queue.Queue[str | None]:
+    """The CLI's output lines, read by a thread of their own (None at the end)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def _read_until_result(lines: queue.Queue[str | None], deadline: float) -> dict[str, Any] | None:
+    """Lines of the CLI's stream-json output up to the turn's ``result``."""
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            return None
+        if line is None:
+            return None
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "result":
+            return event
+    return None
+
+
+def play_cli(binary: Path, script: Script, policy: ClaudeCodePolicy, sim: Simulator,
+             project: Path, home: Path, auto_compact_window: int | None) -> tuple[CliRun,
+                                                                                   list[int]]:
+    """Every turn of the script, one user message at a time, into one CLI process."""
+    run = CliRun()
+    turn_starts: list[int] = []
+    started = time.perf_counter()
+    command = [str(binary), "-p", "--input-format", "stream-json", "--output-format",
+               "stream-json", "--verbose", "--permission-mode", "bypassPermissions",
+               "--model", CLAUDE_MODEL, "--session-id", str(uuid.uuid4())]
+    env = cli_environment(sim.anthropic_base_url, home, auto_compact_window)
+    errors = home / "cli-stderr.txt"  # a file, not a pipe nobody reads while turns run
+    with errors.open("w", encoding="utf-8") as stderr, subprocess.Popen(
+            command, cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=stderr, text=True, bufsize=1) as process:
+        assert process.stdin is not None and process.stdout is not None
+        lines = _lines_of(process.stdout)
+        try:
+            for index, turn in enumerate(script.turns):
+                sim.clock.advance(turn.idle_before)
+                policy.begin_turn(index)
+                turn_starts.append(len(sim.requests))
+                message = {"type": "user", "message": {"role": "user", "content": turn.user}}
+                process.stdin.write(json.dumps(message) + "\n")
+                process.stdin.flush()
+                result = _read_until_result(lines, time.monotonic() + TURN_TIMEOUT_SECONDS)
+                if result is None:
+                    run.errors.append(f"turn {index}: no result from the CLI")
+                    break
+                run.results.append(result)
+                if result.get("is_error"):
+                    run.errors.append(f"turn {index}: {str(result.get('result'))[:300]}")
+        finally:
+            process.stdin.close()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    tail = errors.read_text(encoding="utf-8", errors="replace")[-2_000:].strip()
+    if tail:
+        run.errors.append(tail)
+    run.seconds = time.perf_counter() - started
+    return run, turn_starts
+
+
+def mark_side_requests(records: list[RecordedRequest], policy: ClaudeCodePolicy) -> None:
+    """The CLI's compaction requests are summaries; the report counts and prices them so."""
+    for index, record in enumerate(records):
+        if index in policy.summary_requests:
+            record.is_summary_request = True
+
+
+def compactions_of(records: list[RecordedRequest], policy: ClaudeCodePolicy) -> list[
+        CompactionMark]:
+    """Each summary request, with the prompt it summarized and the next request's size."""
+    marks = []
+    for index in sorted(policy.summary_requests):
+        after = next((r.prompt_tokens for r in records[index + 1:]
+                      if r.status == 200 and not r.is_side_request), 0)
+        marks.append(CompactionMark(index, "auto", records[index].prompt_tokens, after))
+    return marks
+
+
+def run_real_claude(binary: Path, script: Script, *, window: int, template: Path,
+                    workdir: Path, auto_compact_window: int | None,
+                    summary_style: SummaryStyle = REALISTIC,
+                    title: str = "Claude Code (real CLI)") -> RunResult:
+    """One row: the real CLI through the whole script at ``window``."""
+    import shutil
+
+    started = time.perf_counter()
+    project = workdir / "project"
+    home = workdir / "home"
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    shutil.copytree(template, project)
+    home.mkdir(parents=True)
+    clock = SimClock(start=CLOCK_START)
+    with Simulator(None, context_window=window, clock=clock,
+                   summary_style=summary_style) as sim:
+        policy = ClaudeCodePolicy(script, project, clock, sim.counter, summary_style)
+        sim.policy = policy
+        cli, turn_starts = play_cli(binary, script, policy, sim, project, home,
+                                    auto_compact_window)
+        records = list(sim.requests)
+    mark_side_requests(records, policy)
+    result = RunResult(REAL_CLAUDE, title, False, window, window)
+    result.requests = _join(records, [], turn_starts)
+    result.compactions = compactions_of(records, policy)
+    checks = _check_needs(script, records, turn_starts)
+    checks = _check_recoveries(checks, policy.inner, script, records, turn_starts)
+    result.needs = explain_losses(checks, records, result.requests, script)
+    result.recovery = recovery_cost(policy.inner, records, result.requests)
+    result.pages_read = policy.inner.pages_read
+    result.tool_calls = policy.tool_calls
+    result.turn_errors = [(0, "cli", e) for e in cli.errors]
+    result.wall_seconds = time.perf_counter() - started
+    return result
+
+
+REAL_CLAUDE = "claude-code-real"
+# 200K: the CLI as installed; 100K: CLAUDE_CODE_AUTO_COMPACT_WINDOW at its floor, on a server
+# that refuses prompts over 100K.
+REAL_WINDOWS = (200_000, AUTO_COMPACT_FLOOR)
+
+
+def real_auto_compact_window(window: int) -> int | None:
+    """CLAUDE_CODE_AUTO_COMPACT_WINDOW for a window below the model's own 200K (never below
+    its floor); None leaves it unset."""
+    return None if window >= 200_000 else max(window, AUTO_COMPACT_FLOOR)

@@ -1,0 +1,88 @@
+"""The real Claude Code CLI as a row: our script in its tools, its notices in our words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mini_claude.bench.real_claude import (
+    REAL_CLAUDE,
+    bundled_claude,
+    real_auto_compact_window,
+    result_in_our_words,
+    run_real_claude,
+    to_claude,
+)
+from mini_claude.bench.report import make_row
+from mini_claude.bench.sessions import QUICK_SESSION
+from mini_claude.scenario.policy import paging_calls, saved_output
+from mini_claude.scenario.script import Call, edit, grep, listing, read, shell
+from mini_claude.scenario.workload import write_project
+from mini_claude.simulator import SimConversation, SimMessage
+from mini_claude.simulator.types import ToolResultPart, ToolUsePart
+
+
+def test_our_calls_become_claude_codes_tools(tmp_path: Path) -> None:
+    assert to_claude(read("pkg/a.py", offset=5, limit=10), tmp_path).input == {
+        "file_path": str(tmp_path / "pkg/a.py"), "offset": 5, "limit": 10}
+    assert to_claude(edit("pkg/a.py", "x", "y"), tmp_path).name == "Edit"
+    assert to_claude(shell("bash scripts/lint.sh"), tmp_path).input == {
+        "command": "bash scripts/lint.sh"}
+    searched = to_claude(grep("dead lock", "logs"), tmp_path)
+    assert searched.name == "Bash" and searched.input["command"] == "grep -rn 'dead lock' logs"
+    assert to_claude(listing("pkg"), tmp_path).input["command"].startswith("find pkg ")
+    with pytest.raises(ValueError):
+        to_claude(Call("search_history", {"query": "x"}), tmp_path)
+
+
+def _conv(call: Call, content: str) -> SimConversation:
+    return SimConversation("anthropic", "m", "", [
+        SimMessage("assistant", [ToolUsePart("t1", call.name, dict(call.input))]),
+        SimMessage("user", [ToolResultPart("t1", content)])])
+
+
+def test_a_persisted_output_is_paged_at_its_end_from_the_saved_file(tmp_path: Path) -> None:
+    saved = tmp_path / "tool-results" / "b1.txt"
+    saved.parent.mkdir()
+    saved.write_text("".join(f"{n}\n" for n in range(1, 1_001)), encoding="utf-8")
+    notice = (f"<persisted-output>\nOutput too large (223.5KB). Full output saved to: {saved}"
+              "\n\nPreview (first 2KB):\n1\n2\n...\n</persisted-output>")
+    call = shell("bash scripts/run_tests.sh")
+    conv = _conv(call, result_in_our_words(notice, call, tmp_path))
+    found = saved_output(conv.last_tool_results()[0], conv)
+    assert found is not None and found.saved_path == str(saved) and found.lines == 1_000
+    assert paging_calls(found)[0].input["offset"] == 851
+
+
+def test_a_file_too_big_to_read_is_read_in_pages(tmp_path: Path) -> None:
+    (tmp_path / "big.log").write_text("x\n" * 700, encoding="utf-8")
+    refusal = ("File content (265.5KB) exceeds maximum allowed size (256KB). Use offset and "
+               "limit parameters to read specific portions of the file.")
+    call = read("big.log")
+    conv = _conv(call, result_in_our_words(refusal, call, tmp_path))
+    found = saved_output(conv.last_tool_results()[0], conv)
+    assert found is not None and found.lines == 700
+    assert [c.input["offset"] for c in paging_calls(found)] == [1, 351]
+
+
+def test_the_auto_compact_window_is_set_only_below_the_models_window() -> None:
+    assert real_auto_compact_window(200_000) is None
+    assert real_auto_compact_window(100_000) == 100_000
+    assert real_auto_compact_window(50_000) == 100_000
+
+
+def test_the_real_cli_plays_a_scripted_session_against_the_simulator(tmp_path: Path) -> None:
+    """The installed CLI, over real HTTP: every turn answered, tools run, cost from the server."""
+    binary = bundled_claude()
+    assert binary is not None, "the agent SDK's bundled Claude Code CLI is not installed"
+    plan = QUICK_SESSION.plan()
+    script = QUICK_SESSION.script(plan)
+    write_project(plan, tmp_path / "template")
+    run = run_real_claude(binary, script, window=200_000, template=tmp_path / "template",
+                          workdir=tmp_path / "run", auto_compact_window=None)
+    row = make_row(run)
+    assert run.strategy == REAL_CLAUDE and not run.turn_errors
+    assert row.tool_calls >= script.tool_calls and row.overflowed == 0
+    assert row.cost_usd > 0 and row.cache_read_share > 0.5
+    assert row.retained + row.recovered == row.needed
