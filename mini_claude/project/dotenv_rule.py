@@ -148,6 +148,12 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     # a larger cap lets a command fill the disk, or a small picture fill memory
     "shell_log_cap_bytes": "stricter",
     "image_max_pixels": "stricter",
+    # a project may turn the sandbox and shell checkpoints on, never off, and never name the
+    # program that would build the sandbox
+    "sandbox": "stricter",
+    "sandbox_fail_if_unavailable": "stricter",
+    "sandbox_bwrap_path": "refused",
+    "checkpoint_commands": "stricter",
 }
 
 # For a ``stricter`` setting: is the project's value at least as strict as the user's?
@@ -161,6 +167,9 @@ STRICTER: dict[str, Callable[[Any, Any], bool]] = {
     "shell_progress_interval_seconds": lambda project, user: project >= user,
     "shell_log_cap_bytes": lambda project, user: project <= user,
     "image_max_pixels": lambda project, user: project <= user,
+    "sandbox": lambda project, user: project >= user,
+    "sandbox_fail_if_unavailable": lambda project, user: project >= user,
+    "checkpoint_commands": lambda project, user: project >= user,
 }
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
