@@ -38,6 +38,14 @@ AUTH_HINT = "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY) and the endp
 INTERRUPTED_TURN = "Interrupted · tell the agent what to do instead"
 
 
+def steering_line(text: str) -> Text:
+    """A message the user sent during the turn, as the model received it."""
+    line = Text("> ", style="bold magenta")
+    line.append(text)
+    line.append("  (steering this turn)", style="dim")
+    return line
+
+
 class TurnPresenter:
     """Prints finished output once, keeps the unfinished tail and the activity live."""
 
@@ -135,6 +143,9 @@ class TurnPresenter:
                 if self.verbose:
                     await self._print(hanging_note(
                         f"session notes updated ({event.covered_messages} messages covered)"))
+            case ev.SteeringDelivered():
+                await self._flush_text()
+                await self._print(Text(), steering_line(event.text))
             case ev.TurnStarted() | ev.UsageReported() | ev.TurnFinished():
                 pass  # the status bar and the REPL read these
             case _:
