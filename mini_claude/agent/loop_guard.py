@@ -35,6 +35,7 @@ EDIT_TOOL = "edit_file"
 WRITE_TOOL = "write_file"
 CHANGING_TOOLS = frozenset({EDIT_TOOL, WRITE_TOOL, SHELL_TOOL})
 SUBJECT_CHARS = 80
+WINDOW_CALLS = 100  # the newest calls of a turn the guard looks back over
 # What changes from one run of the same command to the next without meaning anything:
 # durations, clock times, hex addresses, process ids in brackets.
 _NOISE = re.compile(
@@ -137,7 +138,7 @@ def find_repetition(
     """The repetition the newest of ``calls`` completes, or None."""
     if not calls:
         return None
-    newest, earlier = calls[-1], list(calls[:-1])
+    newest, earlier = calls[-1], list(calls[-WINDOW_CALLS:-1])
     if newest.name in (EDIT_TOOL, WRITE_TOOL):
         return _edit_undone(newest, earlier) if thresholds.edit_undone else None
     if newest.name == READ_TOOL:
@@ -152,18 +153,27 @@ def _same_call(newest: CallRecord, earlier: list[CallRecord], limit: int,
     if limit <= 0:
         return None
     times = 1
-    for record in reversed(earlier):
+    for index in range(len(earlier) - 1, -1, -1):
+        record = earlier[index]
         if record.signature == newest.signature:
             if record.result != newest.result or not visible(record.id):
                 break
             times += 1
-        elif _changes_files(record):
+        elif _changes_files(record) or _saw_a_change(earlier, index):
             break  # something changed since: running it again is checking, not looping
     if times < limit:
         return None
     return Repetition("same call", f"same:{newest.signature}",
                       f"the same {newest.name} call ({_arguments(newest)}) gave the same "
                       f"result {times} times in a row, with nothing changed in between", times)
+
+
+def _saw_a_change(calls: list[CallRecord], index: int) -> bool:
+    """The call at ``index`` answered otherwise than the same call did before it: the world
+    it looks at changed in between (the repeated call itself may be what changes it)."""
+    record = calls[index]
+    before = next((r for r in reversed(calls[:index]) if r.signature == record.signature), None)
+    return before is not None and before.result != record.result
 
 
 def _failing_command(newest: CallRecord, earlier: list[CallRecord],
@@ -241,7 +251,10 @@ class LoopGuard:
     calls: list[CallRecord] = field(default_factory=list)
     reminded: dict[str, int] = field(default_factory=dict)
     told_user: set[str] = field(default_factory=set)
-    findings: list[Repetition] = field(default_factory=list)  # this session's, for /context
+    # This session's, for /context: what was found, reminders given, times the user was told.
+    findings: list[Repetition] = field(default_factory=list)
+    reminders: int = 0
+    notices: int = 0
 
     def start_turn(self) -> None:
         """A new request from the user: what the last turn repeated is no loop of this one."""
@@ -267,8 +280,20 @@ class LoopGuard:
         given = self.reminded.get(repetition.key, 0)
         if given < self.reminders_before_notice:
             self.reminded[repetition.key] = given + 1
+            self.reminders += 1
             return repetition.reminder(), None
         if repetition.key in self.told_user:
             return None, None
         self.told_user.add(repetition.key)
+        self.reminders += 1
+        self.notices += 1
         return repetition.reminder(), repetition.notice()
+
+    def summary(self) -> str | None:
+        """One line for ``/context``: what the guard did this session, or None if nothing."""
+        if not self.findings:
+            return None
+        last = self.findings[-1]
+        told = f", told you {self.notices} time{'s' * (self.notices != 1)}" if self.notices else ""
+        return (f"Loop guard: {self.reminders} reminder{'s' * (self.reminders != 1)} to change "
+                f"tactic this session{told}; last: {last.subject} ({last.rule})")

@@ -1021,3 +1021,20 @@ def test_the_verbose_setting_shows_every_tier_report(
         assert "· context:" not in repl.text[mark:]
 
     drive(scenario, approver=allow_all, verbose=True)
+
+
+def test_a_loop_that_goes_on_is_told_and_context_shows_what_the_guard_did(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    read = Reply("Reading again.", [ToolCall("read_file", {"path": "notes.txt"})])
+    simulator.policy = ScriptedPolicy([read, read, read, read, Reply(text="Done reading.")])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("what do the notes say?")
+        await repl.wait_for("Done reading.", after=mark)
+        assert "going in circles (notes.txt was read 4 times" in " ".join(
+            repl.text[mark:].split())
+        mark = await repl.submit("/context")
+        await repl.wait_for("Loop guard: 2 reminders to change tactic this session, told you "
+                            "1 time", after=mark)
+
+    drive(scenario)
