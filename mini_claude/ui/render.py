@@ -337,6 +337,8 @@ def compaction_why(reason: CompactReason) -> str:
             return reason
         case "prompt-too-long":
             return "prompt too long"
+        case "task-boundary":
+            return "a todo item done"
         case _:
             assert_never(reason)
 
