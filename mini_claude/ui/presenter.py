@@ -28,6 +28,7 @@ from mini_claude.ui.render import (
     is_collapsed,
     markdown,
     note,
+    steering_line,
     tier_summary,
     tool_call_line,
     tool_result_view,
@@ -36,14 +37,6 @@ from mini_claude.ui.render import (
 LIVE_OUTPUT_LINES = 5  # of a running command, under the spinner
 AUTH_HINT = "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY) and the endpoint"
 INTERRUPTED_TURN = "Interrupted · tell the agent what to do instead"
-
-
-def steering_line(text: str) -> Text:
-    """A message the user sent during the turn, as the model received it."""
-    line = Text("> ", style="bold magenta")
-    line.append(text)
-    line.append("  (steering this turn)", style="dim")
-    return line
 
 
 class TurnPresenter:
