@@ -168,6 +168,13 @@ class PlanUpdated:
     items: tuple[TodoItem, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class SteeringDelivered:
+    """A message the user sent during the turn went to the model, before its next call."""
+
+    text: str
+
+
 Event = (
     TurnStarted
     | ModelCallStarted
@@ -190,4 +197,5 @@ Event = (
     | TaskProgress
     | PlanUpdated
     | ToolProgress
+    | SteeringDelivered
 )

@@ -80,10 +80,21 @@ class Plan:
     def __init__(self, items: Sequence[TodoItem] = ()) -> None:
         self.items: tuple[TodoItem, ...] = tuple(items)
         self.calls_since_touch = 0
+        self._finished_one = False  # an item was marked completed since the last look
 
     def replace(self, items: Sequence[TodoItem]) -> None:
+        open_before = {item.content for item in self.items if item.status != "completed"}
         self.items = tuple(items)
         self.calls_since_touch = 0
+        if any(item.status == "completed" and item.content in open_before
+               for item in self.items):
+            self._finished_one = True
+
+    def take_finished(self) -> bool:
+        """Whether an item of the list was marked completed since the last call (a task
+        boundary); a list restored on resume, or written with items already done, is not."""
+        finished, self._finished_one = self._finished_one, False
+        return finished
 
     @property
     def unfinished(self) -> bool:

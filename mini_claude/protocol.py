@@ -312,7 +312,9 @@ TierName = str  # a name in tiers.TIERS
 # Why a summary was made: at the turn boundary ("auto", "idle" when the cache went cold),
 # by hand ("manual"), by the model's tool ("tool"), inside a turn ("mid-turn"), or after
 # the server refused the prompt ("prompt-too-long").
-CompactReason = Literal["auto", "idle", "manual", "tool", "mid-turn", "prompt-too-long"]
+CompactReason = Literal[
+    "auto", "idle", "manual", "tool", "mid-turn", "prompt-too-long", "task-boundary"
+]
 
 @dataclass(frozen=True, slots=True)
 class TierReport:

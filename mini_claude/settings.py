@@ -183,6 +183,19 @@ class Settings:
     # The todo plan: remind the model after this many model calls without todo_write while
     # its list is unfinished (0: never).
     todo_reminder_calls: int = 10
+    # Compaction at a task boundary: when a todo item is marked done and the context is above
+    # this share of the auto-compact threshold, compact then rather than mid-task later.
+    task_boundary_compact: bool = False
+    task_boundary_compact_pct: float = 0.6
+    # The loop guard (agent/loop_guard.py): how many times a repetition must happen in one turn
+    # before the model is asked to change tactic (0: that check off), and how many such
+    # reminders for the same repetition come before the user is told.
+    loop_guard: bool = True
+    loop_guard_same_call: int = 3
+    loop_guard_failing_command: int = 3
+    loop_guard_reread: int = 3
+    loop_guard_edit_undone: bool = True
+    loop_guard_reminders: int = 1
     # Loaded skills re-attached after a compaction, newest first, whole, within this many tokens.
     reattach_skills_tokens: int = 10_000
     # Hooks: seconds a hook command may run when its entry gives no "timeout".
@@ -366,6 +379,7 @@ _PERCENT_FIELDS = {
     "session_memory_start_pct",
     "session_memory_defer_margin_pct",
     "session_memory_lead_pct",
+    "task_boundary_compact_pct",
 }
 
 

@@ -140,6 +140,12 @@ class Transcript:
             "replaced": {str(i): message_to_dict(m) for i, m in replaced.items()},
         })
 
+    def steering(self, text: str) -> None:
+        """The user steered the running turn: ``text`` rode on the newest message (already
+        written, so replay needs nothing from this record)."""
+        self.write({"type": "steering", "time": time.time(), "message": self.last_message_id,
+                    "text": text})
+
     def event(self, kind: str, **data: Any) -> None:
         self.write({"type": "event", "kind": kind, "time": time.time(), **data})
 
@@ -448,6 +454,7 @@ RECORD_KINDS: dict[str, RecordKind] = {
     "rewind": RecordKind(edits_history=True),  # load_session replays it from its snapshots
     "event": RecordKind(),
     "checkpoint": RecordKind(),
+    "steering": RecordKind(),  # a message sent during a turn; its message record holds it too
 }
 # Records that change messages already in the history.
 HISTORY_EDITS = frozenset(kind for kind, spec in RECORD_KINDS.items() if spec.edits_history)

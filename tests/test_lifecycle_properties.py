@@ -3,7 +3,8 @@
 Each example plays a session over HTTP against the simulator (real SDK clients, strict
 validation: a request the real API would refuse fails the example) that mixes every block
 and record kind the product writes: text, images read by a tool and attached by the user,
-tool results with and without images, thinking and redacted thinking, summaries, session
+tool results with and without images (and steering messages beside them), thinking and
+redacted thinking, summaries, session
 notes, todo and plan records, checkpoints, rewinds, forks, background-shell ids and
 interrupted results. Then it goes through save, load, resume, fork, a rewind to every
 point, a compaction and a resume again, and at each step:
@@ -53,10 +54,10 @@ LIFECYCLE = hypothesis_settings(
 # What a step of the session does; every kind the product writes is among them.
 STEPS = (
     "text", "read", "image", "attach", "write", "todo", "shell", "thinking", "redacted",
-    "compact", "notes", "plan", "interrupt", "rewind", "fork",
+    "compact", "notes", "plan", "interrupt", "rewind", "fork", "steer",
 )
 # The steps every example holds at least once, so each example covers the block kinds.
-ALWAYS = ("image", "write", "thinking", "compact", "rewind")
+ALWAYS = ("image", "write", "thinking", "compact", "rewind", "steer")
 
 
 def _png() -> bytes:
@@ -77,6 +78,7 @@ def _replies(step: str, number: int) -> list[Reply]:
     done = Reply(f"Step {number} is done.")
     calls = {
         "read": ToolCall("read_file", {"path": "a.txt"}),
+        "steer": ToolCall("read_file", {"path": "a.txt"}),
         "image": ToolCall("read_file", {"path": "shot.png"}),
         "write": ToolCall("write_file", {"path": f"out{number}.txt", "content": f"{number}\n"}),
         "todo": ToolCall("todo_write", {"todos": [
@@ -154,6 +156,8 @@ def _play(life: Life, run: Run, steps: list[str], choices: st.DataObject) -> Run
             run.run(_drain(run.agent.turn(f"step {number}: look at this", images=[image])))
         elif step == "interrupt":
             _interrupt(run, number)
+        elif step == "steer":
+            run.run(_steered(run, number))
         elif _replies(step, number):
             run.turn(f"step {number}: {step}")
         elif step == "compact":
@@ -179,6 +183,14 @@ def _play(life: Life, run: Run, steps: list[str], choices: st.DataObject) -> Run
 async def _drain(events: Any) -> None:
     async for _ in events:
         pass
+
+
+async def _steered(run: Run, number: int) -> None:
+    """A turn the user steers while its tool call runs (a `steering` record and text blocks
+    beside the tool result)."""
+    async for event in run.agent.turn(f"step {number}: steer"):
+        if isinstance(event, ev.ToolStarted):
+            run.agent.steer(f"steering {number}: look at a.txt again")
 
 
 def _interrupt(run: Run, number: int) -> None:

@@ -32,12 +32,13 @@ from mini_claude.context.attachments import (
 )
 from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
-from mini_claude.context.compact import Compactor, SummaryContext
+from mini_claude.context.compact import THRASH_MIN_NEW_WORK, Compactor, SummaryContext
 from mini_claude.context.fold import fold_exchanges, folder_of
 from mini_claude.context.ledger import Ledger
 from mini_claude.context.meter import TokenMeter
 from mini_claude.context.notes import SessionNotes
 from mini_claude.context.pipeline import ContextPipeline
+from mini_claude.context.rebuild import cut_points
 from mini_claude.context.session_memory import NotesUpdate, SessionMemory
 from mini_claude.context.thinking import ClearThinkingTier, thinking_loop_open
 from mini_claude.context.tier import cache_is_cold
@@ -222,6 +223,9 @@ class ContextSteps:
         if focus is not None:
             async for event in self.summarize("tool", focus or None):
                 yield event
+        elif self.task_boundary_due(loop_open):
+            async for event in self.summarize("task-boundary"):
+                yield event
         elif self.needs_mid_turn_room():
             for report in self.make_room(loop_open):
                 yield ev.TierFired(report)
@@ -283,6 +287,22 @@ class ContextSteps:
         for report in reports:
             self.note_edit(report)
         return reports
+
+    def task_boundary_due(self, loop_open: bool) -> bool:
+        """A todo item was just marked done and the context is past a share of the threshold:
+        compacting now, between tasks, loses less than compacting in the middle of the next."""
+        settings = self.settings
+        finished = self.tool_context.plan.take_finished()
+        if not (finished and settings.auto_compact and settings.task_boundary_compact):
+            return False
+        if loop_open or self.compactor.breaker_open:
+            return False
+        work = self.compactor.work_since_last_compaction(self.conversation)
+        if work is not None and work < THRASH_MIN_NEW_WORK:
+            return False  # just compacted: nothing new to make room from
+        tokens = self.meter.status(self.conversation).tokens
+        due_at = settings.task_boundary_compact_pct * settings.autocompact_tokens
+        return tokens >= due_at and bool(cut_points(self.conversation.messages))
 
     def request_summary(self, focus: str | None) -> None:
         """The compact tool asked for a summary: it comes before the next request."""

@@ -130,11 +130,13 @@ class History:
         *,
         interrupted: bool = False,
         partial: Mapping[str, str] | None = None,
+        trailing: Sequence[Block] = (),
     ) -> None:
         """Answer every tool_use, marking the unfinished ones as interrupted.
 
         A call that printed something before it was stopped (``partial``, by tool_use
-        id) is answered with that output, through tier 0 like any result.
+        id) is answered with that output, through tier 0 like any result. ``trailing``
+        blocks (the user's steering messages) follow the results in the same message.
         """
         admitted = [r.block for r in results]
         originals = [r.original for r in results]
@@ -148,8 +150,8 @@ class History:
             block = ToolResultBlock(use.id, INTERRUPTED_RESULT, True, use.name, target_of(use))
             admitted.append(block)
             originals.append(block)
-        images: list[Block] = [image for r in results for image in r.images]
-        self.append(Message("user", [*admitted, *images]), Message("user", [*originals, *images]))
+        after: list[Block] = [*(image for r in results for image in r.images), *trailing]
+        self.append(Message("user", [*admitted, *after]), Message("user", [*originals, *after]))
         for original, block in zip(originals, admitted, strict=True):
             if block is not original and block.content != original.content:
                 self.transcript.edit(block.state.name.lower(), block)

@@ -18,14 +18,16 @@ from mini_claude.agent.context_steps import ContextSteps
 from mini_claude.agent.history import History
 from mini_claude.agent.hooks import HookRunner
 from mini_claude.agent.lifecycle import LifecycleHooks
+from mini_claude.agent.loop_guard import LoopGuard, thresholds_from
 from mini_claude.agent.mode_reminder import with_mode_reminder
 from mini_claude.agent.reminders import with_plan_reminder
 from mini_claude.agent.reply_stream import ReplyStream
 from mini_claude.agent.requests import fixed_chars, next_request, summary_context
+from mini_claude.agent.step_end import StepEnd
 from mini_claude.agent.tool_calls import ToolCalls
 from mini_claude.context.base import ResultStore
 from mini_claude.context.compact import SummaryContext
-from mini_claude.conversation import Conversation, ImageBlock, user_text
+from mini_claude.conversation import Conversation, ImageBlock, Message, TextBlock, user_text
 from mini_claude.pricing import CostTracker
 from mini_claude.project.rules import PathRules
 from mini_claude.protocol import (
@@ -38,6 +40,7 @@ from mini_claude.protocol import (
 )
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE
 from mini_claude.settings import Settings
+from mini_claude.steering import SteeringQueue
 from mini_claude.tools.base import ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
@@ -79,9 +82,13 @@ class Agent:
             hooks=lambda: self.hooks, summary_context=self.summary_context,
             path_rules=self.path_rules, lifecycle=self.lifecycle,
         )
+        # Messages the user sends while a turn runs, for its next model call (see steer).
+        self.steering = SteeringQueue()
+        self.loop_guard = LoopGuard(thresholds_from(settings), settings.loop_guard_reminders)
         self.tool_calls = ToolCalls(registry=registry, tool_context=tool_context,
                                     context=self.context, hooks=lambda: self.hooks,
-                                    path_rules=self.path_rules, lifecycle=self.lifecycle)
+                                    path_rules=self.path_rules, lifecycle=self.lifecycle,
+                                    step_end=StepEnd(tool_context, self.steering, self.loop_guard))
         # Asked before each request; new settings (a window the Models API reported) or None.
         self.settings_update: Callable[[], Settings | None] | None = None
         self.attach(transcript, conversation or Conversation())
@@ -118,6 +125,8 @@ class Agent:
         """New settings (e.g. another model) for the same conversation; totals carry over."""
         self.settings = settings
         self.tool_context.settings = settings
+        self.loop_guard.thresholds = thresholds_from(settings)
+        self.loop_guard.reminders_before_notice = settings.loop_guard_reminders
         self.attach(self.transcript, self.conversation)
 
     def adopt_settings_update(self) -> None:
@@ -133,6 +142,33 @@ class Agent:
     def publish(self, event: ev.Event) -> None:
         """An event from work running beside the loop (a sub-agent's progress)."""
         self.tool_calls.publish(event)
+
+    # ---- steering -----------------------------------------------------------------------
+
+    def steer(self, text: str) -> bool:
+        """Send ``text`` into the running turn: the model reads it before its next call
+        (after the current step's tool results, or as a message of its own when the
+        model has just answered). False, and nothing queued, for blank text.
+
+        Any front end may call it while :meth:`turn` runs; what is still waiting when the
+        turn ends early (an interruption, an error) is returned by :meth:`take_steering`.
+        """
+        return self.steering.add(text)
+
+    def take_steering(self) -> list[str]:
+        """Steering messages not delivered yet, removed (to give them back to the user)."""
+        return self.steering.take()
+
+    def _deliver_steering_alone(self) -> list[ev.Event]:
+        """The model answered without tools while messages wait: they go as a user message
+        of their own, and the turn goes on."""
+        texts = self.steering.take()
+        self.history.append(Message("user", [TextBlock(text) for text in texts]))
+        events: list[ev.Event] = []
+        for text in texts:
+            self.transcript.steering(text)
+            events.append(ev.SteeringDelivered(text))
+        return events
 
     # ---- turns ------------------------------------------------------------------------
 
@@ -167,6 +203,7 @@ class Agent:
         )
         self.tool_context.checkpoints.at_turn_boundary()
         self.history.append(self.lifecycle.with_context(message))
+        self.loop_guard.start_turn()
         async for event in self.context.at_turn_start():
             yield event
         async for event in self._loop(max_requests):
@@ -201,8 +238,13 @@ class Agent:
             if not response.message.blocks:
                 yield ev.Notice(EMPTY_REPLY_NOTICE)
             uses = response.message.tool_uses
+            steered = not uses and bool(self.steering.pending)
             # session notes, beside the tools or the user's reading
-            self.context.after_reply(ends_turn=not uses)
+            self.context.after_reply(ends_turn=not uses and not steered)
+            if steered:
+                for event in self._deliver_steering_alone():
+                    yield event
+                continue
             if not uses:
                 async for event in self.lifecycle.at_stop(self.hooks, self.history):
                     yield event

@@ -1,6 +1,7 @@
-"""The plan reminder: after a while without todo_write, a line asks the model to keep its
-plan current. It rides on the newest message (the user's text, or the last tool result),
-so the cached prefix stays as it was."""
+"""Reminders the client adds for the model: the plan reminder (after a while without
+todo_write, a line asks the model to keep its plan current) and the loop guard's. They
+ride on the newest message (the user's text, or the last tool result), so the cached
+prefix stays as it was."""
 
 from __future__ import annotations
 
@@ -21,7 +22,14 @@ def with_plan_reminder(message: Message, plan: Plan, after_calls: int) -> Messag
 def remind_in_results(
     results: list[AdmittedResult], plan: Plan, after_calls: int
 ) -> list[AdmittedResult]:
-    reminder = plan.reminder(after_calls)
+    return with_reminder_in_results(results, plan.reminder(after_calls))
+
+
+def with_reminder_in_results(
+    results: list[AdmittedResult], reminder: str | None
+) -> list[AdmittedResult]:
+    """The results with ``reminder`` after the last one's text (as the model and the
+    transcript read it)."""
     if reminder is None or not results:
         return results
     last = results[-1]

@@ -24,7 +24,8 @@ from mini_claude.agent.history import AdmittedResult
 from mini_claude.agent.hooks import HookOutcome, HookRunner
 from mini_claude.agent.lifecycle import LifecycleHooks
 from mini_claude.agent.live_calls import LiveCalls, streams_output
-from mini_claude.agent.reminders import remind_in_results
+from mini_claude.agent.loop_guard import LoopGuard, Thresholds
+from mini_claude.agent.step_end import StepEnd
 from mini_claude.conversation import ToolUseBlock
 from mini_claude.project.rules import PathRules
 from mini_claude.protocol import (
@@ -36,6 +37,7 @@ from mini_claude.protocol import (
 )
 from mini_claude.sanitize import clean_text
 from mini_claude.secrets import api_keys, mask
+from mini_claude.steering import SteeringQueue
 from mini_claude.tools.base import ToolContext
 from mini_claude.tools.common import error_output
 from mini_claude.tools.registry import ToolRegistry
@@ -55,8 +57,11 @@ class ToolCalls:
         hooks: Callable[[], HookRunner],
         path_rules: PathRules | None = None,
         lifecycle: LifecycleHooks | None = None,
+        step_end: StepEnd | None = None,
     ) -> None:
         self.registry = registry
+        # Reminders and steering messages ride on each step's results as they go in.
+        self.step_end = step_end or StepEnd(tool_context, SteeringQueue(), LoopGuard(Thresholds()))
         self.tool_context = tool_context
         self.context = context
         self.hooks = hooks
@@ -102,8 +107,8 @@ class ToolCalls:
                 uses, results, interrupted=True, partial=self.live_calls.partials()
             )
             raise
-        plan, after_calls = self.tool_context.plan, self.tool_context.settings.todo_reminder_calls
-        history.close_results(uses, remind_in_results(results, plan, after_calls))
+        for event in self.step_end.close(history, uses, results):
+            yield event
 
     # ---- calls that run together (sub-agents) -----------------------------------------
 

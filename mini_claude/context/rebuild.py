@@ -38,6 +38,7 @@ from mini_claude.conversation import (
     validate,
 )
 from mini_claude.plan import without_reminders
+from mini_claude.steering import steering_text
 
 ACK_TEXT = (
     "I have the summary of the earlier part of this session and the material attached to it; "
@@ -79,13 +80,16 @@ class RebuildError(Exception):
 
 
 def user_texts(messages: Sequence[Message]) -> list[str]:
-    """What the user typed, oldest first, including texts an earlier compaction kept."""
+    """What the user typed, oldest first, including texts an earlier compaction kept and
+    the messages they sent during a turn (steering, beside a step's tool results)."""
     texts: list[str] = []
     for message in messages:
         if message.is_plain_user_message:
             texts.append(without_reminders(message.text))  # a stale reminder is not theirs
         elif is_boundary(message):
             texts.extend(_kept_texts_of(message))
+        elif message.role == "user":
+            texts.extend(t for b in message.blocks if (t := steering_text(b)) is not None)
     return [t for t in texts if t.strip()]
 
 

@@ -78,6 +78,7 @@ UNPUBLISHED: tuple[type, ...] = (
     ev.TurnLimitReached,
     ev.TaskProgress,  # the sub-agent's answer is the task tool's result
     ev.NotesUpdated,  # background work: its cost is in the usage totals, its use in compactions
+    ev.SteeringDelivered,  # the user's own message, sent through Agent.steer
 )
 
 

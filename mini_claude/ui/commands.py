@@ -123,7 +123,8 @@ async def context_command(repl: ReplHost, argument: str) -> Outcome:
 
     agent = repl.agent
     view = breakdown(agent.status(), agent.system_prompt, agent.tools, agent.conversation.messages)
-    repl.console.print(render_breakdown(view, repl.session.settings.model))
+    repl.console.print(render_breakdown(view, repl.session.settings.model,
+                                        agent.loop_guard.summary()))
     repl.console.print(note(f"window {agent.settings.window:,} tokens, from "
                             f"{agent.settings.window_source}"))
     from mini_claude.ui.claude_view import instruction_table

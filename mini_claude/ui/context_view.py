@@ -133,7 +133,9 @@ def segment_widths(amounts: Sequence[int], width: int) -> list[int]:
     return cells
 
 
-def render_breakdown(view: ContextBreakdown, model: str) -> RenderableType:
+def render_breakdown(view: ContextBreakdown, model: str,
+                     loop_guard: str | None = None) -> RenderableType:
+    """The bar, the table and how to read them; ``loop_guard`` is the guard's line, if any."""
     status = view.status
     band = pressure(status.utilization)
     colours = {p.label: PART_COLOURS[i % len(PART_COLOURS)] for i, p in enumerate(view.parts)}
@@ -169,7 +171,8 @@ def render_breakdown(view: ContextBreakdown, model: str) -> RenderableType:
                   _share(view.free, status.window))
     table.add_row(Text("█", style=RESERVE_STYLE), "output reserve", f"{view.reserve:,}",
                   _share(view.reserve, status.window))
-    return Group(headline, bar, table, _explanation(view))
+    guard = [Text(loop_guard, style="yellow")] if loop_guard else []
+    return Group(headline, bar, table, *guard, _explanation(view))
 
 
 def _share(tokens: int, window: int) -> str:

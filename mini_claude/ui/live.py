@@ -7,15 +7,16 @@ one Application can draw at a time, so anything else that wants the terminal
 (a permission question) pauses this view first.
 
 The input box stays alive during a turn: what is typed is kept (the buffer
-outlives the Application, across pauses and turns), and Enter hands it to the
-REPL, which queues it as the next message.
+outlives the Application, across pauses and turns). Enter hands it to the REPL,
+which sends it into the running turn (steering); Ctrl-X Enter (Claude Code's
+``chat:queueSubmit``) queues it as the next message, for after the turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -88,6 +89,8 @@ class LiveView:
         on_expand: Callable[[], None] | None = None,
         on_end_of_input: Callable[[], None] | None = None,
         queued: Callable[[], list[str]] = list,
+        steering: Callable[[], Sequence[str]] = tuple,
+        on_queue: Callable[[str], None] | None = None,
         on_cycle_mode: Callable[[], None] | None = None,
         extra_keys: KeyBindings | None = None,
     ) -> None:
@@ -100,9 +103,13 @@ class LiveView:
         self.on_expand = on_expand
         self.on_end_of_input = on_end_of_input
         self.queued = queued
+        self.steering = steering  # sent into the turn, not delivered yet
+        self.on_queue = on_queue  # Ctrl-X Enter: for after the turn
+        self._queue_next = False  # Ctrl-X was pressed: the next Enter queues
         self.on_cycle_mode = on_cycle_mode  # Shift+Tab: the next permission mode
         self.extra_keys = extra_keys
         self.input = Buffer(multiline=True)  # type-ahead; lives as long as the view
+        self.input.on_text_changed += self._typed
         self._app: Application[None] | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -165,13 +172,16 @@ class LiveView:
         self.input.set_document(Document(joined, len(joined)))
         self.refresh()
 
+    def _typed(self, _buffer: Buffer) -> None:
+        self._queue_next = False  # Ctrl-X, then typing: the chord is off
+
     # ---- drawing --------------------------------------------------------------------
 
     def _build(self) -> Application[None]:
         tail = FormattedTextControl(self._tail_text, show_cursor=False,
                                     get_cursor_position=self._tail_end)
         has_tail = Condition(lambda: bool(self.activity.tail))
-        has_queue = Condition(lambda: bool(self.queued()))
+        has_queue = Condition(lambda: bool(self.queued()) or bool(self.steering()))
         box = Window(BufferControl(self.input, input_processors=[ShowJoinedEmojiApart()]),
                      wrap_lines=True, dont_extend_height=True,
                      height=Dimension(min=1, max=5))
@@ -234,13 +244,20 @@ class LiveView:
         @keys.add("enter")
         def _enter(event: KeyPressEvent) -> None:
             buffer = self.input
+            queue, self._queue_next = self._queue_next, False
+            submit = self.on_queue if queue and self.on_queue is not None else self.on_submit
             if buffer.document.text_before_cursor.endswith("\\"):
                 buffer.delete_before_cursor(1)
                 buffer.insert_text("\n")
-            elif buffer.text.strip() and self.on_submit is not None:
+            elif buffer.text.strip() and submit is not None:
                 text = buffer.text
                 buffer.reset(append_to_history=False)
-                self.on_submit(text)
+                submit(text)
+
+        @keys.add("c-x")
+        def _arm_queue(event: KeyPressEvent) -> None:
+            """Ctrl-X Enter: the message waits for the turn's end instead of steering it."""
+            self._queue_next = True
 
         @keys.add("c-d", filter=Condition(lambda: not self.input.text))
         def _end_of_input(event: KeyPressEvent) -> None:
@@ -266,12 +283,16 @@ class LiveView:
 
     def _queued_lines(self) -> StyleAndTextTuples:
         out: StyleAndTextTuples = []
-        for text in self.queued():
-            line = " ".join(text.split())
-            if len(line) > QUEUED_PREVIEW_CHARS:
-                line = line[: QUEUED_PREVIEW_CHARS - 1] + "…"
-            out.append(("class:spinner.hint", f"  ↳ queued: {line}\n"))
-        out.append(("class:spinner.hint", "    (sent when this turn ends · esc takes it back)"))
+        steering, queued = list(self.steering()), self.queued()
+        for label, texts in (("steering", steering), ("queued", queued)):
+            for text in texts:
+                line = " ".join(text.split())
+                if len(line) > QUEUED_PREVIEW_CHARS:
+                    line = line[: QUEUED_PREVIEW_CHARS - 1] + "…"
+                out.append(("class:spinner.hint", f"  ↳ {label}: {line}\n"))
+        when = [*(["steering goes in before the next model call"] if steering else []),
+                *(["queued is sent when this turn ends"] if queued else [])]
+        out.append(("class:spinner.hint", f"    ({' · '.join(when)} · esc takes it back)"))
         return out
 
     def _output_lines(self) -> StyleAndTextTuples:

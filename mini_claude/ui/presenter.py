@@ -28,6 +28,7 @@ from mini_claude.ui.render import (
     is_collapsed,
     markdown,
     note,
+    steering_line,
     tier_summary,
     tool_call_line,
     tool_result_view,
@@ -135,6 +136,9 @@ class TurnPresenter:
                 if self.verbose:
                     await self._print(hanging_note(
                         f"session notes updated ({event.covered_messages} messages covered)"))
+            case ev.SteeringDelivered():
+                await self._flush_text()
+                await self._print(Text(), steering_line(event.text))
             case ev.TurnStarted() | ev.UsageReported() | ev.TurnFinished():
                 pass  # the status bar and the REPL read these
             case _:

@@ -19,8 +19,9 @@ from rich.text import Text
 from mini_claude.conversation import Message, SummaryBlock, TextBlock, ToolResultBlock
 from mini_claude.plan import REMINDER_TAG
 from mini_claude.protocol import CompactReason
+from mini_claude.steering import steering_text
 from mini_claude.transcript import Landmark
-from mini_claude.ui.render import compaction_line, hanging, tool_call_line
+from mini_claude.ui.render import compaction_line, hanging, steering_line, tool_call_line
 
 RECAP_EXCHANGES = 3  # user messages shown, with what followed each
 RECAP_TEXT_LINES = 6
@@ -163,6 +164,8 @@ def _message_lines(message: Message) -> list[RenderableType]:
             first_line = block.content.strip().split("\n", 1)[0]
             style = "red" if block.is_error else "dim"
             out.append(hanging(Text("  ⎿  ", style="dim"), Text(first_line[:200], style=style)))
+        elif (steered := steering_text(block)) is not None:
+            out.append(steering_line(steered))
     return out
 
 

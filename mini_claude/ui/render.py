@@ -324,6 +324,14 @@ def is_collapsed(event: ToolFinished) -> bool:
             or full_result_text(event) != body)
 
 
+def steering_line(text: str) -> Text:
+    """A message the user sent during a turn, as the model received it."""
+    line = Text("> ", style="bold magenta")
+    line.append(text)
+    line.append("  (steering this turn)", style="dim")
+    return line
+
+
 def compaction_why(reason: CompactReason) -> str:
     """Why a compaction ran, in the words the screen uses."""
     match reason:
@@ -337,6 +345,8 @@ def compaction_why(reason: CompactReason) -> str:
             return reason
         case "prompt-too-long":
             return "prompt too long"
+        case "task-boundary":
+            return "a todo item done"
         case _:
             assert_never(reason)
 

@@ -33,6 +33,7 @@ from rich.text import Text
 
 from mini_claude import __version__
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from mini_claude.project.memory import memory_note
 from mini_claude.session.mentions import prepare
 from mini_claude.ui.claude_view import (
     CustomCommandCompleter,
@@ -196,12 +197,15 @@ class Repl:
                              on_expand=self._expand_during_turn,
                              on_end_of_input=self._end_of_input_during_turn,
                              queued=lambda: self.queued,
+                             steering=self._steering_pending,
+                             on_queue=self._queue_for_after_turn,
                              on_cycle_mode=self.cycle_mode,
                              extra_keys=paste_keys(self.pastes))
         self.at_prompt = asyncio.Event()  # set while waiting for input
         self.prompts_shown = 0
         self._pump: asyncio.Task[None] | None = None
         self._queue: EventQueue | None = None
+        self._steerable = False  # a model turn runs: Enter steers it
         self._prompt: PromptSession[str] | None = None
         self.vim_mode = self.settings.vim_mode
         self.status_command: StatusCommand | None = None  # the settings' statusLine
@@ -349,9 +353,15 @@ class Repl:
 
     def send(self, text: str, images: Sequence[ImageBlock] = ()) -> AsyncIterator[ev.Event]:
         """A turn for text whose files are attached already (a custom command's prompt)."""
+        self._steerable = True
         return self.agent.turn(self.shell_context.with_message(text), images=images)
 
-    async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
+    def _turn(self, text: str) -> AsyncIterator[ev.Event]:
+        """A model turn: from now until it ends, what is typed steers it."""
+        self._steerable = True
+        return self._prepared_turn(text)
+
+    async def _prepared_turn(self, text: str) -> AsyncIterator[ev.Event]:
         """A message: its `@path` files attached, earlier `!command` output put before it."""
         from mini_claude.ui.mcp_view import wait_for_connecting_servers
 
@@ -401,14 +411,27 @@ class Repl:
     # ---- keys during a turn ---------------------------------------------------------
 
     def _typed_during_turn(self, text: str) -> None:
-        """Enter in the live box: queue the message; /exit ends the turn and the program."""
+        """Enter in the live box: a message steers the running turn (a command, a `!` line
+        or a `#` note waits for its end); /exit ends the turn and the program."""
         parsed = parse_command(text)
         if parsed is not None and parsed[0] in EXIT_COMMANDS:
             self.exit_requested = True
             self.interrupt()
             return
+        if self._steerable and parsed is None and not is_shell_command(text) and (
+                memory_note(text) is None):
+            self.agent.steer(self.pastes.expand(text))
+            self.view.refresh()
+            return
+        self._queue_for_after_turn(text)
+
+    def _queue_for_after_turn(self, text: str) -> None:
+        """Ctrl-X Enter (or what cannot steer): sent as the next message, once the turn ends."""
         self.queued.append(text)  # placeholders stay until it is sent
         self.view.refresh()
+
+    def _steering_pending(self) -> Sequence[str]:
+        return self.agent.steering.pending if self._session is not None else ()
 
     def _end_of_input_during_turn(self) -> None:
         """Ctrl-D typed ahead leaves once the turn ends (a stop is Esc); Esc takes it back."""
@@ -417,17 +440,20 @@ class Repl:
             self.view.refresh()
 
     def _escape_during_turn(self) -> None:
-        """Esc takes queued messages back into the box first; otherwise it interrupts."""
-        if self.queued:
+        """Esc takes waiting messages back into the box first; otherwise it interrupts."""
+        if self.queued or self._steering_pending():
             self._take_back_queued()
             return
         self.interrupt()
 
     def _take_back_queued(self) -> None:
-        """Queued messages go back into the input box, unsent, joined in the order typed."""
-        if self.queued:
-            taken, self.queued[:] = "\n".join(self.queued), []
-            self.view.put_back(taken)
+        """Messages not sent yet (steering the model has not read, then queued ones) go back
+        into the input box, unsent, joined in the order typed."""
+        steering = self.agent.take_steering() if self._session is not None else []
+        waiting = [*steering, *self.queued]
+        if waiting:
+            self.queued[:] = []
+            self.view.put_back("\n".join(waiting))
 
     def _expand_during_turn(self) -> None:
         self._expanding = asyncio.ensure_future(self.view.print_above(
@@ -582,11 +608,19 @@ class Repl:
         finally:
             await self._stop_pump()
             await self.view.stop()
+            self._end_steering()
         await presenter.finish(interrupted=interrupted)
         took = time.monotonic() - began
         if not interrupted and 0 < self.settings.notify_after_seconds <= took:
             await self._notify(f"done after {took:.0f}s; waiting for your input", "idle_prompt")
         return not interrupted
+
+    def _end_steering(self) -> None:
+        """The turn is over: what it did not take in time (it ended first) is the next
+        message (an interruption gave it back to the box already)."""
+        if self._steerable:
+            self._steerable = False
+            self.queued[:0] = self.agent.take_steering()
 
     async def _stop_pump(self) -> None:
         """Leave no agent work running behind the prompt (the REPL itself may be cancelled)."""

@@ -643,21 +643,32 @@ def test_a_joined_emoji_typed_at_the_prompt_is_sent_with_its_joiner(
 # ---- typing while a turn runs ---------------------------------------------------------
 
 
-def test_text_typed_during_a_turn_is_queued_and_sent_when_it_ends(
+def waiting(repl: ReplDriver) -> list[str]:
+    """Messages typed during the turn and not sent yet: steering, then queued."""
+    return [*repl.repl.agent.steering.pending, *repl.repl.queued]
+
+
+def test_text_typed_during_a_turn_steers_it_before_the_next_model_call(
         simulator: Simulator, drive: Drive, project: Path) -> None:
-    simulator.policy = ScriptedPolicy([Reply(text="First answer."), Reply(text="Second answer."),
-                                       Reply(text="Third answer.")])
+    simulator.policy = ScriptedPolicy([
+        Reply("Reading.", [ToolCall("read_file", {"path": "notes.txt"})]),
+        Reply(text="Second answer, steered."), Reply(text="Third answer.")])
     simulator.inject(Fault("slow", delay_s=1.5))
 
     async def scenario(repl: ReplDriver) -> None:
         mark = await repl.submit("review the config")
         await repl.turn_running()
-        await repl.keys("typed ahead\r")
-        await until(lambda: repl.repl.queued == ["typed ahead"], "the queued message")
+        await repl.keys("use the staging one\r")
+        await until(lambda: waiting(repl) == ["use the staging one"], "the steering message")
         await repl.keys("still typing")  # not sent: it waits at the next prompt
-        await repl.wait_for("Second answer.", after=mark)
+        await repl.wait_for("Second answer, steered.", after=mark)
         await repl.at_prompt()
-        assert user_texts(simulator) == ["review the config", "typed ahead"]
+        text = repl.text[mark:]
+        assert "> use the staging one  (steering this turn)" in text
+        assert text.index("(steering this turn)") < text.index("Second answer, steered.")
+        assert user_texts(simulator) == ["review the config"]  # one turn, one typed prompt
+        [last] = simulator.requests[-1].conversation.messages[-1:]  # type: ignore[union-attr]
+        assert last.tool_results and "use the staging one" in last.text
         app = get_app_or_none()
         assert app is not None and app.current_buffer.text == "still typing"
         await repl.keys("\r")
@@ -667,7 +678,27 @@ def test_text_typed_during_a_turn_is_queued_and_sent_when_it_ends(
     drive(scenario)
 
 
-def test_esc_takes_a_queued_message_back_before_it_interrupts(
+def test_ctrl_x_enter_queues_a_message_for_after_the_turn(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    simulator.policy = ScriptedPolicy([
+        Reply("Reading.", [ToolCall("read_file", {"path": "notes.txt"})]),
+        Reply(text="First answer."), Reply(text="Second answer.")])
+    simulator.inject(Fault("slow", delay_s=1.5))
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("review the config")
+        await repl.turn_running()
+        await repl.keys("typed ahead\x18\r")
+        await until(lambda: repl.repl.queued == ["typed ahead"], "the queued message")
+        assert not repl.repl.agent.steering.pending
+        await repl.wait_for("Second answer.", after=mark)
+        assert user_texts(simulator) == ["review the config", "typed ahead"]
+        assert "steering this turn" not in repl.text[mark:]
+
+    drive(scenario)
+
+
+def test_esc_takes_a_steering_message_back_before_it_interrupts(
         simulator: Simulator, drive: Drive, project: Path) -> None:
     simulator.policy = ScriptedPolicy([Reply(text="First answer."), Reply(text="Other.")])
     simulator.inject(Fault("slow", delay_s=1.5))
@@ -676,13 +707,14 @@ def test_esc_takes_a_queued_message_back_before_it_interrupts(
         mark = await repl.submit("slow one")
         await repl.turn_running()
         await repl.keys("never mind\r")
-        await until(lambda: repl.repl.queued == ["never mind"], "the queued message")
+        await until(lambda: waiting(repl) == ["never mind"], "the steering message")
         await repl.keys("\x1b")
-        await until(lambda: not repl.repl.queued, "the message taken back")
+        await until(lambda: not waiting(repl), "the message taken back")
         assert repl.repl.turn_running  # the first Esc did not interrupt
         await repl.wait_for("First answer.", after=mark)
         await repl.at_prompt()
         assert user_texts(simulator) == ["slow one"]
+        assert len(simulator.requests) == 1
         app = get_app_or_none()
         assert app is not None and app.current_buffer.text == "never mind"
         await repl.keys("\x03")  # clear the line before the fixture types /exit
@@ -717,7 +749,7 @@ async def _queued_messages_wait_in_the_box(repl: ReplDriver, simulator: Simulato
     await repl.at_prompt()
     await asyncio.sleep(0.5)  # a queued message would have been sent by now
     assert len(simulator.requests) == requests
-    assert not repl.repl.queued and not repl.repl.turn_running
+    assert not waiting(repl) and not repl.repl.turn_running
     app = get_app_or_none()
     assert app is not None and app.current_buffer.text == expected
     await repl.keys("\x03")  # clear the line before the fixture types /exit
@@ -733,8 +765,8 @@ def test_ctrl_c_puts_queued_messages_back_in_the_box_unsent(
         mark = await repl.submit("slow one")
         await repl.turn_running()
         await repl.keys("first queued\r")
-        await repl.keys("second queued\r")
-        await until(lambda: repl.repl.queued == ["first queued", "second queued"], "the queue")
+        await repl.keys("second queued\x18\r")
+        await until(lambda: waiting(repl) == ["first queued", "second queued"], "the queue")
         requests = len(simulator.requests)
         await repl.keys("\x03")
         await repl.wait_for("Interrupted", after=mark)
@@ -758,7 +790,7 @@ def test_esc_at_a_question_puts_queued_messages_back_in_the_box_unsent(
         mark = await repl.submit("touch it")
         await repl.turn_running()
         await repl.keys("then list the files\r")
-        await until(lambda: repl.repl.queued == ["then list the files"], "the queue")
+        await until(lambda: waiting(repl) == ["then list the files"], "the steering")
         await repl.wait_for("Do you want to proceed?", after=mark)
         requests = len(simulator.requests)
         await repl.keys("\x1b")
@@ -987,3 +1019,20 @@ def test_the_verbose_setting_shows_every_tier_report(
         assert "· context:" not in repl.text[mark:]
 
     drive(scenario, approver=allow_all, verbose=True)
+
+
+def test_a_loop_that_goes_on_is_told_and_context_shows_what_the_guard_did(
+        simulator: Simulator, drive: Drive, project: Path) -> None:
+    read = Reply("Reading again.", [ToolCall("read_file", {"path": "notes.txt"})])
+    simulator.policy = ScriptedPolicy([read, read, read, read, Reply(text="Done reading.")])
+
+    async def scenario(repl: ReplDriver) -> None:
+        mark = await repl.submit("what do the notes say?")
+        await repl.wait_for("Done reading.", after=mark)
+        assert "going in circles (notes.txt was read 4 times" in " ".join(
+            repl.text[mark:].split())
+        mark = await repl.submit("/context")
+        await repl.wait_for("Loop guard: 2 reminders to change tactic this session, told you "
+                            "1 time", after=mark)
+
+    drive(scenario)

@@ -53,7 +53,7 @@ def test_typing_during_a_turn_is_kept_and_the_status_line_keeps_its_row(
         screen.wait(lambda s: "> typed ahead" in s.text, "the typed text in the input box")
         assert PERCENT.search(screen.last_row) and "thinking" in screen.last_row
         screen.type("\r")
-        screen.wait_text("queued: typed ahead")
+        screen.wait_text("steering: typed ahead")
         assert PERCENT.search(screen.last_row)  # still the bottom row during the turn
         screen.wait_text("Answer to the typed-ahead message.")
         at_rest(screen)
@@ -71,10 +71,10 @@ def test_ctrl_c_leaves_a_queued_message_in_the_input_box_unsent(spawn: Spawn) ->
         screen.wait(lambda s: "esc to interrupt" in s.text, "the live turn")
         time.sleep(0.3)
         screen.type("also check the logs\r")
-        screen.wait_text("queued: also check the logs")
+        screen.wait_text("steering: also check the logs")
         screen.type("\x03")
         screen.wait_text("Interrupted")
-        screen.wait(lambda s: "> also check the logs" in s.rows and "↳ queued" not in s.text
+        screen.wait(lambda s: "> also check the logs" in s.rows and "↳ steering" not in s.text
                     and "esc to interrupt" not in s.text,
                     "the queued message back in the input box")
         time.sleep(1.0)

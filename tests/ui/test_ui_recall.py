@@ -14,6 +14,7 @@ from mini_claude.conversation import (
     ToolUseBlock,
     user_text,
 )
+from mini_claude.steering import steering_block
 from mini_claude.ui.recall import Recall, recap
 
 
@@ -61,6 +62,20 @@ def test_a_short_session_is_shown_whole_with_its_tool_calls() -> None:
     assert "earlier messages" not in text
     assert "> read it" in text and "● read_file(a.py)" in text and "⎿  print('a')" in text
     assert "line two" not in text
+
+
+def test_a_resumed_session_shows_a_steering_message_where_it_went_in() -> None:
+    messages = [
+        user_text("read it"),
+        Message("assistant", [ToolUseBlock("t1", "read_file", {"path": "a.py"})]),
+        Message("user", [ToolResultBlock("t1", "print('a')", tool_name="read_file"),
+                         steering_block("read b.py instead")]),
+        Message("assistant", [TextBlock("Reading b.py.")]),
+    ]
+    text = shown(*recap(messages))
+    assert "> read b.py instead  (steering this turn)" in text
+    assert text.index("⎿  print('a')") < text.index("read b.py instead")
+    assert "Sent by the user" not in text
 
 
 def test_recall_says_when_there_is_nothing_to_show() -> None:
