@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from mini_claude import events as ev
 from mini_claude.conversation import Message, TextBlock, ToolUseBlock
+from mini_claude.headless.claude_names import OURS, ToolNames
 from mini_claude.protocol import Usage
 
 SCHEMA_VERSION = 1
@@ -119,17 +120,22 @@ def init_line(info: RunInfo) -> Line:
 
 
 def assistant_line(
-    message: Message, session_id: str, model: str, usage: Usage | None, message_id: str = ""
+    message: Message,
+    session_id: str,
+    model: str,
+    usage: Usage | None,
+    message_id: str = "",
+    names: ToolNames = OURS,
 ) -> Line:
-    """``uuid`` is the id the transcript recorded the message under (``--resume-at`` takes it)."""
+    """``uuid`` is the id the transcript recorded the message under (``--resume-at`` takes it).
+    Tool names and inputs as ``names`` writes them (ours, or Claude Code's)."""
     content: list[Line] = []
     for block in message.blocks:
         if isinstance(block, TextBlock):
             content.append({"type": "text", "text": block.text})
         elif isinstance(block, ToolUseBlock):
-            content.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-            )
+            content.append({"type": "tool_use", "id": block.id, "name": names.name(block.name),
+                            "input": names.input(block.name, block.input)})
     return {
         "type": "assistant",
         "message": {
@@ -169,6 +175,19 @@ def tool_result_line(event: ev.ToolFinished, session_id: str) -> Line:
                 }
             ],
         },
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+        "uuid": _uuid(),
+    }
+
+
+def text_delta_line(text: str, session_id: str) -> Line:
+    """``--include-partial-messages``: a piece of the reply as it streams, in the shape of
+    Anthropic's stream event."""
+    return {
+        "type": "stream_event",
+        "event": {"type": "content_block_delta", "index": 0,
+                  "delta": {"type": "text_delta", "text": text}},
         "parent_tool_use_id": None,
         "session_id": session_id,
         "uuid": _uuid(),

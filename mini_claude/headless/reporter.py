@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mini_claude import events as ev
+from mini_claude.headless.claude_names import OURS, ToolNames
 from mini_claude.headless.lines import (
     Line,
     Outcome,
@@ -17,6 +18,7 @@ from mini_claude.headless.lines import (
     init_line,
     own_line,
     result_line,
+    text_delta_line,
     tool_result_line,
 )
 from mini_claude.headless.safe_json import OutputClosed, dumps_line, json_safe, write_or_close
@@ -45,8 +47,13 @@ class HeadlessReporter:
         out: TextIO,
         narrate: Callable[[ev.Event], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        partial: bool = False,
+        names: ToolNames = OURS,
     ) -> None:
         self.streaming = output_format == "stream-json"
+        self.partial = partial  # --include-partial-messages: stream_event lines
+        self.names = names
         self.out = out
         self.narrate = narrate
         self.clock = clock
@@ -90,9 +97,12 @@ class HeadlessReporter:
             usage = self._last_usage
             recorded = self.agent.transcript.last_message_id if self.agent is not None else ""
             self._write(assistant_line(event.message, session_id, self.info.model, usage,
-                                       recorded))
+                                       recorded, self.names))
         elif isinstance(event, ev.ToolFinished):
             self._write(tool_result_line(event, session_id))
+        elif isinstance(event, ev.TextDelta):
+            if self.partial:
+                self._write(text_delta_line(event.text, session_id))
         else:
             line = own_line(event, session_id)
             if line is not None:
@@ -148,9 +158,10 @@ class HeadlessReporter:
             self._claimed_denials.add(index)
             self._denials.append(
                 {
-                    "tool_name": denied.tool_name,
+                    "tool_name": self.names.name(denied.tool_name),
                     "tool_use_id": event.id,
-                    "tool_input": json_safe(denied.tool_input),
+                    "tool_input": json_safe(self.names.input(denied.tool_name,
+                                                             denied.tool_input)),
                 }
             )
             return

@@ -29,7 +29,7 @@ PROJECT_CONFIG_NAME = ".mcp.json"
 USER_CONFIG_NAME = "mcp.json"
 
 Scope = Literal["user", "project"]
-Transport = Literal["stdio", "http"]
+Transport = Literal["stdio", "http", "sdk"]  # sdk: hosted by the controlling program
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 NEVER_EXPANDED_IN_PROJECT = frozenset({"ANTHROPIC_API_KEY", "OPENAI_API_KEY"})
@@ -89,6 +89,8 @@ class ServerConfig:
         """What will run, in one line: the command line, or the URL."""
         if self.transport == "http":
             return self.url
+        if self.transport == "sdk":
+            return "hosted by the controlling program"
         return " ".join([self.command, *self.args])
 
 
@@ -128,6 +130,18 @@ def load_config(
         data = json.loads(text)
     except ValueError as exc:
         return ConfigFile(path, scope, (), (f"{path}: not valid JSON ({exc})",), b"")
+    return parse_config(data, path, scope, environ, allowed, secrets)
+
+
+def parse_config(
+    data: object,
+    path: Path,
+    scope: Scope,
+    environ: Mapping[str, str],
+    allowed: frozenset[str] = frozenset(),
+    secrets: tuple[str, ...] = (),
+) -> ConfigFile:
+    """The servers of a config already read (a file, or ``--mcp-config`` JSON)."""
     raw_servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(raw_servers, dict):
         shape = f'{path}: expected {{"mcpServers": {{...}}}}'
@@ -152,6 +166,8 @@ def _parse_server(
     if not isinstance(entry, dict):
         return None, "must be an object"
     kind = entry.get("type", "http" if "url" in entry else "stdio")
+    if kind == "sdk":
+        return ServerConfig(name, scope, "sdk"), None
     if kind in ("http", "streamable-http", "streamable_http"):
         raw_url = entry.get("url")
         url = expand(raw_url) if isinstance(raw_url, str) else ""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mini_claude.mcp.config import ConfigFile, ServerConfig, allowed_variables, load_configs
-from mini_claude.mcp.connection import RemoteTool, ServerConnection, route_sdk_logs
+from mini_claude.mcp.connection import RemoteTool, SdkTransport, ServerConnection, route_sdk_logs
 from mini_claude.mcp.tool import McpTool, tool_name
 from mini_claude.project.trust import ProjectTrust, TrustStatus
 from mini_claude.secrets import api_keys
@@ -65,6 +65,8 @@ class McpManager:
         self._project_allowed = False
         self._started = False
         self._tools_by_server: dict[str, list[str]] = {}
+        self.flag_files: list[ConfigFile] = []  # --mcp-config
+        self.sdk_transport: SdkTransport | None = None  # for servers the controller hosts
         for config in (self.user_file, self.project_file):
             if config is not None:
                 self.notices.extend(config.problems)
@@ -74,7 +76,17 @@ class McpManager:
     @property
     def configured(self) -> bool:
         """Any server defined at all (when not, nothing here ever imports the SDK)."""
-        return any(f is not None and f.servers for f in (self.user_file, self.project_file))
+        files = (self.user_file, self.project_file, *self.flag_files)
+        return any(f is not None and f.servers for f in files)
+
+    def use_flag_configs(self, files: list[ConfigFile], *, strict: bool) -> None:
+        """``--mcp-config`` servers, ranked above the files; ``--strict-mcp-config``: only
+        them."""
+        self.flag_files = list(files)
+        if strict:
+            self.user_file = self.project_file = None
+        for file in files:
+            self.notices.extend(file.problems)
 
     @property
     def project_servers(self) -> tuple[ServerConfig, ...]:
@@ -116,6 +128,8 @@ class McpManager:
             chosen.update((s.name, s) for s in self.user_file.servers)
         if self.project_trust() == "approved":
             chosen.update((s.name, s) for s in self.project_servers)
+        for file in self.flag_files:
+            chosen.update((s.name, s) for s in file.servers)
         return list(chosen.values())
 
     # ---- running --------------------------------------------------------------------
@@ -137,6 +151,7 @@ class McpManager:
                 call_timeout=self.settings.mcp_tool_timeout_seconds,
                 on_ready=self._register,
                 on_failed=self._failed,
+                sdk_transport=self.sdk_transport,
             )
             self.connections[config.name] = connection
             connection.start()
@@ -216,5 +231,5 @@ class McpManager:
         return rows
 
     def _all_servers(self) -> list[ServerConfig]:
-        files: list[ConfigFile | None] = [self.user_file, self.project_file]
+        files: list[ConfigFile | None] = [self.user_file, self.project_file, *self.flag_files]
         return [s for f in files if f is not None for s in f.servers]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mini_claude.agent.hooks import HookCommand
 from mini_claude.project.trust import ProjectTrust
-from mini_claude.session.settings_files import SettingsLayers, load_settings_layers
+from mini_claude.session.settings_files import SettingsFile, SettingsLayers, load_settings_layers
 from mini_claude.settings import Settings
 from mini_claude.tools.permission_modes import PermissionMode, Permissions
 from mini_claude.tools.permission_rules import MCP_PREFIX, PermissionRules, Rule
@@ -49,11 +49,13 @@ class PermissionSetup:
         flag_deny: list[Rule],
         mode_flag: PermissionMode | None,
         known_tools: list[str] | None = None,
+        extra: list[SettingsFile] | None = None,
     ) -> PermissionSetup:
         layers = load_settings_layers(
             cwd, settings.home, settings.hook_timeout_seconds,
             claude_files=settings.read_claude_settings,
         )
+        layers.files.extend(extra or ())  # --settings, --add-dir: above every file
         setup = cls(settings, cwd, layers, flag_allow, flag_deny, mode_flag)
         setup.warnings.extend(layers.warnings)
         if layers.bypass_disabled():

@@ -203,6 +203,19 @@ def _read(
     if not isinstance(data, dict):
         warnings.append(f"{path} must hold a JSON object; it is not used")
         return None
+    return settings_from_json(data, path, scope, cwd, hook_timeout, warnings, content)
+
+
+def settings_from_json(
+    data: dict[str, Any],
+    path: Path,
+    scope: Scope,
+    cwd: Path,
+    hook_timeout: float,
+    warnings: list[str],
+    content: bytes = b"",
+) -> SettingsFile:
+    """One settings object already read (a file, or ``--settings`` JSON)."""
     found = SettingsFile(path, scope, content)
     _read_permissions(data.get("permissions"), found, cwd, warnings)
     found.env = _env(data.get("env"), path, warnings)
@@ -286,6 +299,11 @@ def _env(value: object, path: Path, warnings: list[str]) -> dict[str, str]:
             continue
         env[str(name)] = setting if isinstance(setting, str) else json.dumps(setting)
     return env
+
+
+def with_our_tool_names(hook: HookCommand) -> HookCommand:
+    """A hook whose Claude Code matcher also matches our names for the tools."""
+    return _with_our_tool_names(hook)
 
 
 def _with_our_tool_names(hook: HookCommand) -> HookCommand:

@@ -62,8 +62,10 @@ def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Sess
     startup_housekeeping(settings)
     flag_allow, flag_deny = flag_rules(getattr(args, "allowed_tools", None),
                                        getattr(args, "disallowed_tools", None), cwd)
+    appended = (getattr(args, "append_system_prompt", None) or "").strip()
     session = Session(settings, cwd, create_provider(settings), TerminalApprover(),
-                      flag_allow=flag_allow, flag_deny=flag_deny, mode_flag=mode_from_flags(args))
+                      flag_allow=flag_allow, flag_deny=flag_deny, mode_flag=mode_from_flags(args),
+                      system_prompt_parts={"append": appended} if appended else {})
     if getattr(args, "trust_project_mcp", False):
         session.mcp.approve_project(remember=False)
     return session
