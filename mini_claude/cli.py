@@ -159,7 +159,7 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="print mode: stop after N model calls (exit 1, subtype error_max_turns)",
     )
-    from mini_claude.headless.claude_flags import ExtendSplit
+    from mini_claude.claude_flags import ExtendSplit
 
     parser.add_argument(
         "--allowed-tools",
@@ -200,7 +200,7 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_claude_code_arguments(parser: argparse.ArgumentParser) -> None:
     """The rest of Claude Code's flags, as the Claude Agent SDK and its users pass them."""
-    from mini_claude.headless.claude_flags import THINKING_CHOICES, add_refused_flags
+    from mini_claude.claude_flags import THINKING_CHOICES, add_refused_flags
 
     parser.add_argument(
         "--input-format",
@@ -326,7 +326,7 @@ def _positive_int(text: str) -> int:
 
 def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     """Settings from flags > environment > .env files."""
-    from mini_claude.headless.claude_flags import settings_overrides
+    from mini_claude.claude_flags import settings_overrides
     from mini_claude.project.dotenv_rule import layered_environment
     from mini_claude.settings import SettingsError, from_environment
 
@@ -409,7 +409,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def _check_claude_code_flags(args: argparse.Namespace, cwd: Path) -> None:
     """Values of Claude Code's flags that cannot be honoured: one line, before anything runs."""
-    from mini_claude.headless.claude_flags import (
+    from mini_claude.claude_flags import (
         FlagError,
         add_directories,
         agents_flag,

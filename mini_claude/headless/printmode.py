@@ -137,8 +137,8 @@ async def _run(
                 file=err,
             )
     if headless is not None:
-        subtype = headless.finish()
-        return EXIT_OK if subtype == "success" else EXIT_FAILED
+        outcome = headless.finish()
+        return EXIT_OK if outcome is not None and not outcome.is_error else EXIT_FAILED
     reporter.finish(session.session_id, agent.stats())
     return EXIT_OK if reporter.error is None and not reporter.limited else EXIT_FAILED
 

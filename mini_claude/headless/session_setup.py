@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mini_claude.headless.claude_flags import (
+from mini_claude.claude_flags import (
     FlagError,
     agents_flag,
     json_or_file,

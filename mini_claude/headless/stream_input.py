@@ -199,8 +199,8 @@ class StreamRun:
         except asyncio.CancelledError:
             if not self.interrupted:
                 raise  # the process is stopping: main() writes the result
-        subtype = reporter.finish(interrupted=self.interrupted)
-        self.last_failed = subtype != "success" and not self.interrupted
+        outcome = reporter.finish(interrupted=self.interrupted)
+        self.last_failed = outcome is not None and outcome.is_error and not self.interrupted
         self.reporter = None
 
     def interrupt(self) -> None:

@@ -74,8 +74,10 @@ def test_a_failed_turn_is_an_error_result_with_exit_1(
     out, err = capsys.readouterr()
     assert code == 1
     result = parse_result(out)
-    assert result["subtype"] == "error_during_execution" and result["is_error"] is True
-    assert "ANTHROPIC_API_KEY" in result["errors"][0] and "bad-key" not in out + err
+    # as Claude Code reports a refused call: "success" that is an error, the text in result
+    assert result["subtype"] == "success" and result["is_error"] is True
+    assert "ANTHROPIC_API_KEY" in result["result"] and "bad-key" not in out + err
+    assert result["api_error_status"] == 401 and result["terminal_reason"] == "model_error"
     assert result["num_turns"] == 0 and result["stop_reason"] is None
 
 
@@ -206,7 +208,9 @@ def test_max_turns_stops_with_error_max_turns_and_the_session_continues(
     assert code == 1, err
     result = parse_result(out)
     assert result["subtype"] == "error_max_turns" and result["is_error"] is True
-    assert result["num_turns"] == 2 and result["stop_reason"] == "tool_use"
+    # Claude Code counts the turn it did not start: --max-turns 2 reports 3
+    assert result["num_turns"] == 3 and result["stop_reason"] == "tool_use"
+    assert result["terminal_reason"] == "max_turns"
     assert result["result"] == "two"
     assert len(simulator.requests) == 2
     assert main(["-c", "-p", "go on"]) == 0
