@@ -66,7 +66,7 @@ class Outcome:
     requests: int = 0
     cost_known: bool = True
     # Claude Code's: why the run ended (completed, max_turns, aborted, prompt_too_long,
-    # model_error), the HTTP status of a refused call, and the usage per model.
+    # api_error), the HTTP status of a refused call, and the usage per model.
     terminal_reason: str = "completed"
     api_error_status: int | None = None
     model_usage: dict[str, Line] = field(default_factory=dict)
@@ -174,7 +174,9 @@ def _uuid_for(message_id: str) -> str:
 
 def tool_result_line(event: ev.ToolFinished, session_id: str) -> Line:
     """``tool_use_result`` is the tool's whole output (the model may have had a saved-file
-    preview of a large one), where Claude Code puts its tool's own record."""
+    preview of a large one) where Claude Code puts its tool's own record: an object for a
+    call that ran, the error text for one that failed, as Claude Code's are."""
+    output = event.original if event.original is not None else event.result.content
     return {
         "type": "user",
         "message": {
@@ -191,8 +193,8 @@ def tool_result_line(event: ev.ToolFinished, session_id: str) -> Line:
         "parent_tool_use_id": None,
         "session_id": session_id,
         "uuid": _uuid(),
-        "tool_use_result": event.original if event.original is not None else (
-            event.result.content),
+        "tool_use_result": output if event.result.is_error else {"type": "text",
+                                                                  "content": output},
     }
 
 

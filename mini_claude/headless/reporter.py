@@ -195,7 +195,7 @@ class HeadlessReporter:
             subtype, errors, reason = "error_during_execution", [INTERRUPTED], "aborted"
         elif self.error is not None:
             failed = True
-            reason = "prompt_too_long" if self.error_kind == "prompt_too_long" else "model_error"
+            reason = "prompt_too_long" if self.error_kind == "prompt_too_long" else "api_error"
         elif self.limit_reached:
             subtype, reason, turns = "error_max_turns", "max_turns", self.num_turns + 1
             errors = [f"reached the limit of {self.num_turns} model calls"]

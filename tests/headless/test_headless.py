@@ -77,7 +77,7 @@ def test_a_failed_turn_is_an_error_result_with_exit_1(
     # as Claude Code reports a refused call: "success" that is an error, the text in result
     assert result["subtype"] == "success" and result["is_error"] is True
     assert "ANTHROPIC_API_KEY" in result["result"] and "bad-key" not in out + err
-    assert result["api_error_status"] == 401 and result["terminal_reason"] == "model_error"
+    assert result["api_error_status"] == 401 and result["terminal_reason"] == "api_error"
     assert result["num_turns"] == 0 and result["stop_reason"] is None
 
 

@@ -82,7 +82,7 @@ def test_messages_and_init_and_results_validate() -> None:
                           errors=["why"] if is_error else [], terminal_reason=reason)
         lines.append(result_line(outcome, SID))
     refused = Outcome("success", True, "API error", None, 0, 10, 5, 0.0, Usage(),
-                      terminal_reason="model_error", api_error_status=529)
+                      terminal_reason="api_error", api_error_status=529)
     lines.append(result_line(refused, SID))
     for line in lines:
         VALIDATOR.validate(line)
