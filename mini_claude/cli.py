@@ -275,6 +275,7 @@ PRINT_ONLY_FLAGS = {
     "resume_at": "--resume-at",
     "include_partial_messages": "--include-partial-messages",
     "permission_prompt_tool": "--permission-prompt-tool",
+    "tools": "--tools",
 }
 
 

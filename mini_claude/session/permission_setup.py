@@ -101,6 +101,14 @@ class PermissionSetup:
         if first or permissions.mode == "default":
             permissions.set_mode(mode or "default")
 
+    def add_directory(self, folder: Path) -> None:
+        """``/add-dir``: one more folder counts as the project's, for the rest of the session
+        (a layer of the user's own, so a later approval keeps it)."""
+        self.layers.files.append(SettingsFile(Path("/add-dir"), "user", b"",
+                                              additional_directories=[folder]))
+        self.permissions.additional_directories = self.layers.additional_directories(
+            self.project_approved)
+
     def default_mode_source(self) -> str:
         """Where the mode in force came from, as ``/permissions`` says it."""
         mode, where = self.layers.default_mode(self.project_approved)

@@ -134,7 +134,7 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
         if args.continue_session or args.resume:
             session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
         else:
-            session.start_new()
+            session.start_new(getattr(args, "session_id", None))
     except SessionError as exc:
         console.print(error_line(str(exc)))
         await session.provider.close()
