@@ -157,3 +157,15 @@ def test_partial_messages_stream_the_reply(
     deltas = [line["event"]["delta"]["text"] for line in lines  # type: ignore[index]
               if line["type"] == "stream_event"]
     assert "".join(deltas) == "a streamed answer"
+
+
+def test_a_refused_call_has_its_permission_denied_line(
+    recorder: Recorder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorder.steps = [call("run_shell", command="touch x"), Reply("could not")]
+    code, lines, err = _run(capsys)
+    assert code == 0, err
+    denied = [line for line in lines if line.get("subtype") == "permission_denied"]
+    assert len(denied) == 1 and denied[0]["tool_name"] == "run_shell"
+    tool_use_id = denied[0]["tool_use_id"]
+    assert lines[-1]["permission_denials"][0]["tool_use_id"] == tool_use_id  # type: ignore[index]
