@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # "--system-prompt ''" is not "--system-prompt-file"
     )
     parser.add_argument(
         "prompt",
@@ -86,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-y",
         "--yes",
+        "--dangerously-skip-permissions",
+        dest="yes",
         action="store_true",
         help="allow run_shell, write_file, edit_file and web_fetch without asking "
         "(the same as --permission-mode bypassPermissions)",
@@ -99,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_headless_arguments(parser)
     add_editor_argument(parser)
+    add_claude_code_arguments(parser)
     parser.add_argument(
         "--trust-project-mcp",
         action="store_true",
@@ -136,7 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the newest session of this folder",
     )
-    parser.add_argument("-r", "--resume", metavar="ID", help="resume the session with this id")
+    parser.add_argument(
+        "-r",
+        "--resume",
+        metavar="ID",
+        nargs="?",
+        const="",
+        help="resume the session with this id (in the REPL, without an id: pick one)",
+    )
     parser.add_argument(
         "--fork-session",
         action="store_true",
@@ -145,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--resume-at",
+        "--resume-session-at",
+        dest="resume_at",
         metavar="MESSAGE_ID",
         help="print mode, with -c or -r: continue from the history as it stood after this "
         "message (the uuid of a stream-json assistant line)",
@@ -167,11 +180,13 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="print mode: stop after N model calls (exit 1, subtype error_max_turns)",
     )
+    from mini_claude.claude_flags import ExtendSplit
+
     parser.add_argument(
         "--allowed-tools",
         "--allowedTools",
         dest="allowed_tools",
-        action="extend",
+        action=ExtendSplit,
         nargs="+",
         metavar="RULE",
         help="tools allowed without asking, e.g. write_file 'run_shell(git diff:*)' "
@@ -181,7 +196,7 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
         "--disallowed-tools",
         "--disallowedTools",
         dest="disallowed_tools",
-        action="extend",
+        action=ExtendSplit,
         nargs="+",
         metavar="RULE",
         help="tools (or run_shell commands) never allowed; deny wins over allow",
@@ -189,13 +204,89 @@ def add_headless_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--append-system-prompt",
         metavar="TEXT",
-        help="print mode: add these instructions at the end of the system prompt",
+        help="add these instructions at the end of the system prompt",
     )
     parser.add_argument(
         "--system-prompt-file",
         metavar="PATH",
         help="print mode: use this file instead of the built-in instructions",
     )
+    parser.add_argument(
+        "--system-prompt",
+        metavar="TEXT",
+        help="print mode: use this text instead of the built-in instructions "
+        "(empty: the built-in ones)",
+    )
+
+
+def add_claude_code_arguments(parser: argparse.ArgumentParser) -> None:
+    """The rest of Claude Code's flags, as the Claude Agent SDK and its users pass them."""
+    from mini_claude.claude_flags import THINKING_CHOICES, add_refused_flags
+
+    parser.add_argument(
+        "--input-format",
+        choices=("text", "stream-json"),
+        default="text",
+        help="print mode input: text, or stream-json (one JSON message per line on stdin, "
+        "a turn each, with control requests; needs --output-format stream-json)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="accepted for Claude Code compatibility (stream-json always writes every line)",
+    )
+    parser.add_argument(
+        "--include-partial-messages",
+        action="store_true",
+        help="stream-json: also write the reply as it streams (stream_event lines)",
+    )
+    parser.add_argument(
+        "--add-dir",
+        action="append",
+        metavar="DIR",
+        help="a folder that counts as the project's, for reads and edits (repeatable)",
+    )
+    parser.add_argument(
+        "--mcp-config",
+        action="append",
+        metavar="FILE_OR_JSON",
+        help='MCP servers from a file or JSON ({"mcpServers": {...}}; repeatable)',
+    )
+    parser.add_argument(
+        "--strict-mcp-config",
+        action="store_true",
+        help="use only the --mcp-config servers (not .mcp.json or the home's)",
+    )
+    parser.add_argument(
+        "--settings",
+        metavar="FILE_OR_JSON",
+        help="one more settings file (or JSON), ranked above the others",
+    )
+    parser.add_argument(
+        "--session-id", metavar="UUID", help="start a new session with this id"
+    )
+    parser.add_argument(
+        "--agents",
+        metavar="JSON",
+        help='sub-agent types: {"name": {"description": ..., "prompt": ..., "tools": [...]}}',
+    )
+    parser.add_argument(
+        "--tools",
+        metavar="LIST",
+        help='the built-in tools offered: "default" (all), "" (none), or a list',
+    )
+    parser.add_argument(
+        "--permission-prompt-tool",
+        metavar="NAME",
+        help="stdio: ask the controlling program over the stream-json channel",
+    )
+    parser.add_argument(
+        "--max-thinking-tokens", type=int, metavar="N", help="thinking budget (0: off)"
+    )
+    parser.add_argument("--thinking", choices=THINKING_CHOICES, help="turn thinking on or off")
+    parser.add_argument("--thinking-display", metavar="MODE", help=argparse.SUPPRESS)
+    parser.add_argument("--effort", metavar="LEVEL", help="effort level sent to the model")
+    add_refused_flags(parser)
 
 
 def add_editor_argument(parser: argparse.ArgumentParser) -> None:
@@ -221,9 +312,12 @@ def _run_editor(args: argparse.Namespace) -> int:
 
 PRINT_ONLY_FLAGS = {
     "max_turns": "--max-turns",
-    "append_system_prompt": "--append-system-prompt",
     "system_prompt_file": "--system-prompt-file",
+    "system_prompt": "--system-prompt",
     "resume_at": "--resume-at",
+    "include_partial_messages": "--include-partial-messages",
+    "permission_prompt_tool": "--permission-prompt-tool",
+    "tools": "--tools",
 }
 
 
@@ -292,6 +386,7 @@ def _positive_int(text: str) -> int:
 
 def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     """Settings from flags > environment > .env files."""
+    from mini_claude.claude_flags import settings_overrides
     from mini_claude.project.dotenv_rule import layered_environment
     from mini_claude.settings import SettingsError, from_environment
 
@@ -300,7 +395,9 @@ def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
         print(f"mini-claude: warning: {warning}", file=sys.stderr)
     for note in layered.notes:
         print(f"mini-claude: {note}", file=sys.stderr)
-    environ, helper = _key_from_helper(layered.values, args, cwd)
+    environ = dict(layered.values)
+    environ.update(settings_overrides(args))
+    environ, helper = _key_from_helper(environ, args, cwd)
     try:
         settings = from_environment(environ, provider=args.provider, model=args.model,
                                     fallback_model=args.fallback_model)
@@ -399,7 +496,15 @@ def _run(args: argparse.Namespace, cwd: Path) -> int:
     for flag, given in (("--fork-session", args.fork_session), ("--resume-at", args.resume_at)):
         if given and not resuming:
             raise UsageError(f"{flag} needs -c (continue) or -r ID (resume)")
+    _check_claude_code_flags(args, cwd)
+    if args.input_format == "stream-json":
+        return _run_stream_input(args, cwd)
     prompt = _print_prompt(args)
+    if args.resume is not None and not args.resume.strip() and prompt is not None:
+        raise UsageError(
+            "--resume needs a session id (or a prefix of one) in print mode; --continue "
+            "resumes the newest session of this folder"
+        )
     if prompt is None:
         _refuse_print_only_flags(args)
         _check_rules(args, cwd)  # print mode reports a bad rule itself, the same way
@@ -420,6 +525,50 @@ def _run(args: argparse.Namespace, cwd: Path) -> int:
         from mini_claude.ui.repl import run_repl
 
         return run_repl(settings, cwd, args)
+
+
+def _check_claude_code_flags(args: argparse.Namespace, cwd: Path) -> None:
+    """Values of Claude Code's flags that cannot be honoured: one line, before anything runs."""
+    from mini_claude.claude_flags import (
+        FlagError,
+        add_directories,
+        agents_flag,
+        check_prompt_tool,
+        json_or_file,
+        session_id_flag,
+    )
+
+    if args.input_format == "stream-json" and args.output_format != "stream-json":
+        raise UsageError("--input-format stream-json needs --output-format stream-json")
+    if args.system_prompt and args.system_prompt_file:
+        raise UsageError("--system-prompt and --system-prompt-file cannot be used together")
+    if args.session_id is not None and resuming_without_fork(args):
+        raise UsageError("--session-id starts a new session: with -c or -r it needs "
+                         "--fork-session")
+    try:
+        args.session_id = session_id_flag(args.session_id)
+        check_prompt_tool(args.permission_prompt_tool, args.input_format)
+        args.add_dir = list(add_directories(args.add_dir, cwd))
+        agents_flag(args.agents)
+        if args.settings is not None:
+            json_or_file(args.settings, cwd, "--settings")
+        for value in args.mcp_config or ():
+            json_or_file(value, cwd, "--mcp-config")
+    except FlagError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def resuming_without_fork(args: argparse.Namespace) -> bool:
+    return bool(args.continue_session or args.resume) and not args.fork_session
+
+
+def _run_stream_input(args: argparse.Namespace, cwd: Path) -> int:
+    """``--input-format stream-json``: the session a controlling program drives over stdin."""
+    _check_permission_flags(args)
+    settings = load_settings(args, cwd)
+    from mini_claude.headless.stream_input import run_stream_input
+
+    return run_stream_input(settings, cwd, args)
 
 
 def _run_demo(args: argparse.Namespace) -> int:

@@ -126,6 +126,7 @@ class TurnError:
 
     message: str
     kind: TurnErrorKind = "error"
+    status: int | None = None  # the HTTP status of a refused model call, when there was one
 
 
 @dataclass(frozen=True, slots=True)

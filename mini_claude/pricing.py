@@ -45,6 +45,7 @@ class CostTracker:
         self.summaries = CallTally()  # the summary calls' share of the totals above
         self.subagents = CallTally()  # the task tool's sub-agents' share (summaries included)
         self.api_seconds = 0.0  # time spent waiting on the model, all calls
+        self.by_model: dict[str, CallTally] = {}  # the same totals, per model
 
     def add(self, model: str, usage: Usage, *, summary: bool = False) -> float:
         """Record one response's usage; returns its cost (0 when unpriced)."""
@@ -56,6 +57,10 @@ class CostTracker:
             self.priced = False
             self.unpriced_models.add(model)
         self.dollars += cost
+        tally = self.by_model.setdefault(model, CallTally())
+        tally.usage = tally.usage + usage
+        tally.dollars += cost
+        tally.requests += 1
         if summary:
             self.summaries.usage = self.summaries.usage + usage
             self.summaries.dollars += cost

@@ -45,8 +45,8 @@ from mini_claude.transcript_check import (
 
 
 def new_session_id() -> str:
-    """Sortable by time, unique enough for one user's sessions."""
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    """A UUID, as Claude Code's session ids are (sessions are listed by time, not by id)."""
+    return str(uuid.uuid4())
 
 
 class Transcript:

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -64,6 +64,9 @@ class HookCommand:
     def shown_matcher(self) -> str:
         """What ``/hooks`` shows: the user's own words, not the widened pattern."""
         return self.written if self.written is not None else self.matcher
+    # Answers instead of running ``command`` (a hook the controlling program hosts);
+    # its answer is read as a command's would be.
+    answer: Callable[[HookCommand, dict[str, Any]], Awaitable[HookRun]] | None = None
 
     def matches(self, value: str) -> bool:
         if self.matcher in ("", "*") or self.event in UNMATCHED_EVENTS:
@@ -239,7 +242,10 @@ class HookRunner:
         }
         data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
         for hook in hooks:
-            run = await run_hook(hook, data, cwd=self.cwd, env=self.env)
+            if hook.answer is not None:
+                run = await hook.answer(hook, payload)
+            else:
+                run = await run_hook(hook, data, cwd=self.cwd, env=self.env)
             _read_answer(run, outcome)
             if outcome.block_reason is not None:
                 break  # a blocked call needs no further opinions

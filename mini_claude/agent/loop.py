@@ -275,7 +275,7 @@ class Agent:
         except ProviderError as exc:
             auth = isinstance(exc, AuthenticationFailed)
             self.transcript.event("error", message=exc.message)
-            yield ev.TurnError(exc.message, "auth" if auth else "error")
+            yield ev.TurnError(exc.message, "auth" if auth else "error", exc.status)
 
     async def _stream_reply(self, number: int) -> AsyncIterator[ev.Event | ResponseComplete]:
         """Stream one reply; on interruption keep whatever text had arrived."""

@@ -271,6 +271,7 @@ class _Run:
 def add_task_tool(session: ParentSession) -> list[str]:
     """Give the session a task tool listing the agent types; returns the loading warnings."""
     catalog = load_catalog(session.cwd, session.settings.home)
+    catalog.types.update(getattr(session, "extra_agents", {}))  # --agents, the SDK's
     types = [(t.name, t.description) for t in catalog.types.values()]
     tool = TaskTool(types, SubagentRunner(session, catalog), DEFAULT_TYPE)
     registry = session.registry

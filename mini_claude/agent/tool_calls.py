@@ -20,6 +20,7 @@ from typing import Any
 
 from mini_claude import events as ev
 from mini_claude.agent.context_steps import ContextSteps
+from mini_claude.agent.current_call import CURRENT_CALL
 from mini_claude.agent.history import AdmittedResult
 from mini_claude.agent.hooks import HookOutcome, HookRunner
 from mini_claude.agent.lifecycle import LifecycleHooks
@@ -173,6 +174,13 @@ class ToolCalls:
     # ---- one call ---------------------------------------------------------------------
 
     async def _execute(self, use: ToolUseBlock) -> ToolOutput:
+        token = CURRENT_CALL.set(use)
+        try:
+            return await self._execute_call(use)
+        finally:
+            CURRENT_CALL.reset(token)
+
+    async def _execute_call(self, use: ToolUseBlock) -> ToolOutput:
         hooks = self.hooks()
         before = await hooks.pre_tool_use(use.name, use.input) if hooks else None
         if before is not None:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from mini_claude import events as ev
 from mini_claude.conversation import Message, TextBlock, ToolUseBlock
+from mini_claude.headless.claude_names import OURS, ToolNames
 from mini_claude.protocol import Usage
 
 SCHEMA_VERSION = 1
@@ -64,6 +65,11 @@ class Outcome:
     context_window: int = 0
     requests: int = 0
     cost_known: bool = True
+    # Claude Code's: why the run ended (completed, max_turns, aborted, prompt_too_long,
+    # api_error), the HTTP status of a refused call, and the usage per model.
+    terminal_reason: str = "completed"
+    api_error_status: int | None = None
+    model_usage: dict[str, Line] = field(default_factory=dict)
 
 
 # Internal events without a line of their own: what they say reaches scripts another way
@@ -96,7 +102,7 @@ def usage_object(usage: Usage) -> Line:
     }
 
 
-def init_line(info: RunInfo) -> Line:
+def init_line(info: RunInfo, names: ToolNames = OURS) -> Line:
     return {
         "type": "system",
         "subtype": "init",
@@ -104,7 +110,7 @@ def init_line(info: RunInfo) -> Line:
         "uuid": _uuid(),
         "cwd": info.cwd,
         "model": info.model,
-        "tools": list(info.tools),
+        "tools": [names.name(tool) for tool in info.tools],
         "mcp_servers": [],
         "permissionMode": info.permission_mode,
         OWN_TYPE: {
@@ -119,33 +125,44 @@ def init_line(info: RunInfo) -> Line:
     }
 
 
-def assistant_line(
-    message: Message, session_id: str, model: str, usage: Usage | None, message_id: str = ""
-) -> Line:
-    """``uuid`` is the id the transcript recorded the message under (``--resume-at`` takes it)."""
+def assistant_lines(
+    message: Message,
+    session_id: str,
+    model: str,
+    usage: Usage | None,
+    message_id: str = "",
+    names: ToolNames = OURS,
+) -> list[Line]:
+    """One line per content block, as Claude Code writes a reply, all with the reply's
+    message id. The last line's ``uuid`` is the id the transcript recorded the message
+    under (``--resume-at`` takes it). Tool names and inputs as ``names`` writes them."""
     content: list[Line] = []
     for block in message.blocks:
         if isinstance(block, TextBlock):
             content.append({"type": "text", "text": block.text})
         elif isinstance(block, ToolUseBlock):
-            content.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-            )
-    return {
-        "type": "assistant",
-        "message": {
-            "id": f"msg_{uuid.uuid4().hex[:24]}",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": content,
-            "stop_reason": None,
-            "usage": usage_object(usage) if usage is not None else None,
-        },
-        "parent_tool_use_id": None,
-        "session_id": session_id,
-        "uuid": _uuid_for(message_id),
-    }
+            content.append({"type": "tool_use", "id": block.id, "name": names.name(block.name),
+                            "input": names.input(block.name, block.input)})
+    reply_id = f"msg_{uuid.uuid4().hex[:24]}"
+    blocks = content or [{"type": "text", "text": ""}]
+    return [
+        {
+            "type": "assistant",
+            "message": {
+                "id": reply_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [block],
+                "stop_reason": None,
+                "usage": usage_object(usage) if usage is not None else None,
+            },
+            "parent_tool_use_id": None,
+            "session_id": session_id,
+            "uuid": _uuid_for(message_id) if index == len(blocks) - 1 else _uuid(),
+        }
+        for index, block in enumerate(blocks)
+    ]
 
 
 def _uuid_for(message_id: str) -> str:
@@ -157,6 +174,10 @@ def _uuid_for(message_id: str) -> str:
 
 
 def tool_result_line(event: ev.ToolFinished, session_id: str) -> Line:
+    """``tool_use_result`` is the tool's whole output (the model may have had a saved-file
+    preview of a large one) where Claude Code puts its tool's own record: an object for a
+    call that ran, the error text for one that failed, as Claude Code's are."""
+    output = event.original if event.original is not None else event.result.content
     return {
         "type": "user",
         "message": {
@@ -170,6 +191,60 @@ def tool_result_line(event: ev.ToolFinished, session_id: str) -> Line:
                 }
             ],
         },
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+        "uuid": _uuid(),
+        "tool_use_result": output if event.result.is_error else {"type": "text",
+                                                                  "content": output},
+    }
+
+
+def permission_denied_line(denial: Line, message: str, session_id: str) -> Line:
+    """Claude Code's ``system/permission_denied``: a call refused, and why."""
+    if message.startswith("Permission denied by "):
+        kind = "rule"
+    elif "plan mode" in message:
+        kind = "mode"
+    elif "by the user" in message:
+        kind = "user"
+    else:
+        kind = "other"
+    return {
+        "type": "system",
+        "subtype": "permission_denied",
+        "tool_name": denial["tool_name"],
+        "tool_use_id": denial["tool_use_id"],
+        "decision_reason_type": kind,
+        "message": message,
+        "session_id": session_id,
+        "uuid": _uuid(),
+    }
+
+
+def model_usage(by_model: dict[str, Any], context_window: int, max_output: int) -> Line:
+    """Claude Code's ``modelUsage``: the usage and cost per model."""
+    return {
+        model: {
+            "inputTokens": tally.usage.input_tokens,
+            "outputTokens": tally.usage.output_tokens,
+            "cacheReadInputTokens": tally.usage.cache_read_tokens,
+            "cacheCreationInputTokens": tally.usage.cache_write_tokens,
+            "webSearchRequests": 0,
+            "costUSD": round(tally.dollars, 6),
+            "contextWindow": context_window,
+            "maxOutputTokens": max_output,
+        }
+        for model, tally in by_model.items()
+    }
+
+
+def text_delta_line(text: str, session_id: str) -> Line:
+    """``--include-partial-messages``: a piece of the reply as it streams, in the shape of
+    Anthropic's stream event."""
+    return {
+        "type": "stream_event",
+        "event": {"type": "content_block_delta", "index": 0,
+                  "delta": {"type": "text_delta", "text": text}},
         "parent_tool_use_id": None,
         "session_id": session_id,
         "uuid": _uuid(),
@@ -267,8 +342,11 @@ def result_line(outcome: Outcome, session_id: str) -> Line:
         "usage": usage_object(outcome.usage),
         "permission_denials": outcome.permission_denials,
         "uuid": _uuid(),
+        "modelUsage": outcome.model_usage,
+        "terminal_reason": outcome.terminal_reason,
+        "api_error_status": outcome.api_error_status,
     }
-    if outcome.is_error:
+    if outcome.errors:
         line["errors"] = list(outcome.errors)
     line[OWN_TYPE] = {
         "schema_version": SCHEMA_VERSION,

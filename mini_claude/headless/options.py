@@ -19,6 +19,7 @@ class HeadlessOptions:
     disallowed_tools: tuple[str, ...] = ()
     append_system_prompt: str = ""
     system_prompt_file: str | None = None
+    system_prompt: str = ""  # --system-prompt: empty means the built-in instructions
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> HeadlessOptions:
@@ -28,11 +29,14 @@ class HeadlessOptions:
             disallowed_tools=tuple(getattr(args, "disallowed_tools", None) or ()),
             append_system_prompt=getattr(args, "append_system_prompt", None) or "",
             system_prompt_file=getattr(args, "system_prompt_file", None),
+            system_prompt=getattr(args, "system_prompt", None) or "",
         )
 
     def read_system_prompt(self, cwd: Path) -> dict[str, str]:
         """Keyword arguments for ``build_system_prompt``; OSError when the file cannot be read."""
         parts: dict[str, str] = {}
+        if self.system_prompt.strip():
+            parts["base"] = self.system_prompt.strip()[:MAX_SYSTEM_PROMPT_CHARS] + "\n"
         if self.system_prompt_file is not None:
             path = Path(self.system_prompt_file).expanduser()
             path = path if path.is_absolute() else cwd / path

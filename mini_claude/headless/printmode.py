@@ -14,7 +14,6 @@ from mini_claude import events as ev
 from mini_claude.context.compact_notices import failure_notice
 from mini_claude.exit_codes import (
     EXIT_FAILED,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUTPUT_CLOSED,
     EXIT_USAGE,
@@ -22,15 +21,11 @@ from mini_claude.exit_codes import (
 from mini_claude.headless import HeadlessReporter, RunInfo, stop_signals
 from mini_claude.headless.options import HeadlessOptions
 from mini_claude.headless.safe_json import OutputClosed, write_or_close
-from mini_claude.project.imports import held_lines
-from mini_claude.project.instructions import build_system_prompt
-from mini_claude.protocol import ProviderError
+from mini_claude.headless.session_setup import SetupFailed, open_session, start_agent
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens, shorten_at_word
 from mini_claude.tools.base import deny_all
-from mini_claude.tools.permission_modes import mode_from_flags
-from mini_claude.tools.permission_rules import RuleError
 from mini_claude.tools.process import kill_live_groups
 from mini_claude.visible import visible
 
@@ -60,7 +55,7 @@ def run_print_mode(settings: Settings, cwd: Path, prompt: str, args: argparse.Na
         with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) cannot be written
             print("mini-claude: interrupted", file=sys.stderr)
         run.finish_interrupted()  # the JSON formats still end with a result
-        return EXIT_INTERRUPTED
+        return stop_signals.exit_code()  # SIGTERM: 143, as a shell reports it
     finally:
         kill_live_groups()  # no shell command outlives the run, however it ended
         stop_signals.last_words.remove(run.finish_interrupted)
@@ -90,54 +85,26 @@ async def _run(
     run: PrintRun | None = None,
 ) -> int:
     from mini_claude.agent.lifecycle import end_session
-    from mini_claude.providers import create_provider
     from mini_claude.session.custom_commands import prompt_events
-    from mini_claude.session.rewind import RewindError, resume_at
-    from mini_claude.session.wiring import Session, SessionError, startup_housekeeping
 
     stop_signals.cancel_in_loop()
     options = HeadlessOptions.from_args(args)
-    startup_housekeeping(settings)
+    # Nobody can be asked: what no rule or mode allows is refused (--yes allows it all).
     try:
-        extra_prompt = options.read_system_prompt(cwd)
-    except OSError as exc:
-        print(f"mini-claude: cannot read --system-prompt-file: {exc}", file=err)
-        return EXIT_USAGE
-    try:
-        flag_allow, flag_deny = options.flag_rules(cwd)
-    except RuleError as exc:
+        session = open_session(settings, cwd, args, deny_all, err)
+    except SetupFailed as exc:
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
-    try:
-        provider = create_provider(settings)
-    except ProviderError as exc:
-        print(f"mini-claude: {exc.message}", file=err)
-        return EXIT_USAGE
-    # Nobody can be asked: what no rule or mode allows is refused (--yes allows it all).
-    session = Session(settings, cwd, provider, deny_all, flag_allow=flag_allow,
-                      flag_deny=flag_deny, mode_flag=mode_from_flags(args))
-    session.system_prompt = build_system_prompt(
-        cwd, session.instructions, skills=session.skills.prompt_section(), **extra_prompt
-    )
     if session.project_hooks_status() in ("unknown", "denied"):
         print(f"mini-claude: {unapproved_settings_notice(session)}", file=err)
     try:
-        if args.continue_session or args.resume:
-            agent = session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
-            if getattr(args, "resume_at", None) is not None:
-                resume_at(agent, args.resume_at)
-        else:
-            agent = session.start_new()
-    except (SessionError, RewindError) as exc:
+        agent = start_agent(session, args, err)
+    except SetupFailed as exc:
         await session.provider.close()
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
     agent.context.notes_at_turn_end = False  # the run ends with this turn
     agent.context.max_requests = options.max_turns  # and no notes start in its last steps
-    for line in held_lines(list(session.instructions.held), cwd):
-        print(f"mini-claude: not loaded until approved in the REPL: {line}", file=err)
-    for warning in session.warnings:
-        print(f"warning: {visible(warning, one_line=True)}", file=err)
     reporter = PrintReporter(args.output_format, out, err)
     headless: HeadlessReporter | None = None
     try:
@@ -145,7 +112,10 @@ async def _run(
         await start_mcp_servers(session, getattr(args, "trust_project_mcp", False), err)
         if args.output_format in ("json", "stream-json"):
             narrate = reporter.narrate_only if args.output_format == "json" else None
-            headless = HeadlessReporter(args.output_format, out, narrate)
+            headless = HeadlessReporter(
+                args.output_format, out, narrate,
+                partial=bool(getattr(args, "include_partial_messages", False)),
+            )
             headless.begin(run_info(session, agent, options), agent)
             if run is not None:
                 run.headless = headless
@@ -172,8 +142,8 @@ async def _run(
                 file=err,
             )
     if headless is not None:
-        subtype = headless.finish()
-        return EXIT_OK if subtype == "success" else EXIT_FAILED
+        outcome = headless.finish()
+        return EXIT_OK if outcome is not None and not outcome.is_error else EXIT_FAILED
     reporter.finish(session.session_id, agent.stats())
     return EXIT_OK if reporter.error is None and not reporter.limited else EXIT_FAILED
 

@@ -8,15 +8,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mini_claude import events as ev
+from mini_claude.headless.claude_names import OURS, ToolNames
 from mini_claude.headless.lines import (
     Line,
     Outcome,
     RunInfo,
     Subtype,
-    assistant_line,
+    assistant_lines,
     init_line,
+    model_usage,
     own_line,
+    permission_denied_line,
     result_line,
+    text_delta_line,
     tool_result_line,
 )
 from mini_claude.headless.safe_json import OutputClosed, dumps_line, json_safe, write_or_close
@@ -45,8 +49,13 @@ class HeadlessReporter:
         out: TextIO,
         narrate: Callable[[ev.Event], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        partial: bool = False,
+        names: ToolNames = OURS,
     ) -> None:
         self.streaming = output_format == "stream-json"
+        self.partial = partial  # --include-partial-messages: stream_event lines
+        self.names = names
         self.out = out
         self.narrate = narrate
         self.clock = clock
@@ -58,6 +67,8 @@ class HeadlessReporter:
         self.last_text = ""
         self.last_had_tools = False
         self.error: str | None = None
+        self.error_kind = ""
+        self.error_status: int | None = None
         self.limit_reached = False
         self.num_turns = 0
         self.api_seconds = 0.0
@@ -77,7 +88,7 @@ class HeadlessReporter:
         self.agent = agent
         self.peak_context = agent.status().tokens
         if self.streaming:
-            self._write(init_line(info))
+            self._write(init_line(info, self.names))
 
     def handle(self, event: ev.Event) -> None:
         self._track(event)
@@ -89,10 +100,14 @@ class HeadlessReporter:
         if isinstance(event, ev.AssistantMessage):
             usage = self._last_usage
             recorded = self.agent.transcript.last_message_id if self.agent is not None else ""
-            self._write(assistant_line(event.message, session_id, self.info.model, usage,
-                                       recorded))
+            for block_line in assistant_lines(event.message, session_id, self.info.model, usage,
+                                        recorded, self.names):
+                self._write(block_line)
         elif isinstance(event, ev.ToolFinished):
             self._write(tool_result_line(event, session_id))
+        elif isinstance(event, ev.TextDelta):
+            if self.partial:
+                self._write(text_delta_line(event.text, session_id))
         else:
             line = own_line(event, session_id)
             if line is not None:
@@ -126,6 +141,8 @@ class HeadlessReporter:
         elif isinstance(event, ev.TurnError):
             self._end_call(now)
             self.error = event.message
+            self.error_kind = event.kind
+            self.error_status = event.status
         elif isinstance(event, ev.TurnLimitReached):
             self.limit_reached = True
 
@@ -146,45 +163,58 @@ class HeadlessReporter:
             if index in self._claimed_denials or denied.tool_name != event.name:
                 continue
             self._claimed_denials.add(index)
-            self._denials.append(
-                {
-                    "tool_name": denied.tool_name,
-                    "tool_use_id": event.id,
-                    "tool_input": json_safe(denied.tool_input),
-                }
-            )
+            denial = {
+                "tool_name": self.names.name(denied.tool_name),
+                "tool_use_id": event.id,
+                "tool_input": json_safe(self.names.input(denied.tool_name, denied.tool_input)),
+            }
+            self._denials.append(denial)
+            if self.streaming and self.info is not None:
+                self._write(permission_denied_line(denial, result.content,
+                                                   self.info.session_id))
             return
 
     # ---- the result -------------------------------------------------------------------
 
-    def finish(self, *, interrupted: bool = False) -> Subtype | None:
-        """Write the result line (once); returns its subtype, None if already written."""
+    def finish(self, *, interrupted: bool = False) -> Outcome | None:
+        """Write the result line (once); returns its outcome, None if already written."""
         if self.finished or self.info is None:
             return None
         self.finished = True
         outcome = self.outcome(interrupted=interrupted)
         self._write(result_line(outcome, self.info.session_id))
-        return outcome.subtype
+        return outcome
 
     def outcome(self, *, interrupted: bool = False) -> Outcome:
+        """As Claude Code reports it: a refused model call is a "success" that is an error,
+        its text the result; the turn that hit --max-turns counts as one more turn."""
         subtype: Subtype = "success"
         errors: list[str] = []
+        reason, turns, failed = "completed", self.num_turns, False
         if interrupted:
-            subtype, errors = "error_during_execution", [INTERRUPTED]
+            subtype, errors, reason = "error_during_execution", [INTERRUPTED], "aborted"
         elif self.error is not None:
-            subtype, errors = "error_during_execution", [self.error]
+            failed = True
+            reason = "prompt_too_long" if self.error_kind == "prompt_too_long" else "api_error"
         elif self.limit_reached:
-            turns = self.num_turns
-            subtype, errors = "error_max_turns", [f"reached the limit of {turns} model calls"]
-        success = subtype == "success"
+            subtype, reason, turns = "error_max_turns", "max_turns", self.num_turns + 1
+            errors = [f"reached the limit of {self.num_turns} model calls"]
+        success = subtype == "success" and not failed
         agent = self.agent
         costs = agent.costs if agent is not None else None
+        if failed:
+            result = self.error or ""
+        elif success and self.final_text is not None:
+            result = self.final_text
+        else:
+            result = self.last_text
+        info = self.info
         return Outcome(
             subtype=subtype,
             is_error=not success,
-            result=self.final_text if success and self.final_text is not None else self.last_text,
+            result=result,
             stop_reason=self.stop_reason if success else self._last_stop_reason(),
-            num_turns=self.num_turns,
+            num_turns=turns,
             duration_ms=round((self.clock() - self.started_at) * 1000),
             duration_api_ms=round(self.api_seconds * 1000),
             total_cost_usd=costs.dollars if costs is not None else 0.0,
@@ -197,6 +227,13 @@ class HeadlessReporter:
             context_window=self.info.context_window if self.info is not None else 0,
             requests=costs.requests if costs is not None else 0,
             cost_known=costs.priced if costs is not None else True,
+            terminal_reason=reason,
+            api_error_status=self.error_status if failed else None,
+            model_usage=model_usage(
+                costs.by_model if costs is not None else {},
+                info.context_window if info is not None else 0,
+                agent.settings.max_output_tokens if agent is not None else 0,
+            ),
         )
 
     def _last_stop_reason(self) -> str | None:

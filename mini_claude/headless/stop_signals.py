@@ -30,6 +30,14 @@ EXIT_GRACE_SECONDS = 2.0
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # Called (once each) before a forced exit: print mode's result line.
 last_words: list[Callable[[], None]] = []
+# The stop signals received, in order (the exit code names the first).
+received: list[int] = []
+
+
+def exit_code() -> int:
+    """128 + the signal that stopped the run, as a shell reports it (SIGTERM: 143); 130
+    when none did (Ctrl-C reached us as KeyboardInterrupt)."""
+    return 128 + received[0] if received else EXIT_INTERRUPTED
 
 
 def _force_exit() -> None:
@@ -39,7 +47,7 @@ def _force_exit() -> None:
     for words in list(last_words):
         with contextlib.suppress(Exception):
             words()
-    os._exit(EXIT_INTERRUPTED)
+    os._exit(exit_code())
 
 
 def _start_watchdog() -> None:
@@ -49,6 +57,7 @@ def _start_watchdog() -> None:
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    received.append(signum)
     _start_watchdog()
     raise KeyboardInterrupt
 
@@ -61,18 +70,20 @@ def cancel_in_loop() -> None:
     if task is None:
         return
 
-    def stop() -> None:
+    def stop(signum: int) -> None:
+        received.append(signum)
         _start_watchdog()
         task.cancel()
 
     loop = asyncio.get_running_loop()
     for sig in STOP_SIGNALS:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop)
+            loop.add_signal_handler(sig, stop, sig)
 
 
 def install() -> Callable[[], None]:
     """Route both signals to the interrupt; returns a function that puts the old ones back."""
+    received.clear()
     previous = {sig: signal.signal(sig, _interrupt) for sig in STOP_SIGNALS}
 
     def restore() -> None:

@@ -32,7 +32,7 @@ CLAUDE_JSON_NAME = ".claude.json"
 CLAUDE_JSON_LIMIT = 64 * 1024 * 1024  # Claude Code keeps history there too: it can grow
 
 Scope = Literal["user", "project", "local"]
-Transport = Literal["stdio", "http"]
+Transport = Literal["stdio", "http", "sdk"]  # sdk: hosted by the controlling program
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 NEVER_EXPANDED_IN_PROJECT = frozenset({"ANTHROPIC_API_KEY", "OPENAI_API_KEY"})
@@ -92,6 +92,8 @@ class ServerConfig:
         """What will run, in one line: the command line, or the URL."""
         if self.transport == "http":
             return self.url
+        if self.transport == "sdk":
+            return "hosted by the controlling program"
         return " ".join([self.command, *self.args])
 
 
@@ -126,6 +128,18 @@ def load_config(
         return None
     if isinstance(data, str):
         return ConfigFile(path, scope, (), (data,), b"")
+    return parse_config(data, path, scope, environ, allowed, secrets)
+
+
+def parse_config(
+    data: object,
+    path: Path,
+    scope: Scope,
+    environ: Mapping[str, str],
+    allowed: frozenset[str] = frozenset(),
+    secrets: tuple[str, ...] = (),
+) -> ConfigFile:
+    """The servers of a config already read (a file, or ``--mcp-config`` JSON)."""
     raw_servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(raw_servers, dict):
         shape = f'{path}: expected {{"mcpServers": {{...}}}}'
@@ -177,6 +191,8 @@ def _parse_server(
     if not isinstance(entry, dict):
         return None, "must be an object"
     kind = entry.get("type", "http" if "url" in entry else "stdio")
+    if kind == "sdk":
+        return ServerConfig(name, scope, "sdk"), None
     if kind in ("http", "streamable-http", "streamable_http"):
         raw_url = entry.get("url")
         url = expand(raw_url) if isinstance(raw_url, str) else ""

@@ -50,6 +50,8 @@ class RemoteTool:
 
 
 ReadyCallback = Callable[["ServerConnection", list[RemoteTool]], None]
+# The MCP transport of an ``sdk`` server, by its name (the controlling program's channel).
+SdkTransport = Callable[[str], Any]
 
 
 class ServerConnection:
@@ -63,8 +65,10 @@ class ServerConnection:
         call_timeout: float,
         on_ready: ReadyCallback,
         on_failed: Callable[[ServerConnection], None] | None = None,
+        sdk_transport: SdkTransport | None = None,
     ) -> None:
         self.config = config
+        self.sdk_transport = sdk_transport
         self.root = root
         self.log_dir = log_dir
         self.connect_timeout = connect_timeout
@@ -172,6 +176,11 @@ class ServerConnection:
         from mcp.client.streamable_http import streamable_http_client
 
         config = self.config
+        if config.transport == "sdk":
+            if self.sdk_transport is None:
+                raise McpCallError("an sdk server needs a controlling program "
+                                   "(--input-format stream-json)")
+            return Client(self.sdk_transport(config.name))
         if config.transport == "http":
             http_client = _http_client(dict(config.headers)) if config.headers else None
             if http_client is not None:

@@ -22,7 +22,7 @@ from mini_claude.mcp.config import (
     load_claude_configs,
     load_configs,
 )
-from mini_claude.mcp.connection import RemoteTool, ServerConnection, route_sdk_logs
+from mini_claude.mcp.connection import RemoteTool, SdkTransport, ServerConnection, route_sdk_logs
 from mini_claude.mcp.tool import McpTool, tool_name
 from mini_claude.project.trust import ProjectTrust, TrustStatus
 from mini_claude.secrets import api_keys
@@ -74,6 +74,8 @@ class McpManager:
         self._project_allowed = False
         self._started = False
         self._tools_by_server: dict[str, list[str]] = {}
+        self.flag_files: list[ConfigFile] = []  # --mcp-config
+        self.sdk_transport: SdkTransport | None = None  # for servers the controller hosts
         for config in self._files():
             if config is not None:
                 self.notices.extend(config.problems)
@@ -81,7 +83,8 @@ class McpManager:
     def _files(self) -> list[ConfigFile | None]:
         """Every file read, lowest precedence first (a later one's server of the same name
         wins): ours and Claude Code's user scope, the project's, Claude Code's local scope."""
-        return [self.user_file, self.claude_user_file, self.project_file, self.local_file]
+        return [self.user_file, self.claude_user_file, self.project_file, self.local_file,
+                *self.flag_files]
 
     # ---- what may run ---------------------------------------------------------------
 
@@ -89,6 +92,16 @@ class McpManager:
     def configured(self) -> bool:
         """Any server defined at all (when not, nothing here ever imports the SDK)."""
         return any(f is not None and f.servers for f in self._files())
+
+    def use_flag_configs(self, files: list[ConfigFile], *, strict: bool) -> None:
+        """``--mcp-config`` servers, ranked above the files; ``--strict-mcp-config``: only
+        them."""
+        self.flag_files = list(files)
+        if strict:
+            self.user_file = self.project_file = None
+            self.claude_user_file = self.local_file = None
+        for file in files:
+            self.notices.extend(file.problems)
 
     @property
     def project_servers(self) -> tuple[ServerConfig, ...]:
@@ -151,6 +164,7 @@ class McpManager:
                 call_timeout=self.settings.mcp_tool_timeout_seconds,
                 on_ready=self._register,
                 on_failed=self._failed,
+                sdk_transport=self.sdk_transport,
             )
             self.connections[config.name] = connection
             connection.start()

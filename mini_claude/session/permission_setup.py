@@ -19,6 +19,7 @@ from mini_claude.project.trust import ProjectTrust
 from mini_claude.sandbox.state import session_sandbox
 from mini_claude.session.settings_files import (
     RuleScope,
+    SettingsFile,
     SettingsLayers,
     add_rule,
     claude_rule_text,
@@ -62,11 +63,13 @@ class PermissionSetup:
         flag_deny: list[Rule],
         mode_flag: PermissionMode | None,
         known_tools: list[str] | None = None,
+        extra: list[SettingsFile] | None = None,
     ) -> PermissionSetup:
         layers = load_settings_layers(
             cwd, settings.home, settings.hook_timeout_seconds,
             claude_files=settings.read_claude_settings,
         )
+        layers.files.extend(extra or ())  # --settings, --add-dir: above every file
         setup = cls(settings, cwd, layers, flag_allow, flag_deny, mode_flag)
         setup.warnings.extend(layers.warnings)
         if layers.bypass_disabled():
@@ -154,6 +157,14 @@ class PermissionSetup:
         mode, _where = self.layers.default_mode(approved)
         if first or permissions.mode == "default":
             permissions.set_mode(mode or "default")
+
+    def add_directory(self, folder: Path) -> None:
+        """``/add-dir``: one more folder counts as the project's, for the rest of the session
+        (a layer of the user's own, so a later approval keeps it)."""
+        self.layers.files.append(SettingsFile(Path("/add-dir"), "user", b"",
+                                              additional_directories=[folder]))
+        self.permissions.additional_directories = self.layers.additional_directories(
+            self.project_approved)
 
     def default_mode_source(self) -> str:
         """Where the mode in force came from, as ``/permissions`` says it."""

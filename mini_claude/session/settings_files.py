@@ -315,6 +315,19 @@ def _read(
     if not isinstance(data, dict):
         warnings.append(f"{path} must hold a JSON object; it is not used")
         return None
+    return settings_from_json(data, path, scope, cwd, hook_timeout, warnings, content)
+
+
+def settings_from_json(
+    data: dict[str, Any],
+    path: Path,
+    scope: Scope,
+    cwd: Path,
+    hook_timeout: float,
+    warnings: list[str],
+    content: bytes = b"",
+) -> SettingsFile:
+    """One settings object already read (a file, or ``--settings`` JSON)."""
     found = SettingsFile(path, scope, content)
     _read_permissions(data.get("permissions"), found, cwd, warnings)
     found.env = _env(data.get("env"), path, warnings)
@@ -428,6 +441,9 @@ def _api_key_helper(value: object, path: Path, scope: Scope,
                         "(~/.claude/settings.json); a project cannot name where keys come from")
         return None
     return value
+def with_our_tool_names(hook: HookCommand) -> HookCommand:
+    """A hook whose Claude Code matcher also matches our names for the tools."""
+    return _with_our_tool_names(hook)
 
 
 def _with_our_tool_names(hook: HookCommand) -> HookCommand:

@@ -23,6 +23,7 @@ from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
 from mini_claude.models import resolve_model
 from mini_claude.private_dirs import ensure_private_dir
+from mini_claude.project.agent_types import AgentType
 from mini_claude.project.commands import CommandCatalog, find_commands
 from mini_claude.project.instructions import (
     ProjectInstructions,
@@ -39,6 +40,7 @@ from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
 from mini_claude.session.lock import SessionBusy, SessionLock, lock_path, sweep_stale_locks
 from mini_claude.session.permission_setup import PermissionSetup
+from mini_claude.session.settings_files import SettingsFile
 from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
 from mini_claude.tools.background import BackgroundShells
@@ -90,6 +92,13 @@ class Session:
     flag_allow: list[Rule] = field(default_factory=list)
     flag_deny: list[Rule] = field(default_factory=list)
     mode_flag: PermissionMode | None = None
+    # Settings from the command line or the controlling program (--settings, --add-dir,
+    # its hooks), ranked above every file; sub-agent types from --agents.
+    extra_settings: list[SettingsFile] = field(default_factory=list)
+    extra_agents: dict[str, AgentType] = field(default_factory=dict)
+    # --system-prompt(-file) ("base") and --append-system-prompt ("append"), kept across
+    # every rebuild of the system prompt.
+    system_prompt_parts: dict[str, str] = field(default_factory=dict)
     mcp: McpManager = field(init=False)
     # Stamps saved results' file names; a benchmark passes its simulated clock for the same bytes.
     wall_clock: Callable[[], float] = time.time
@@ -116,13 +125,14 @@ class Session:
         if not self.skills.skills:
             self.registry.remove("skill")  # nothing to load: no tool to offer
         self.system_prompt = build_system_prompt(
-            self.cwd, self.instructions, skills=self.skills.prompt_section()
+            self.cwd, self.instructions, skills=self.skills.prompt_section(),
+            **self.system_prompt_parts,
         )
         if self.settings.task_tool and self.registry.get(TASK_TOOL) is None:
             self.warnings.extend(add_task_tool(self))
         self.permission_setup = PermissionSetup.load(
             self.settings, self.cwd, self.flag_allow, self.flag_deny, self.mode_flag,
-            known_tools=self.registry.names(),
+            known_tools=self.registry.names(), extra=self.extra_settings,
         )
         self.warnings.extend(self.permission_setup.warnings)
         self.permission_setup.permissions.on_change.append(self._record_plan_approval)
@@ -216,7 +226,8 @@ class Session:
             return
         self.instructions = find_instructions(self.cwd, self.settings.home)
         self.system_prompt = build_system_prompt(
-            self.cwd, self.instructions, skills=self.skills.prompt_section()
+            self.cwd, self.instructions, skills=self.skills.prompt_section(),
+            **self.system_prompt_parts,
         )
         agent: Agent | None = getattr(self, "agent", None)
         if agent is not None and not agent.conversation.messages:

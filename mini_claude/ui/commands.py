@@ -506,6 +506,23 @@ async def vim_command(repl: ReplHost, argument: str) -> Outcome:
     return Outcome.CONTINUE
 
 
+async def add_dir_command(repl: ReplHost, argument: str) -> Outcome:
+    from mini_claude.claude_flags import FlagError, add_directories
+
+    if not argument.strip():
+        repl.console.print(note("usage: /add-dir <path>"))
+        return Outcome.CONTINUE
+    session = repl.session
+    try:
+        (folder,) = add_directories([argument.strip()], session.cwd)
+    except FlagError as exc:
+        repl.console.print(note(str(exc).replace("--add-dir", "/add-dir")))
+        return Outcome.CONTINUE
+    session.permission_setup.add_directory(folder)
+    repl.console.print(note(f"tools may now read and edit in {folder}"))
+    return Outcome.CONTINUE
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("help", "show commands and keys", help_command),
     Command("compact", "summarize the conversation now to free context", compact_command,
@@ -550,5 +567,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("memory", "edit a memory file (CLAUDE.md) in $EDITOR", memory_command),
     Command("init", "study the project and write its CLAUDE.md", init_command,
             argument="[focus]"),
+    Command("add-dir", "let tools read and edit in one more folder", add_dir_command,
+            argument="<path>"),
     Command("exit", "leave mini-claude", exit_command, ("quit",)),
 )

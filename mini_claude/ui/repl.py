@@ -87,6 +87,7 @@ NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the pro
                   "for non-interactive use")
 
 INTERRUPT_REPEAT_SECONDS = 1.0
+SHORT_ID = 8  # of a session id in the header: enough for -r, short enough for the line
 INTERRUPTED_COMPACTION = "Interrupted · compaction cancelled; the conversation is as it was"
 EXIT_COMMANDS = ("exit", "quit")
 EXIT_AFTER_TURN = "/exit"  # what Ctrl-D typed during a turn queues
@@ -135,7 +136,7 @@ async def _start_with_session(settings: Settings, cwd: Path, args: argparse.Name
         if args.continue_session or args.resume:
             session.resume(args.resume, fork=bool(getattr(args, "fork_session", False)))
         else:
-            session.start_new()
+            session.start_new(getattr(args, "session_id", None))
     except SessionError as exc:
         console.print(error_line(str(exc)))
         await session.provider.close()
@@ -704,7 +705,7 @@ class Repl:
             settings.model + _endpoint_label(settings.base_url),
             f"{short_tokens(settings.window)} window",
             _short_path(self.cwd),
-            f"session {known.session_id}",
+            f"session {known.session_id[:SHORT_ID]}",  # a prefix -r takes
         ]
         files = [_short_path(p) for p in known.instructions.paths]
         parts.append("instructions: " + (", ".join(files) if files else "none"))

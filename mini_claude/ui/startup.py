@@ -53,6 +53,8 @@ def can_start_before_session(settings: Settings, cwd: Path, args: argparse.Names
 def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Session:
     """A session as the REPL builds it: the mode from --permission-mode / --yes, rules from the
     tool flags (parsed as print mode parses them; the CLI checked them already)."""
+    from mini_claude.claude_flags import agents_flag
+    from mini_claude.headless.session_setup import agent_types, flag_mcp_configs, flag_settings
     from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session, startup_housekeeping
     from mini_claude.tools.permission_modes import mode_from_flags
@@ -62,15 +64,28 @@ def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Sess
     startup_housekeeping(settings)
     flag_allow, flag_deny = flag_rules(getattr(args, "allowed_tools", None),
                                        getattr(args, "disallowed_tools", None), cwd)
+    appended = (getattr(args, "append_system_prompt", None) or "").strip()
+    warnings: list[str] = []
     session = Session(settings, cwd, create_provider(settings), TerminalApprover(),
-                      flag_allow=flag_allow, flag_deny=flag_deny, mode_flag=mode_from_flags(args))
+                      flag_allow=flag_allow, flag_deny=flag_deny, mode_flag=mode_from_flags(args),
+                      system_prompt_parts={"append": appended} if appended else {},
+                      extra_settings=flag_settings(args, settings, cwd, warnings),
+                      extra_agents=agent_types(agents_flag(getattr(args, "agents", None))))
+    session.warnings.extend(warnings)
+    mcp_files = flag_mcp_configs(args, cwd)
+    if mcp_files or getattr(args, "strict_mcp_config", False):
+        session.mcp.use_flag_configs(mcp_files, strict=bool(getattr(args, "strict_mcp_config",
+                                                                    False)))
     if getattr(args, "trust_project_mcp", False):
         session.mcp.approve_project(remember=False)
     return session
 
 
 def first_message(args: argparse.Namespace) -> str | None:
-    """``mini-claude "explain this"``: the REPL starts with that message."""
+    """``mini-claude "explain this"``: the REPL starts with that message; ``-r`` without an
+    id starts with the session picker."""
+    if getattr(args, "resume", None) == "":
+        return "/resume"
     prompt = getattr(args, "prompt", None)
     return prompt if isinstance(prompt, str) and prompt.strip() else None
 
@@ -136,7 +151,7 @@ class SessionStarter:
     def __post_init__(self) -> None:
         from mini_claude.transcript import new_session_id
 
-        self.session_id = new_session_id()
+        self.session_id = getattr(self.args, "session_id", None) or new_session_id()
         self.instructions = find_instructions(self.cwd, self.settings.home)
 
     def idle_status(self) -> ContextStatus:

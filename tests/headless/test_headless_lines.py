@@ -16,7 +16,7 @@ from mini_claude.headless.lines import (
     UNPUBLISHED,
     Outcome,
     RunInfo,
-    assistant_line,
+    assistant_lines,
     init_line,
     own_line,
     result_line,
@@ -69,20 +69,27 @@ def test_messages_and_init_and_results_validate() -> None:
                    24_000, 18_000, 15_300, None)
     lines: list[dict[str, Any]] = [
         init_line(info),
-        assistant_line(message, SID, "sim-sonnet", None),
-        assistant_line(message, SID, "sim-sonnet", Usage(1, 2, 3, 4)),
+        *assistant_lines(message, SID, "sim-sonnet", None),
+        *assistant_lines(message, SID, "sim-sonnet", Usage(1, 2, 3, 4)),
         tool_result_line(
             ev.ToolFinished("toolu_1", "read_file", ToolResultBlock("toolu_1", "x", True)), SID
         ),
     ]
-    for subtype, is_error in [("success", False), ("error_max_turns", True),
-                              ("error_during_execution", True)]:
+    for subtype, is_error, reason in [("success", False, "completed"),
+                                      ("error_max_turns", True, "max_turns"),
+                                      ("error_during_execution", True, "aborted")]:
         outcome = Outcome(subtype, is_error, "answer", "end_turn", 2, 10, 5, 0.5, Usage(),
-                          errors=["why"] if is_error else [])
+                          errors=["why"] if is_error else [], terminal_reason=reason)
         lines.append(result_line(outcome, SID))
+    refused = Outcome("success", True, "API error", None, 0, 10, 5, 0.0, Usage(),
+                      terminal_reason="api_error", api_error_status=529)
+    lines.append(result_line(refused, SID))
     for line in lines:
         VALIDATOR.validate(line)
-    assert lines[2]["message"]["usage"]["cache_read_input_tokens"] == 2
+    assert lines[4]["message"]["usage"]["cache_read_input_tokens"] == 2
+    # one line per content block, as Claude Code writes a reply
+    assert [line["message"]["content"][0]["type"] for line in lines[1:3]] == ["text", "tool_use"]
+    assert lines[1]["message"]["id"] == lines[2]["message"]["id"]
 
 
 def test_a_result_that_contradicts_itself_is_rejected_by_the_schema() -> None:
