@@ -24,10 +24,9 @@ from mini_claude.settings import ENV_NAMES
 UNSUPPORTED_FLAGS: dict[str, str] = {
     "--max-budget-usd": "no spending cap is enforced; use --max-turns",
     "--task-budget": "no task budget is enforced; use --max-turns",
-    "--fallback-model": "no fallback model is used",
     "--betas": "no beta headers are sent",
     "--resume-drops-turn": "use --resume-at",
-    "--setting-sources": "the settings files in use are listed in the README",
+    "--setting-sources": "the settings files in use are listed in docs/permissions.md",
     "--plugin-dir": "plugins are not loaded",
     "--include-hook-events": "hook runs are not written as lines",
     "--session-mirror": "transcripts are written to the mini-claude home only",

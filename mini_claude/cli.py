@@ -34,7 +34,7 @@ environment:
   MINI_CLAUDE_HOME                        where transcripts and results go (~/.mini-claude)
   MINI_CLAUDE_AUTO_COMPACT=0              turn auto-compact off
   MINI_CLAUDE_AUTOCOMPACT_PCT             auto-compact threshold (default 85)
-  (every other threshold: see README, "Settings")
+  (every other setting: docs/configuration.md)
 
 subcommands:
   mini-claude bench                       run the long-session benchmark

@@ -449,7 +449,7 @@ async def config_command(repl: ReplHost, argument: str) -> Outcome:
     layered = layered_environment(repl.cwd, os.environ).values
     dotenv = {k: v for k, v in layered.items() if os.environ.get(k) != v}
     repl.console.print(Text("Settings not at their defaults, and where each came from "
-                            "(the README's Settings lists them all):", style="bold"))
+                            "(docs/configuration.md lists them all):", style="bold"))
     repl.console.print(config_table(repl.settings, os.environ, dotenv))
     return Outcome.CONTINUE
 

@@ -53,7 +53,7 @@ def test_comma_joined_tool_rules_allow_each_tool(
     assert (tmp_path / "project" / "a.txt").read_text() == "x\n"
 
 
-@pytest.mark.parametrize("flag", ["--max-budget-usd", "--fallback-model", "--json-schema"])
+@pytest.mark.parametrize("flag", ["--max-budget-usd", "--betas", "--json-schema"])
 def test_flags_we_cannot_honour_are_refused_in_one_line(
     recorder: Recorder, capsys: pytest.CaptureFixture[str], flag: str
 ) -> None:
