@@ -60,17 +60,23 @@ class StallRun:
 
     def stalls(self) -> list[float]:
         """Seconds beyond a normal step that the step holding each compaction took."""
+        return [stall for stall, _ in self.stalls_with_kind()]
+
+    def stalls_with_kind(self) -> list[tuple[float, bool]]:
+        """Each compaction's stall, and whether the compaction was a summary call (not notes
+        that had arrived, not the cheap tiers)."""
         starts, normal = self.step_times(), self.normal_step()
-        ends = [t for t, e in self.timeline
-                if isinstance(e, (ev.CompactionFinished, ev.CompactionFailed))]
-        stalls = []
-        for end in ends:
+        found = []
+        for end, event in self.timeline:
+            if not isinstance(event, (ev.CompactionFinished, ev.CompactionFailed)):
+                continue
             before = max((s for s in starts if s <= end), default=None)
             after = min((s for s in starts if s > end), default=None)
             if before is None or after is None:
                 continue  # at the turn's very start or end: no step to compare with
-            stalls.append(max(0.0, after - before - normal))
-        return stalls
+            summary = isinstance(event, ev.CompactionFinished) and not event.from_notes
+            found.append((max(0.0, after - before - normal), summary))
+        return found
 
     def worst_step_excess(self) -> float:
         """The longest any step stood still beyond normal, compaction or not."""
