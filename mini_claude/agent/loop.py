@@ -150,8 +150,9 @@ class Agent:
         (after the current step's tool results, or as a message of its own when the
         model has just answered). False, and nothing queued, for blank text.
 
-        Any front end may call it while :meth:`turn` runs; what is still waiting when the
-        turn ends early (an interruption, an error) is returned by :meth:`take_steering`.
+        Any front end may call it, on the event loop's thread, while :meth:`turn` runs (or
+        just before); what is still waiting when the turn ends early (an interruption, an
+        error) is returned by :meth:`take_steering`.
         """
         return self.steering.add(text)
 
