@@ -4,8 +4,7 @@ all speak from the same table."""
 from __future__ import annotations
 
 from mini_claude.bench.report import HISTORY_EDITING_TIERS, LOSS_CAUSES
-from mini_claude.protocol import TierReport
-from mini_claude.tiers import TIERS, tier_row
+from mini_claude.protocol import TIERS, TierReport, tier_row
 from mini_claude.ui.render import tier_summary
 from tests.support.printing import SCHEMA
 

@@ -1,7 +1,8 @@
 """Tool calls whose output is shown while they run, and kept when they are interrupted.
 
 The agent opens a :class:`CallProgress` for every call; tools that print as they
-work (``streams_output``) feed it. Its updates reach the faces as events, and
+work (their traits say ``streams_output``) feed it. Its updates reach the faces as
+events, and
 what a call printed before an interrupt is what the model is told it printed.
 """
 
@@ -13,11 +14,6 @@ from mini_claude.conversation import ToolUseBlock
 from mini_claude.protocol import ToolProgress
 from mini_claude.tools.base import ToolContext
 from mini_claude.tools.progress import CallProgress
-
-
-def streams_output(tool: object) -> bool:
-    """The tool reports live output, so it runs beside the event loop of the turn."""
-    return bool(getattr(tool, "streams_output", False))
 
 
 class LiveCalls:

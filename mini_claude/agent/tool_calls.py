@@ -24,7 +24,7 @@ from mini_claude.agent.current_call import CURRENT_CALL
 from mini_claude.agent.history import AdmittedResult
 from mini_claude.agent.hooks import HookOutcome, HookRunner
 from mini_claude.agent.lifecycle import LifecycleHooks
-from mini_claude.agent.live_calls import LiveCalls, streams_output
+from mini_claude.agent.live_calls import LiveCalls
 from mini_claude.agent.loop_guard import LoopGuard, Thresholds
 from mini_claude.agent.step_end import StepEnd
 from mini_claude.conversation import ToolUseBlock
@@ -85,7 +85,7 @@ class ToolCalls:
                 for use in batch:
                     yield ev.ToolStarted(use.id, use.name, use.input)
                 if len(batch) == 1 and not self._runs_concurrently(batch[0]) and not (
-                    streams_output(self.registry.get(batch[0].name))
+                    self.registry.traits(batch[0].name).streams_output
                 ):
                     outputs.append(await self._execute(batch[0]))
                 else:
@@ -114,7 +114,7 @@ class ToolCalls:
     # ---- calls that run together (sub-agents) -----------------------------------------
 
     def _runs_concurrently(self, use: ToolUseBlock) -> bool:
-        return bool(getattr(self.registry.get(use.name), "concurrent", False))
+        return self.registry.traits(use.name).concurrent
 
     def batches(self, uses: list[ToolUseBlock]) -> list[list[ToolUseBlock]]:
         """Calls in order; neighbouring calls of a concurrent tool (task) form one batch."""
@@ -206,7 +206,10 @@ class ToolCalls:
 
     def _with_rules(self, use: ToolUseBlock, output: ToolOutput) -> ToolOutput:
         """A path-scoped rule the call brings in rides on its result (the newest message)."""
-        reminder = None if output.is_error else self.path_rules.reminder_for(use.name, use.input)
+        argument = self.registry.traits(use.name).file_argument
+        if output.is_error or argument is None:
+            return output
+        reminder = self.path_rules.reminder_for(use.input.get(argument))
         return replace(output, content=f"{output.content}\n\n{reminder}") if reminder else output
 
     def _with_hook_feedback(self, output: ToolOutput, outcome: HookOutcome) -> ToolOutput:

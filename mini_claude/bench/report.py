@@ -20,7 +20,7 @@ from mini_claude.bench.runner import (
     RunResult,
 )
 from mini_claude.bench.timing import response_seconds
-from mini_claude.tiers import at_admission, cost_rows
+from mini_claude.protocol import at_admission, cost_rows
 
 # Tiers whose edit changes old history and so breaks the prompt cache from that point on.
 HISTORY_EDITING_TIERS = tuple(cost_rows())  # budget, snip, microcompact, compact

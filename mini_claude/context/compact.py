@@ -55,6 +55,7 @@ from mini_claude.protocol import (
 )
 from mini_claude.sanitize import clean_text
 from mini_claude.settings import Settings
+from mini_claude.tools.kinds import known_tools
 
 REASONS = frozenset(get_args(CompactReason))
 
@@ -70,7 +71,6 @@ FILES_SHARE = 0.10  # re-attached files together (also capped by settings)
 # refused.
 THRASH_MIN_NEW_WORK = 3
 THRASH_STRIKES = 2
-NOT_WORK_TOOLS = frozenset({"compact"})
 
 THRASH_WARNING = (
     "auto-compact paused: the context filled up again right after the last compaction with "
@@ -553,7 +553,7 @@ def _work_in(messages: Sequence[Message], known_files: frozenset[str]) -> int:
         if message.is_plain_user_message:
             work += 1
         for use in message.tool_uses:
-            if use.name in NOT_WORK_TOOLS:
+            if not known_tools().traits(use.name).is_work:
                 continue
             if _rereads(use, known_files):
                 continue  # reading back what the summary replaced is not progress
@@ -562,8 +562,9 @@ def _work_in(messages: Sequence[Message], known_files: frozenset[str]) -> int:
 
 
 def _rereads(use: ToolUseBlock, known_files: frozenset[str]) -> bool:
-    path = use.input.get("path")
-    return use.name == "read_file" and isinstance(path, str) and path_key(path) in known_files
+    traits = known_tools().traits(use.name)
+    path = use.input.get(traits.file_argument) if traits.file_argument else None
+    return traits.kind == "read" and isinstance(path, str) and path_key(path) in known_files
 
 
 def _state_of(conversation: Conversation) -> tuple[int, int, int]:

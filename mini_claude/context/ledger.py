@@ -32,15 +32,10 @@ from mini_claude.context.summary_request import is_boundary
 from mini_claude.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from mini_claude.settings import Settings
 from mini_claude.text import human_size
-from mini_claude.tools.kinds import ToolKind, known_tools
+from mini_claude.tools.kinds import known_tools
 
 SOURCE = "ledger"
 TITLE = "ledger of what this session has seen, newest first"
-# Kinds of tool whose calls name a file the files section lists (as the tools declare).
-FILE_KINDS: tuple[ToolKind, ...] = ("read", "edit")
-# Saved copies not worth a line: output drawn from the history itself, and file reads
-# (any tool of kind read), whose file the files section already names.
-UNLISTED_SAVED_TOOLS = frozenset({"search_history", "compact"})
 OUTCOME_CHARS = 120  # of a failed command's last output line
 SEPARATOR = " · "
 # Paths, numbers and separators take more tokens per character than prose: the
@@ -256,16 +251,19 @@ def _call_numbers(uses: list[ToolUseBlock], state: LedgerState) -> dict[str, int
 
 
 def _listed_when_saved(tool: str) -> bool:
-    return tool not in UNLISTED_SAVED_TOOLS and known_tools().traits(tool).kind != "read"
+    """Saved copies not worth a line: output drawn from the history itself, and file reads
+    (any tool of kind read), whose file the files section already names."""
+    traits = known_tools().traits(tool)
+    return not traits.from_history and traits.kind != "read"
 
 
 def _note_file(
     state: LedgerState, use: ToolUseBlock, result: ToolResultBlock | None, call: int
 ) -> None:
-    traits = known_tools().traits(use.name)
-    if traits.kind not in FILE_KINDS:
-        return
-    path = use.input.get(traits.rule_argument)
+    argument = known_tools().traits(use.name).file_argument
+    if argument is None:
+        return  # not a tool whose calls name a file the files section lists
+    path = use.input.get(argument)
     if not isinstance(path, str) or not path.strip():
         return
     if result is not None and result.is_error:
@@ -280,10 +278,11 @@ def _note_file(
 
 
 def _file_size(use: ToolUseBlock, result: ToolResultBlock | None) -> str:
-    if use.name == "write_file":
-        content = use.input.get("content")
-        return f"wrote {_lines(count_lines(content))}" if isinstance(content, str) else ""
-    if known_tools().traits(use.name).kind != "read" or result is None:
+    kind = known_tools().traits(use.name).kind
+    content = use.input.get("content")
+    if kind == "edit" and isinstance(content, str):
+        return f"wrote {_lines(count_lines(content))}"  # a whole file written
+    if kind != "read" or result is None:
         return ""
     lines = result.original_lines or count_lines(result.content)
     offset = use.input.get("offset")

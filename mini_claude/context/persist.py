@@ -21,11 +21,7 @@ from mini_claude.context.placeholders import (
 from mini_claude.conversation import ResultState, ToolResultBlock, ToolUseBlock, target_of
 from mini_claude.protocol import TierName, TierReport, ToolOutput
 from mini_claude.settings import Settings
-
-# Tools whose output is a page of a file that stays on disk, bounded by the tool itself
-# (``Settings.reads_page_themselves``): saving a copy would only make the model read the copy back,
-# and a preview invites answering from the preview alone.
-SELF_PAGED_TOOLS = frozenset({"read_file"})
+from mini_claude.tools.kinds import known_tools
 
 
 def admit_result(
@@ -50,7 +46,9 @@ def admit_result(
     ratio = chars_per_token or settings.chars_per_token
     size_bytes = utf8_size(content)
     save_failed = False
-    self_paged = use.name in SELF_PAGED_TOOLS and settings.reads_page_themselves
+    # A page of a file that stays on disk, bounded by the tool itself: saving a copy would
+    # only make the model read the copy back, and a preview invites answering from it alone.
+    self_paged = known_tools().traits(use.name).pages_itself and settings.reads_page_themselves
     if size_bytes > settings.persist_threshold_bytes and not self_paged:
         saved_path = store.save(use.name, content)
         if saved_path is not None:

@@ -39,6 +39,7 @@ from mini_claude.conversation import (
 )
 from mini_claude.plan import without_reminders
 from mini_claude.steering import steering_text
+from mini_claude.tools.kinds import known_tools
 
 ACK_TEXT = (
     "I have the summary of the earlier part of this session and the material attached to it; "
@@ -55,8 +56,6 @@ _FILE_HEADER = re.compile(
 )
 CLEARED_LABEL = "cleared at compaction"
 
-# Tools whose path argument names a file the session was working on.
-FILE_TOOLS = frozenset({"read_file", "edit_file", "write_file"})
 # Files larger than this are logs or data, not what the model was editing.
 MAX_REATTACH_FILE_BYTES = 4 * 1024 * 1024
 LINE_CHARS = 2_000
@@ -170,12 +169,13 @@ def touched_paths(messages: Sequence[Message]) -> set[str]:
 
 
 def _file_ref(use: ToolUseBlock) -> FileRef | None:
-    if use.name not in FILE_TOOLS:
-        return None
-    path = use.input.get("path")
+    traits = known_tools().traits(use.name)
+    if traits.file_argument is None:
+        return None  # not a tool that names the file the session was working on
+    path = use.input.get(traits.file_argument)
     if not isinstance(path, str) or not path.strip():
         return None
-    offset = use.input.get("offset") if use.name == "read_file" else None
+    offset = use.input.get("offset") if traits.pages_itself else None
     first = offset if isinstance(offset, int) and offset > 0 else 1
     return FileRef(path.strip(), first)
 

@@ -29,9 +29,9 @@ from pathlib import Path
 from mini_claude.project.boundary import ProjectBoundary
 from mini_claude.project.claude_tools import our_tool_names
 from mini_claude.safe_read import read_text_limited
+from mini_claude.tools.kinds import READING_KINDS, known_tools
 
 TEMPLATE_PACKAGE = "mini_claude.templates"
-READ_ONLY_TOOLS = ("read_file", "grep_search", "list_files")
 DEFAULT_TYPE = "explore"
 MAX_AGENT_FILE_CHARS = 40_000
 # The sub-agent keeps the session's model; any other name (an id or an alias such as
@@ -71,19 +71,20 @@ def _template(name: str) -> str:
 
 
 def builtin_types() -> list[AgentType]:
+    reading = known_tools().of_kind(*READING_KINDS)  # the read-only types' tools
     return [
         AgentType(
             "explore",
-            "searches and reads the project to answer a question (read-only: read_file, "
-            "grep_search, list_files); the default",
+            "searches and reads the project to answer a question (read-only: "
+            f"{', '.join(reading)}); the default",
             _template("agent-explore.md"),
-            READ_ONLY_TOOLS,
+            reading,
         ),
         AgentType(
             "plan",
             "studies the code and returns a step-by-step plan for a change (read-only)",
             _template("agent-plan.md"),
-            READ_ONLY_TOOLS,
+            reading,
         ),
         AgentType(
             "general",

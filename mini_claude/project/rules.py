@@ -11,10 +11,9 @@ rule is attached once per conversation, and re-attached after a summary.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pathspec
 
@@ -22,7 +21,6 @@ from mini_claude.project.boundary import ProjectBoundary
 from mini_claude.project.front_matter import read, string_list
 
 RULES_DIR = Path(".claude") / "rules"
-PATH_TOOLS = ("read_file", "edit_file", "write_file")
 BRACES = re.compile(r"\{([^{}]*)\}")
 
 
@@ -91,11 +89,11 @@ class PathRules:
         self.root = root
         self.loaded: list[Rule] = []
 
-    def reminder_for(self, tool: str, tool_input: Mapping[str, Any]) -> str | None:
+    def reminder_for(self, path: object) -> str | None:
         """The rules a read or edit of this path brings in for the first time, or None."""
-        if tool not in PATH_TOOLS or not self.rules:
+        if not isinstance(path, str) or not self.rules:
             return None
-        relative = self._relative(str(tool_input.get("path", "")))
+        relative = self._relative(path)
         if relative is None:
             return None
         new = [r for r in self.rules if r not in self.loaded and r.matches(relative)]

@@ -57,6 +57,16 @@ class Prepared:
 
 NOTHING_TO_ASK = Prepared()
 
+
+class NeverAsks:
+    """The base of a tool that never asks: it changes nothing the user has not approved
+    already (it reads the session's own state, or what an approved command started)."""
+
+    read_only = True
+
+    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        return NOTHING_TO_ASK
+
 Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
 
 

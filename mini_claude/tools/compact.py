@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mini_claude.protocol import CompactionRequested, ToolOutput, ToolSpec
-from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
+from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.kinds import ToolTraits
 
 SPEC = ToolSpec(
@@ -33,13 +33,9 @@ SPEC = ToolSpec(
 )
 
 
-class CompactTool:
+class CompactTool(NeverAsks):
     spec = SPEC
-    read_only = True
-    traits = ToolTraits(plan_mode=True)
-
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        return NOTHING_TO_ASK
+    traits = ToolTraits(plan_mode=True, from_history=True, is_work=False)
 
     async def run(
         self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import NOTHING_TO_ASK, PermissionRequest, Prepared, ToolContext
+from mini_claude.tools.base import NeverAsks, PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import error_output
 from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL, permissions_of
@@ -44,13 +44,11 @@ SPEC = ToolSpec(
 )
 
 
-class ExitPlanModeTool:
+class ExitPlanModeTool(NeverAsks):
     spec = SPEC
-    read_only = True  # it changes nothing itself; the user's answer changes the mode
+    # Never asks before it runs: approving the plan is the question run itself asks, and
+    # the user's answer changes the mode.
     traits = ToolTraits(claude_names=("ExitPlanMode",), plan_mode=True)
-
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        return NOTHING_TO_ASK  # the approval of the plan is the question run itself asks
 
     async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
         plan = str(args.get("plan", "")).strip()[:MAX_PLAN_CHARS]

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
+from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import reports_tool_errors
 from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.shell_output import shell_header
@@ -25,13 +25,10 @@ SPEC = ToolSpec(
 )
 
 
-class KillShellTool:
+class KillShellTool(NeverAsks):
     spec = SPEC
-    read_only = True  # it only stops what an approved command started
+    # Never asks: it only stops what an approved command started.
     traits = ToolTraits(claude_names=("KillShell", "KillBash"), plan_mode=True)
-
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        return NOTHING_TO_ASK
 
     @reports_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:

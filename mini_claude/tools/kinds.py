@@ -16,6 +16,8 @@ ToolKind = Literal["read", "edit", "shell", "search", "web", "other"]
 SpecifierKind = Literal["command", "path", "domain", "name"]
 # Kinds whose tools read files: a rule on reading covers every one of them.
 READING_KINDS: tuple[ToolKind, ...] = ("read", "search")
+# Kinds whose tools name one file in a call (read it, edit it, write it).
+FILE_KINDS: tuple[ToolKind, ...] = ("read", "edit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,10 +27,24 @@ class ToolTraits:
     rule_argument: str = ""  # the argument a rule's specifier is matched against
     claude_names: tuple[str, ...] = ()  # Claude Code's names for this tool (``Read``, ``Bash``)
     plan_mode: bool = False  # runs in plan mode (it changes nothing)
+    concurrent: bool = False  # neighbouring calls in one reply run together
+    streams_output: bool = False  # its output is shown while it runs
+    # Its output is a page of a file that stays on disk, bounded by the tool itself, and
+    # its ``offset`` argument says where the page starts.
+    pages_itself: bool = False
+    from_history: bool = False  # its output is drawn from the conversation itself
+    is_work: bool = True  # a call counts as progress (compacting the history does not)
 
     @property
     def reads_files(self) -> bool:
         return self.kind in READING_KINDS
+
+    @property
+    def file_argument(self) -> str | None:
+        """The argument naming the one file a call reads or edits; None for other tools."""
+        if self.kind in FILE_KINDS and self.rule_kind == "path":
+            return self.rule_argument
+        return None
 
 
 OTHER = ToolTraits()

@@ -237,9 +237,9 @@ async def _ask(
 
 def proposed_rule(name: str, args: dict[str, Any]) -> str | None:
     """What "don't ask again" offers: a command's family, or a fetched URL's domain."""
-    if name == "run_shell":
-        return suggest_rule(str(args.get("command", "")))
     traits = known_tools().traits(name)
+    if traits.rule_kind == "command":
+        return suggest_rule(str(args.get(traits.rule_argument, "")))
     if traits.rule_kind == "domain":
         host = url_host(str(args.get(traits.rule_argument, "")))
         return f"{name}(domain:{host})" if host else None
@@ -286,7 +286,9 @@ def _edit_in_workspace(
 def _plan_refusal(name: str, args: dict[str, Any]) -> str:
     """The plan-mode refusal; for a command, also why it is not certainly read-only."""
     message = PLAN_MODE_REFUSAL.format(name=name)
-    why = read_only_problem(str(args.get("command", ""))) if name == "run_shell" else None
+    traits = known_tools().traits(name)
+    command = args.get(traits.rule_argument) if traits.rule_kind == "command" else None
+    why = read_only_problem(str(command)) if command is not None else None
     return f"{message} (The command is not certainly read-only: {why}.)" if why else message
 
 
@@ -297,9 +299,10 @@ def _refuse(ctx: ToolContext, name: str, args: dict[str, Any], message: str) -> 
 
 def _why(verdict: Verdict, name: str, args: dict[str, Any]) -> str:
     """The rule, and for a line the parser could not see through, why it was not sure."""
-    if name != "run_shell" or verdict.rule.kind != "command":
+    traits = known_tools().traits(name)
+    if traits.rule_kind != "command" or verdict.rule.kind != "command":
         return verdict.reason
-    analysis = analyse(str(args.get("command", "")))
+    analysis = analyse(str(args.get(traits.rule_argument, "")))
     if analysis.uncertain:
         return (f"{verdict.reason}: the command line cannot be checked for it "
                 f"({analysis.reasons[0]})")

@@ -71,7 +71,7 @@ class _Page:
 class ReadFileTool:
     spec = SPEC
     read_only = True
-    traits = ToolTraits("read", "path", "path", ("Read",), plan_mode=True)
+    traits = ToolTraits("read", "path", "path", ("Read",), plan_mode=True, pages_itself=True)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         return Prepared(read_permission(self.spec.name, str(args.get("path", "")), ctx))

@@ -22,7 +22,7 @@ from mini_claude.tools.edit_file import EditFileTool
 from mini_claude.tools.exit_plan_mode import ExitPlanModeTool
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
 from mini_claude.tools.kill_shell import KillShellTool
-from mini_claude.tools.kinds import ToolKind, declare, known_tools
+from mini_claude.tools.kinds import OTHER, ToolKind, ToolTraits, declare, known_tools
 from mini_claude.tools.list_files import ListFilesTool
 from mini_claude.tools.permission_gate import check_permission
 from mini_claude.tools.read_file import ReadFileTool
@@ -97,6 +97,11 @@ class ToolRegistry:
         declare(tool.spec.name, tool.traits)
         self._specs = (*self._specs, tool.spec)
         return True
+
+    def traits(self, name: str) -> ToolTraits:
+        """What the tool declared; a name the model made up is of kind ``other``."""
+        tool = self._tools.get(name)
+        return tool.traits if tool is not None else OTHER
 
     def of_kind(self, *kinds: ToolKind) -> list[str]:
         """This registry's tools of these kinds, in order."""

@@ -101,8 +101,7 @@ class ShellResult:
 class RunShellTool:
     spec = SPEC
     read_only = False
-    traits = ToolTraits("shell", "command", "command", ("Bash",))
-    streams_output = True  # its output is shown while it runs (see agent/live_calls.py)
+    traits = ToolTraits("shell", "command", "command", ("Bash",), streams_output=True)
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         command = str(args.get("command", ""))

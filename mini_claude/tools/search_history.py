@@ -27,7 +27,7 @@ from typing import Any
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.secrets import api_keys, mask, secret_values
 from mini_claude.text import shorten
-from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
+from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool, SearchRequest
 from mini_claude.tools.kinds import ToolTraits
@@ -227,16 +227,13 @@ def _add_saved_files(
 # ---- the tool ----------------------------------------------------------------------
 
 
-class SearchHistoryTool:
+class SearchHistoryTool(NeverAsks):
     spec = SPEC
-    read_only = True
-    traits = ToolTraits(plan_mode=True)
+    # Never asks: the session's own records, under the mini-claude home.
+    traits = ToolTraits(plan_mode=True, from_history=True)
 
     def __init__(self, backend: GrepBackend | None = None) -> None:
         self._grep = GrepSearchTool(backend)
-
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        return NOTHING_TO_ASK  # the session's own records, under the mini-claude home
 
     @reports_tool_errors
     async def run(

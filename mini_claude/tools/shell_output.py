@@ -6,7 +6,7 @@ from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.background import BackgroundShell, ShellRead
-from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
+from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
 from mini_claude.tools.kinds import ToolTraits
 
@@ -33,13 +33,10 @@ def shell_header(shell: BackgroundShell) -> str:
     return f"[shell {shell.id}: {shell.state()} · {shell.command} · log: {shell.log_path}]"
 
 
-class ShellOutputTool:
+class ShellOutputTool(NeverAsks):
     spec = SPEC
-    read_only = True
+    # Never asks: it reads what an approved command printed.
     traits = ToolTraits(claude_names=("BashOutput",), plan_mode=True)
-
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        return NOTHING_TO_ASK  # reads what an approved command printed
 
     @reports_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:

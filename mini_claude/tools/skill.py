@@ -10,7 +10,7 @@ from typing import Any
 
 from mini_claude.project.skills import load_text
 from mini_claude.protocol import SkillLoaded, ToolOutput, ToolSpec
-from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
+from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import error_output
 from mini_claude.tools.kinds import ToolTraits
 
@@ -30,13 +30,9 @@ SPEC = ToolSpec(
 )
 
 
-class SkillTool:
+class SkillTool(NeverAsks):
     spec = SPEC
-    read_only = True
     traits = ToolTraits(plan_mode=True)
-
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        return NOTHING_TO_ASK
 
     async def run(
         self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
+from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import error_output
 from mini_claude.tools.kinds import ToolTraits
 
@@ -65,13 +65,11 @@ def task_spec(types: Sequence[tuple[str, str]], default_type: str) -> ToolSpec:
     )
 
 
-class TaskTool:
+class TaskTool(NeverAsks):
     """Runs in the caller's permissions: the sub-agent's own calls ask, not this one."""
 
-    read_only = True
     traits = ToolTraits(rule_kind="name", rule_argument="agent_type",
-                        claude_names=("Task", "Agent"), plan_mode=True)
-    concurrent = True  # several calls in one reply run together
+                        claude_names=("Task", "Agent"), plan_mode=True, concurrent=True)
 
     def __init__(
         self, types: Sequence[tuple[str, str]], runner: TaskRunner, default_type: str
@@ -80,9 +78,6 @@ class TaskTool:
         self.type_names = [name for name, _ in types]
         self.runner = runner
         self.default_type = default_type
-
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        return NOTHING_TO_ASK
 
     async def run(
         self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared

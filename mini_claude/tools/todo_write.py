@@ -11,7 +11,7 @@ from typing import Any
 
 from mini_claude.plan import MAX_ITEMS, PlanError, parse_todos
 from mini_claude.protocol import PlanChanged, ToolOutput, ToolSpec
-from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
+from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import error_output
 from mini_claude.tools.kinds import ToolTraits
 
@@ -47,13 +47,9 @@ SPEC = ToolSpec(
 )
 
 
-class TodoWriteTool:
+class TodoWriteTool(NeverAsks):
     spec = SPEC
-    read_only = True
     traits = ToolTraits(claude_names=("TodoWrite",), plan_mode=True)
-
-    def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        return NOTHING_TO_ASK
 
     async def run(
         self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared

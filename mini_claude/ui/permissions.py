@@ -22,6 +22,7 @@ from rich.text import Text
 from mini_claude.mcp.tool import TOOL_PREFIX
 from mini_claude.text import short_target
 from mini_claude.tools.base import PermissionDecision, PermissionRequest
+from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL
 from mini_claude.ui.choice import ChoiceInterrupted, choose, keys_typed_before_kept
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS
 from mini_claude.ui.render import diff_view
@@ -39,7 +40,6 @@ YES, YES_ALWAYS, NO = 0, 1, 2
 CHOICE_HINT = "esc cancels the turn · 3 to say what to do instead"
 NOT_ATTACHED = "no terminal is attached to ask the user; not allowed"
 
-EXIT_PLAN_TOOL = "exit_plan_mode"
 PLAN_ANSWERS = [
     "Yes, and auto-accept edits",
     "Yes, and manually approve edits",

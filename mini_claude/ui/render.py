@@ -19,9 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from mini_claude.context.placeholders import count_lines, utf8_size
-from mini_claude.protocol import CompactReason, TierReport
+from mini_claude.protocol import CompactReason, TierReport, tier_row
 from mini_claude.text import format_tokens, human_size, short_target
-from mini_claude.tiers import tier_row
 
 if TYPE_CHECKING:  # events load with the agent chain, after the first frame
     from mini_claude.events import CompactionFinished, ToolFinished

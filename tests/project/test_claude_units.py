@@ -86,11 +86,11 @@ def test_local_and_user_files_and_rules_are_read(tmp_path: Path) -> None:
     assert any("bad.md: the front matter is not valid YAML" in w for w in found.warnings)
     (rule,) = found.path_rules
     rules = PathRules([rule], project)
-    assert rules.reminder_for("read_file", {"path": "src/a/b.py"}) is None
-    assert rules.reminder_for("grep_search", {"path": "src/a/b.tsx"}) is None
-    reminder = rules.reminder_for("edit_file", {"path": str(project / "src/a/b.tsx")})
+    assert rules.reminder_for("src/a/b.py") is None
+    assert rules.reminder_for(None) is None
+    reminder = rules.reminder_for(str(project / "src/a/b.tsx"))
     assert reminder is not None and "TS-RULE" in reminder
-    assert rules.reminder_for("read_file", {"path": "src/c.ts"}) is None  # once
+    assert rules.reminder_for("src/c.ts") is None  # once
 
 
 def test_brace_globs_expand() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mini_claude.context.ledger import LedgerState, update
+from mini_claude.context.rebuild import path_key, touched_paths
 from mini_claude.conversation import Message, ToolResultBlock, ToolUseBlock
 from mini_claude.project.claude_tools import our_tool_names
 from mini_claude.protocol import ToolOutput, ToolSpec
@@ -96,6 +97,9 @@ def test_a_new_reading_tool_is_treated_as_read_file_everywhere(
     result = ToolResultBlock("u1", "{}\n", tool_name="read_notebook")
     state = update(LedgerState(), [Message("assistant", [use]), Message("user", [result])])
     assert "a.ipynb" in state.files
+    assert touched_paths([Message("assistant", [use])]) == {path_key("a.ipynb")}
+    assert notebook_registry.traits("read_notebook").file_argument == "path"
+    assert notebook_registry.traits("grep_search").file_argument is None
 
 
 def test_protected_paths_are_one_list_for_a_project_and_a_home(tmp_path: Path) -> None:
