@@ -323,8 +323,6 @@ PRINT_ONLY_FLAGS = {
 
 # A flag whose empty value would quietly mean "not given", and what it needs instead.
 NON_EMPTY_FLAGS = {
-    "resume": ("--resume", "a session id (or a prefix of one); --continue resumes the newest "
-               "session of this folder"),
     "resume_at": ("--resume-at", "a message id (the uuid of a stream-json assistant line)"),
     "model": ("--model", "a model name"),
 }

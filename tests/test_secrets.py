@@ -181,7 +181,7 @@ def test_a_rejected_key_is_named_by_its_variable_not_shown(
     lines = [line for line in run.err.splitlines() if line.strip()]
     assert len(lines) == 1 and key_variable in lines[0] and "Traceback" not in run.err
     result = json.loads(run.out)
-    assert result["is_error"] and key_variable in result["errors"][0]
+    assert result["is_error"] and key_variable in result["result"]  # Claude Code's shape
     assert "bad-key" not in run.out + run.err
     for path in (p for p in run.home.rglob("*") if p.is_file()):
         assert "bad-key" not in path.read_text(errors="replace"), path

@@ -154,6 +154,16 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     "sandbox_fail_if_unavailable": "stricter",
     "sandbox_bwrap_path": "refused",
     "checkpoint_commands": "stricter",
+    # how the model is nudged out of a loop, and when a finished task compacts: the session's
+    # own conduct, nothing of the user's is exposed
+    "loop_guard": "allowed",
+    "loop_guard_same_call": "allowed",
+    "loop_guard_failing_command": "allowed",
+    "loop_guard_reread": "allowed",
+    "loop_guard_edit_undone": "allowed",
+    "loop_guard_reminders": "allowed",
+    "task_boundary_compact": "allowed",
+    "task_boundary_compact_pct": "allowed",
 }
 
 # For a ``stricter`` setting: is the project's value at least as strict as the user's?
