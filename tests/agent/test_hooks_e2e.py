@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from tests.support.agent import PROVIDERS, last_results, run_factory
+from tests.support.agent import last_results
 
 PY = sys.executable
 
@@ -52,17 +51,6 @@ def hooks_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "hooks"
     folder.mkdir()
     return folder
-
-
-@pytest.fixture(params=PROVIDERS)
-def provider(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Any]:
-    with run_factory(simulator, isolated_home, project) as make:
-        yield make
 
 
 def shell(command: str) -> Reply:

@@ -6,7 +6,6 @@ re-reading a file that changed earn nothing."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from mini_claude import events as ev
 from mini_claude.cli import main
 from mini_claude.plan import REMINDER_TAG
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from tests.support.agent import PROVIDERS, last_results, run_factory
+from tests.support.agent import last_results
 from tests.support.printing import point_at, run_from
 
 READ = ToolCall("read_file", {"path": "a.txt"})
@@ -29,17 +28,6 @@ def project(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "a.txt").write_text("alpha\n")
     return root
-
-
-@pytest.fixture(params=PROVIDERS)
-def provider(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Any]:
-    with run_factory(simulator, isolated_home, project) as make:
-        yield make
 
 
 def guard_events(path: Path) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from mini_claude.conversation import validate
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.simulator.policies import user_contains
 from mini_claude.transcript import load_session
-from tests.support.agent import PROVIDERS, Run, run_factory
+from tests.support.agent import Run
 from tests.support.subagent import (
     EXPLORE_SYSTEM,
     PARENT_SYSTEM,
@@ -40,17 +40,6 @@ def project(tmp_path: Path) -> Path:
     for i in range(6):
         (root / f"big_{i}.txt").write_text("".join(f"BIG-{i} row {n}\n" for n in range(400)))
     return root
-
-
-@pytest.fixture(params=PROVIDERS)
-def provider(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Any]:
-    with run_factory(simulator, isolated_home, project) as make:
-        yield make
 
 
 def steered_turn(run: Run, text: str, when: Callable[[ev.Event], bool],

@@ -4,7 +4,6 @@ next task starts; off (the default), it waits for the threshold."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ import pytest
 from mini_claude import events as ev
 from mini_claude.plan import Plan, TodoItem
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from tests.support.agent import PROVIDERS, run_factory
 
 
 @pytest.fixture
@@ -23,17 +21,6 @@ def project(tmp_path: Path) -> Path:
     for i in range(3):
         (root / f"big_{i}.txt").write_text("".join(f"BIG-{i} row {n}\n" for n in range(300)))
     return root
-
-
-@pytest.fixture(params=PROVIDERS)
-def provider(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def make_run(simulator: Simulator, isolated_home: Path, project: Path) -> Iterator[Any]:
-    with run_factory(simulator, isolated_home, project) as make:
-        yield make
 
 
 def todos(*pairs: tuple[str, str]) -> ToolCall:
