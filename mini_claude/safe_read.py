@@ -85,12 +85,3 @@ def is_regular(path: Path) -> bool:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
         return False
-
-
-def leaves_folder(path: Path, folder: Path) -> bool:
-    """True when ``path``, symlinks followed, is not inside ``folder``: a project file
-    that links elsewhere is judged as the file it reaches (as read_file judges it)."""
-    try:
-        return not path.resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError):  # a loop of links
-        return True
