@@ -174,6 +174,7 @@ class Simulator:
         self.catalog: dict[str, CatalogEntry] = {}
         self.models_flavour: ModelsFlavour = "vllm"
         self.model_requests: list[RecordedRequest] = []
+        self.abandoned = 0  # requests whose client went away before its body arrived
         # A slow Models API: while set, its answers wait until this event is set.
         self.models_hold: threading.Event | None = None
         self.counter = counter if counter is not None else shared_counter()
@@ -285,6 +286,11 @@ class Simulator:
         headers = {k.lower(): v for k, v in handler.headers.items()}
         length = int(headers.get("content-length") or 0)
         raw = handler.rfile.read(length) if length > 0 else b""
+        if len(raw) < length:  # a cancelled call: the client hung up before its body was sent
+            with self._lock:
+                self.abandoned += 1
+            handler.close_connection = True
+            return
         try:
             body: Any = parse_strict_json(raw) if raw else None
             parse_error = False

@@ -303,3 +303,24 @@ def test_summary_faults_wait_for_a_summary_request() -> None:
 def test_unknown_fault_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown fault kind"):
         Fault("meteor")  # type: ignore[arg-type]
+
+
+def test_a_call_cancelled_before_its_body_was_sent_is_not_counted_as_a_request() -> None:
+    """A cancelled notes update hangs up mid-send; it is no request the server answered."""
+    import socket
+    from urllib.parse import urlsplit
+
+    with Simulator(ScriptedPolicy([Reply("fine")])) as sim:
+        address = urlsplit(sim.anthropic_base_url)
+        with socket.create_connection((address.hostname or "", address.port or 80)) as conn:
+            conn.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\ncontent-type: "
+                         b"application/json\r\ncontent-length: 4500\r\n\r\n{\"mod")
+        deadline = time.monotonic() + 10
+        while sim.abandoned == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        client = anthropic.Anthropic(api_key="k", base_url=sim.anthropic_base_url, max_retries=0)
+        reply = client.messages.create(model="sim", max_tokens=16,
+                                       messages=[{"role": "user", "content": "hi"}])
+    assert sim.abandoned == 1
+    assert [r.status for r in sim.requests] == [200]
+    assert reply.content[0].type == "text"
