@@ -124,7 +124,7 @@ class Life:
         self.runs: list[Run] = []
 
     def run(self) -> Run:
-        thinking = {"thinking_tokens": 2048} if self.provider == "anthropic" else {}
+        thinking: dict[str, Any] = {"thinking_tokens": 2048} if self.provider == "anthropic" else {}
         made = Run(self.sim, self.provider, self.home, self.project, context_window=200_000,
                    **thinking)
         self.runs.append(made)

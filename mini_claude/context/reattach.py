@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from mini_claude.conversation import Message, TextBlock
 
@@ -51,6 +51,6 @@ def collect(sources: Iterable[ReattachSource], history: Sequence[Message]) -> li
     return found
 
 
-def is_reattachment(block: object) -> bool:
+def is_reattachment(block: object) -> TypeGuard[TextBlock]:
     """A boundary block written by a source (not the summary, user text or a file)."""
     return isinstance(block, TextBlock) and block.text.startswith(HEADER.split("{")[0])

@@ -176,7 +176,8 @@ def test_every_early_fact_is_recoverable_in_one_call_after_poor_summaries(
     for i in recovered:  # notes through the ledger's path, the rest through the history
         assert policy.outcome[i] == ("read_file" if i <= NOTES else "search")
     boundary = agent.conversation.messages[0]
-    ledger = next(b.text for b in boundary.blocks if TITLE in getattr(b, "text", ""))
+    ledger = next(b.text for b in boundary.blocks
+                  if isinstance(b, TextBlock) and TITLE in b.text)
     assert FILES_HEADING in ledger and '"notes/note-01.md"' in ledger
     assert not [r for r in simulator.requests if r.status != 200]
 

@@ -4,6 +4,7 @@ yes, and a denied call never costs print mode its result line. Both providers, o
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -27,17 +28,17 @@ def calls_then_report(calls: list[ToolCall]) -> tuple[ScriptedPolicy, list[str]]
     """Each call in its own reply; every result is kept for the test."""
     seen: list[str] = []
 
-    def keep(conv: SimConversation) -> None:
+    def keep(conv: SimConversation, reply: Reply) -> Reply:
         seen.extend(r.content for r in conv.last_tool_results())
+        return reply
 
-    steps: list[Reply | object] = []
-    for index, call in enumerate(calls):
-        if index == 0:
-            steps.append(Reply("Working.", [call]))
-        else:
-            steps.append(lambda conv, c=call: (keep(conv), Reply("Working.", [c]))[1])
-    steps.append(lambda conv: (keep(conv), Reply("Finished."))[1])
-    return ScriptedPolicy(steps), seen  # type: ignore[arg-type]
+    def then(reply: Reply) -> Callable[[SimConversation], Reply]:
+        return lambda conv: keep(conv, reply)
+
+    steps: list[Reply | Callable[[SimConversation], Reply]] = [Reply("Working.", [calls[0]])]
+    steps += [then(Reply("Working.", [call])) for call in calls[1:]]
+    steps.append(then(Reply("Finished.")))
+    return ScriptedPolicy(steps), seen
 
 
 def home_writes(home: str) -> list[ToolCall]:

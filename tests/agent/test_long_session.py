@@ -10,7 +10,7 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.conversation import validate
-from mini_claude.simulator import FunctionPolicy, Reply, SimClock, Simulator
+from mini_claude.simulator import FunctionPolicy, RecordedRequest, Reply, SimClock, Simulator
 from mini_claude.transcript import load_session
 from tests.support.long_session import (
     LongSessionPolicy,
@@ -23,7 +23,7 @@ from tests.support.long_session import (
 WINDOW = 24_000
 
 
-def model_requests(sim: Simulator) -> list:
+def model_requests(sim: Simulator) -> list[RecordedRequest]:
     return [r for r in sim.requests if not r.is_side_request]
 
 

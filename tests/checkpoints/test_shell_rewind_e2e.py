@@ -7,6 +7,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,7 @@ def make_project(root: Path) -> Path:
 
 
 def session(simulator: Simulator, provider: str, home: Path, project: Path,
-            turns: list[tuple[str, list[ToolCall]]], **overrides: object) -> Run:
+            turns: list[tuple[str, list[ToolCall]]], **overrides: Any) -> Run:
     simulator.policy = scripted_policy(turns)
     run = Run(simulator, provider, home, project, context_window=200_000, **overrides)
     run.start()

@@ -277,6 +277,7 @@ def _block_text(block: Block) -> str:
         return block.name + json.dumps(block.input)
     if isinstance(block, ToolResultBlock):
         return block.content
+    assert isinstance(block, SummaryBlock), block
     return block.render()
 
 

@@ -36,6 +36,12 @@ def memory_settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", context_window=100_000, output_reserve=20_000)
 
 
+def covered(memory: SessionMemory, conversation: Conversation) -> int | None:
+    """How many messages the notes in hand describe, or None when none fit."""
+    notes = memory.current(conversation)
+    return notes.covered if notes else None
+
+
 def grow(conversation: Conversation, meter: TokenMeter, tokens: int) -> None:
     """Finished exchanges until the history holds at least ``tokens`` estimated tokens."""
     n = 0
@@ -131,9 +137,9 @@ def test_notes_follow_a_fold_and_their_anchor_after_a_summary(
     after = [m for i, m in enumerate(before) if i not in (3, 4, 5)]  # 5, the anchor, folded
     conversation.replace_all(after)
     memory.note_fold(before, after, [3, 4, 5])
-    assert memory.current(conversation).covered == 3  # up to the message before the run
+    assert covered(memory, conversation) == 3  # up to the message before the run
     conversation.replace_all(after[2:])  # a rebuild that kept the anchor's message
-    assert memory.current(conversation).covered == 1
+    assert covered(memory, conversation) == 1
     conversation.replace_all(after[3:])  # one that summarized it away
     assert memory.current(conversation) is None
 
@@ -152,7 +158,7 @@ def test_notes_on_their_way_are_rebased_on_the_history_they_land_in(
     memory.note_compacted()
     memory.notes = notes  # it lands now
     assert memory.usable(conversation)
-    assert memory.current(conversation).covered == len(conversation)
+    assert covered(memory, conversation) == len(conversation)
 
 
 # ---- standing in for a summary, without HTTP --------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.cli import main
-from mini_claude.settings import known_window
+from mini_claude.models import known_window
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.simulator.models_api import CatalogEntry
 from tests.support.printing import PROVIDERS, parse_lines, point_at
@@ -158,8 +158,9 @@ def test_a_models_api_answer_that_arrives_mid_turn_governs_the_next_request(
         assert lookup is not None and lookup.facts is None
 
         def answer_once_the_turn_runs(event: ev.Event) -> None:
-            if isinstance(event, ev.ModelCallStarted) and not sim.models_hold.is_set():
-                sim.models_hold.set()
+            hold = sim.models_hold
+            if isinstance(event, ev.ModelCallStarted) and hold and not hold.is_set():
+                hold.set()
                 facts = lookup.wait(timeout=20)
                 assert facts is not None and facts.window == SERVER_WINDOW
 
@@ -244,8 +245,9 @@ def test_a_models_api_answer_mid_turn_leaves_a_commands_own_model_alone(
         assert lookup is not None
 
         def answer_once_the_turn_runs(event: ev.Event) -> None:
-            if isinstance(event, ev.ModelCallStarted) and not sim.models_hold.is_set():
-                sim.models_hold.set()
+            hold = sim.models_hold
+            if isinstance(event, ev.ModelCallStarted) and hold and not hold.is_set():
+                hold.set()
                 assert lookup.wait(timeout=20) is not None
 
         events = watched(session.agent, prompt_events(session, "/review"),
@@ -254,5 +256,6 @@ def test_a_models_api_answer_mid_turn_leaves_a_commands_own_model_alone(
         assert [r.conversation.model for r in sim.requests if r.conversation] == [
             OTHER_MODEL[provider]] * 2
         assert finished_text(turn(session.agent, "hi")) == "Hello."
-        assert sim.requests[-1].conversation.model == model
+        last = sim.requests[-1].conversation
+        assert last is not None and last.model == model
         assert session.agent.settings.window == SERVER_WINDOW

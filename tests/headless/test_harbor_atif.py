@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,7 +87,7 @@ def test_the_lines_of_one_reply_are_one_step_and_stray_results_are_left_out() ->
     """Claude Code writes a line per content block of a reply, under one message id."""
     reply = {"id": "msg_1", "model": "m", "usage": {"input_tokens": 5, "output_tokens": 2,
                                                     "cache_read_input_tokens": 3}}
-    lines = [
+    lines: list[dict[str, Any]] = [
         {"type": "system", "subtype": "init", "session_id": "s", "model": "m", "tools": []},
         {"type": "assistant", "message": {**reply, "content": [{"type": "text", "text": "A"}]}},
         {"type": "assistant", "message": {**reply, "content": [

@@ -16,6 +16,7 @@ from mini_claude.headless.lines import (
     UNPUBLISHED,
     Outcome,
     RunInfo,
+    Subtype,
     assistant_lines,
     init_line,
     own_line,
@@ -23,10 +24,10 @@ from mini_claude.headless.lines import (
     tool_result_line,
 )
 from mini_claude.plan import TodoItem
-from mini_claude.protocol import TierReport, Usage
+from mini_claude.protocol import ContextStatus, TierReport, Usage
 
 VALIDATOR = Draft202012Validator(load_schema())
-STATUS = ev.ContextStatus(tokens=900, effective_window=18_000, window=24_000,
+STATUS = ContextStatus(tokens=900, effective_window=18_000, window=24_000,
                           autocompact_at=15_300, anchored=True)
 SID = "20261126-101500-ab12cd"
 
@@ -75,9 +76,10 @@ def test_messages_and_init_and_results_validate() -> None:
             ev.ToolFinished("toolu_1", "read_file", ToolResultBlock("toolu_1", "x", True)), SID
         ),
     ]
-    for subtype, is_error, reason in [("success", False, "completed"),
-                                      ("error_max_turns", True, "max_turns"),
-                                      ("error_during_execution", True, "aborted")]:
+    cases: list[tuple[Subtype, bool, str]] = [("success", False, "completed"),
+                                              ("error_max_turns", True, "max_turns"),
+                                              ("error_during_execution", True, "aborted")]
+    for subtype, is_error, reason in cases:
         outcome = Outcome(subtype, is_error, "answer", "end_turn", 2, 10, 5, 0.5, Usage(),
                           errors=["why"] if is_error else [], terminal_reason=reason)
         lines.append(result_line(outcome, SID))

@@ -25,10 +25,10 @@ from tests.support.reliability import (
 SYSTEM = [{"type": "text", "text": "You are a careful assistant. " * 80}]
 
 
-def _ask(client: anthropic.Anthropic, messages: list[dict[str, Any]], previous: str | None,
+def _ask(client: Any, messages: list[dict[str, Any]], previous: str | None,
          system: list[dict[str, Any]] = SYSTEM) -> Any:
     return client.messages.create(
-        model="sim-model", max_tokens=100, system=system, messages=messages,  # type: ignore[arg-type]
+        model="sim-model", max_tokens=100, system=system, messages=messages,
         diagnostics={"previous_message_id": previous},
     )
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
 
 from mini_claude import events as ev
-from mini_claude.conversation import ImageBlock, message_to_dict
+from mini_claude.conversation import ImageBlock, Message, message_to_dict
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.transcript import load_session
 from tests.support.agent import PROVIDERS, Runs
@@ -48,8 +49,8 @@ def _accepted(events: list[ev.Event], simulator: Simulator) -> None:
         (r.status, r.error) for r in simulator.requests if r.status != 200]
 
 
-def _history(messages: list[object]) -> list[object]:
-    return [message_to_dict(m) for m in messages]  # type: ignore[arg-type]
+def _history(messages: list[Message]) -> list[dict[str, Any]]:
+    return [message_to_dict(m) for m in messages]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

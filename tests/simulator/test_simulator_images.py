@@ -34,14 +34,15 @@ def sim() -> Any:
 
 def claude_send(sim: Simulator, content: list[dict[str, Any]]) -> Any:
     client = anthropic.Anthropic(api_key="k", base_url=sim.url, max_retries=0)
-    return client.messages.create(model="sim", max_tokens=16,
-                                  messages=[{"role": "user", "content": content}])
+    message: Any = {"role": "user", "content": content}  # raw blocks, as a peer would send
+    return client.messages.create(model="sim", max_tokens=16, messages=[message])
 
 
 def gpt_send(sim: Simulator, content: list[dict[str, Any]]) -> Any:
     client = openai.OpenAI(api_key="k", base_url=sim.openai_base_url, max_retries=0)
+    message: Any = {"role": "user", "content": content}  # raw parts, as a peer would send
     return client.chat.completions.create(model="sim", max_completion_tokens=16,
-                                          messages=[{"role": "user", "content": content}])
+                                          messages=[message])
 
 
 def test_anthropic_prices_an_image_by_its_size(sim: Simulator) -> None:

@@ -6,6 +6,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
@@ -16,6 +17,8 @@ from mini_claude.simulator import Reply, SimClock, SimConversation, Simulator, T
 from mini_claude.tools.base import allow_all
 
 WORDS = ("alpha", "beta", "gamma", "delta", "value", "result", "config", "parser", "token", "cache")
+
+EventT = TypeVar("EventT", bound=ev.Event)
 
 
 def make_project(root: Path, seed: int = 7) -> list[str]:
@@ -82,7 +85,7 @@ class LongSessionPolicy:
 class RunRecord:
     events: list[ev.Event] = field(default_factory=list)
 
-    def of(self, kind: type) -> list[ev.Event]:
+    def of(self, kind: type[EventT]) -> list[EventT]:
         return [e for e in self.events if isinstance(e, kind)]
 
 

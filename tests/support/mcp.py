@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,8 +38,8 @@ def write_config(path: Path, servers: dict[str, Any]) -> Path:
 class Recorder:
     """Scripted replies that also keep every conversation the model was sent."""
 
-    def __init__(self, steps: list[Reply | Callable[[SimConversation], Reply]]) -> None:
-        self.steps = steps
+    def __init__(self, steps: Sequence[Reply | Callable[[SimConversation], Reply]]) -> None:
+        self.steps = list(steps)
         self.seen: list[SimConversation] = []
 
     def respond(self, conv: SimConversation) -> Reply:

@@ -20,6 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from mini_claude import events as ev
 from mini_claude.simulator import SimClock, Simulator
@@ -28,6 +29,8 @@ from tests.support.long_session import LongSessionPolicy, build_agent, make_proj
 
 WINDOWS = (40_000, 200_000)
 PROVIDERS = ("anthropic", "openai")
+
+EventT = TypeVar("EventT", bound=ev.Event)
 
 
 @dataclass
@@ -44,7 +47,7 @@ class StallRun:
     statuses: set[int] = field(default_factory=set)
     seconds: float = 0.0
 
-    def of(self, kind: type) -> list[ev.Event]:
+    def of(self, kind: type[EventT]) -> list[EventT]:
         return [e for _, e in self.timeline if isinstance(e, kind)]
 
     def of_turn_finished(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from mini_claude.context.persist import admit_result
 from mini_claude.context.store import DiskResultStore
@@ -21,7 +22,7 @@ def transcript_like(path: Path, records: int) -> None:
             handle.write(json.dumps({"type": "message", "n": i, "text": text}) + "\n")
 
 
-def read_page(tmp_path: Path, args: dict[str, object], **settings: object) -> tuple[str, bool]:
+def read_page(tmp_path: Path, args: dict[str, object], **settings: Any) -> tuple[str, bool]:
     ctx = tool_context(tmp_path, **settings)
     output = run(default_registry().execute("read_file", args, ctx))
     assert not output.is_error, output.content

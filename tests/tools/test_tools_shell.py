@@ -200,6 +200,7 @@ def test_empty_command_is_refused(tmp_path: Path) -> None:
 
 def test_permission_subject_is_the_command(tmp_path: Path) -> None:
     request = RunShellTool().permission({"command": "make test"}, tool_context(tmp_path)).request
+    assert request is not None
     assert request.subject == "run_shell:make test"
     assert request.summary == "make test"
     assert request.tool_name == "run_shell"
