@@ -45,7 +45,7 @@ from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
 from mini_claude.tools.background import BackgroundShells
 from mini_claude.tools.base import Approver, ToolContext
-from mini_claude.tools.permission_modes import PermissionMode
+from mini_claude.tools.mode_table import PermissionMode
 from mini_claude.tools.permission_rules import Rule
 from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment
