@@ -29,7 +29,7 @@ def test_a_setting_without_a_project_policy_fails_loudly() -> None:
 
     found = {f.name: f.metadata for f in fields(Knobs)}
     assert policy_of_field("classified", found["classified"]) == "allowed"
-    with pytest.raises(TypeError, match="'forgotten' has no project .env policy"):
+    with pytest.raises(TypeError, match=r"'forgotten' has no project \.env policy"):
         policy_of_field("forgotten", found["forgotten"])
 
 
