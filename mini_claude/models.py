@@ -13,10 +13,11 @@ adapter factory as ``module:function``, imported only when a session starts.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 _T = TypeVar("_T")
 
@@ -55,7 +56,7 @@ class ProviderRow:
     adapter: str  # "module:function", called as function(settings, api_key, read_timeout)
     # "module:function", called as function(settings, api_key, now) in a background thread:
     # what the provider's Models API says about the configured model (see
-    # providers/models_api.py)
+    # model_facts.py)
     model_facts: str
     chosen_by: tuple[str, ...]  # variables whose presence picks it when none is named
     setup_hint: str  # what to set, for "no model provider configured"
@@ -107,6 +108,12 @@ PROVIDERS: dict[str, ProviderRow] = {
     )
 }
 DEFAULT_PROVIDER = next(iter(PROVIDERS))
+
+
+def imported(path: str) -> Any:
+    """A ``module:function`` path of the provider table, imported now."""
+    module, _, function = path.partition(":")
+    return getattr(importlib.import_module(module), function)
 DEFAULT_MODELS: dict[str, str] = {row.name: row.default_model for row in PROVIDERS.values()}
 
 
