@@ -55,6 +55,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from mini_claude.models import PROVIDERS
     from mini_claude.tools.mode_table import BYPASS_MODE, MODES
 
     parser = OneLineParser(
@@ -113,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--provider",
-        choices=("anthropic", "openai"),
+        choices=tuple(PROVIDERS),
         help="model provider (default: from the environment)",
     )
     parser.add_argument(

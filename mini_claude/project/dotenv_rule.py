@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from mini_claude.models import PROVIDERS
 from mini_claude.safe_read import read_text_limited
 from mini_claude.settings import (
     ENV_NAMES,
@@ -42,8 +43,8 @@ from mini_claude.settings import (
     parse,
 )
 
-KEY_FOR_BASE_URL = {"ANTHROPIC_BASE_URL": "ANTHROPIC_API_KEY", "OPENAI_BASE_URL": "OPENAI_API_KEY"}
-KEY_FOR_PROVIDER = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+KEY_FOR_BASE_URL = {row.base_url_variable: row.key_variable for row in PROVIDERS.values()}
+KEY_FOR_PROVIDER = {row.name: row.key_variable for row in PROVIDERS.values()}
 DEFAULT_HOME = "~/.mini-claude"
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
