@@ -55,6 +55,9 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from mini_claude.models import PROVIDERS
+    from mini_claude.tools.mode_table import BYPASS_MODE, MODES
+
     parser = OneLineParser(
         prog="mini-claude",
         usage="%(prog)s [options] [PROMPT]",
@@ -91,13 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
         dest="yes",
         action="store_true",
         help="allow run_shell, write_file, edit_file and web_fetch without asking "
-        "(the same as --permission-mode bypassPermissions)",
+        f"(the same as --permission-mode {BYPASS_MODE})",
     )
     parser.add_argument(
         "--permission-mode",
         type=_permission_mode,
         metavar="MODE",
-        help="start in this permission mode: default, acceptEdits, plan or bypassPermissions "
+        help=f"start in this permission mode: {', '.join(MODES)} "
         "(Shift+Tab changes it in the REPL)",
     )
     add_headless_arguments(parser)
@@ -111,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--provider",
-        choices=("anthropic", "openai"),
+        choices=tuple(PROVIDERS),
         help="model provider (default: from the environment)",
     )
     parser.add_argument(
@@ -355,7 +358,7 @@ def _check_rules(args: argparse.Namespace, cwd: Path) -> None:
 
 
 def _permission_mode(text: str) -> str:
-    from mini_claude.tools.permission_modes import parse_mode
+    from mini_claude.tools.mode_table import parse_mode
 
     try:
         return parse_mode(text)
@@ -364,7 +367,7 @@ def _permission_mode(text: str) -> str:
 
 
 def _check_permission_flags(args: argparse.Namespace) -> None:
-    from mini_claude.tools.permission_modes import mode_from_flags
+    from mini_claude.tools.mode_table import mode_from_flags
 
     try:
         mode_from_flags(args)

@@ -13,10 +13,11 @@ adapter factory as ``module:function``, imported only when a session starts.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 _T = TypeVar("_T")
 
@@ -44,6 +45,18 @@ class TokenCounts(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class ImageLimits:
+    """What a provider accepts of an image, and how it counts one."""
+
+    max_bytes: int  # encoded image, before base64
+    max_edge: int  # long edge in pixels
+    max_pixels: int  # width × height
+    # "area": width × height / 750 tokens (Anthropic); "tiles": 85 + 170 per 512-pixel tile of
+    # the image fitted into 2048 and then 768 on its short side (OpenAI)
+    tokens: Literal["area", "tiles"] = "area"
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderRow:
     """One provider: how it is configured and which adapter speaks its wire format."""
 
@@ -55,10 +68,14 @@ class ProviderRow:
     adapter: str  # "module:function", called as function(settings, api_key, read_timeout)
     # "module:function", called as function(settings, api_key, now) in a background thread:
     # what the provider's Models API says about the configured model (see
-    # providers/models_api.py)
+    # model_facts.py)
     model_facts: str
     chosen_by: tuple[str, ...]  # variables whose presence picks it when none is named
     setup_hint: str  # what to set, for "no model provider configured"
+    images: ImageLimits
+    # "budget": thinking_tokens as a budget (or adaptive thinking steered by effort);
+    # "effort": reasoning_effort alone, thinking_tokens only turning the default effort on
+    thinking: Literal["budget", "effort"] = "budget"
     # Current models, the default first: what `/model <Tab>` offers.
     current_models: tuple[str, ...] = ()
     # Short names a user types for a model (Claude Code's ``sonnet``, ``opus``, ``haiku``),
@@ -87,6 +104,7 @@ PROVIDERS: dict[str, ProviderRow] = {
             "anthropic", "mini_claude.providers.anthropic:from_settings",
             model_facts="mini_claude.providers.anthropic:model_facts",
             chosen_by=("ANTHROPIC_API_KEY",), setup_hint="ANTHROPIC_API_KEY",
+            images=ImageLimits(5 * 1024 * 1024, 1568, 1600 * 750, tokens="area"),
             current_models=("claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5",
                             "claude-fable-5-1", "claude-opus-4-8", "claude-sonnet-4-6"),
             aliases={"sonnet": "claude-sonnet-5-5", "opus": "claude-opus-5-5",
@@ -101,12 +119,20 @@ PROVIDERS: dict[str, ProviderRow] = {
             model_facts="mini_claude.providers.openai:model_facts",
             chosen_by=("OPENAI_API_KEY", "OPENAI_BASE_URL"),
             setup_hint="OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server)",
+            images=ImageLimits(20 * 1024 * 1024, 2048, 2048 * 2048, tokens="tiles"),
+            thinking="effort",
             current_models=("gpt-5.6-terra", "gpt-5.6-sol", "gpt-5.6-luna", "gpt-6.1-terra",
                             "gpt-5", "gpt-5-mini", "gpt-4.1"),
         ),
     )
 }
 DEFAULT_PROVIDER = next(iter(PROVIDERS))
+
+
+def imported(path: str) -> Any:
+    """A ``module:function`` path of the provider table, imported now."""
+    module, _, function = path.partition(":")
+    return getattr(importlib.import_module(module), function)
 DEFAULT_MODELS: dict[str, str] = {row.name: row.default_model for row in PROVIDERS.values()}
 
 

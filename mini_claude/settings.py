@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar, cast
 
 from mini_claude.models import (
     DEFAULT_MODELS,
@@ -26,6 +26,50 @@ from mini_claude.models import (
 ProviderName = str  # a key of models.PROVIDERS
 
 
+# What a project's `.env` may do with a setting (project/dotenv_rule.py applies it); every
+# field of Settings declares one, so a new setting is one line and cannot go unclassified.
+Policy = Literal["allowed", "stricter", "own key", "refused", "learnt"]
+Stricter = Literal["higher", "lower"]  # which way a value is stricter
+POLICY, STRICTER_WHEN = "project_env", "stricter_when"
+T = TypeVar("T")
+
+
+def policy(word: Policy, stricter_when: Stricter | None = None) -> dict[str, str | None]:
+    """A field's metadata: its project `.env` policy."""
+    return {POLICY: word, STRICTER_WHEN: stricter_when}
+
+
+def _setting(default: T, word: Policy, stricter_when: Stricter | None = None,
+             secret: bool = False) -> T:
+    return field(default=default, repr=not secret, metadata=policy(word, stricter_when))
+
+
+def allowed(default: T, *, secret: bool = False) -> T:
+    """Tuning a project may set: it changes no guard and touches no other session's data."""
+    return _setting(default, "allowed", secret=secret)
+
+
+def stricter(default: T, when: Stricter) -> T:
+    """A project may set it only to a value stricter than the user's."""
+    return _setting(default, "stricter", when)
+
+
+def own_key(default: T) -> T:
+    """Where the user's key goes: a project may set it only with its own key."""
+    return _setting(default, "own key")
+
+
+def refused(default: T) -> T:
+    """Never from a project's `.env`."""
+    return _setting(default, "refused")
+
+
+def learnt(default: T, *, secret: bool = False) -> T:
+    """Learnt at run time, never configured from the environment."""
+    return _setting(default, "learnt", secret=secret)
+
+
+
 
 class SettingsError(ValueError):
     """A setting has a value we cannot use; the message names the variable."""
@@ -35,244 +79,247 @@ class SettingsError(ValueError):
 class Settings:
     """Resolved configuration for one session."""
 
-    provider: ProviderName = DEFAULT_PROVIDER
-    model: str = DEFAULT_MODELS[DEFAULT_PROVIDER]
+    provider: str = own_key(DEFAULT_PROVIDER)  # a key of models.PROVIDERS
+    model: str = allowed(DEFAULT_MODELS[DEFAULT_PROVIDER])
     # The model while the permission mode is plan (``opusplan``: opus plans, sonnet works).
-    plan_model: str | None = None
+    plan_model: str | None = learnt(None)
     # The user's ``apiKeyHelper`` (Claude Code's settings): run for the key, again on a 401.
-    api_key_helper: str | None = field(default=None, repr=False)
+    api_key_helper: str | None = learnt(None, secret=True)
     # Where a turn goes on when the model is overloaded or not found (``--fallback-model``).
-    fallback_model: str | None = None
-    compact_model: str | None = None
-    context_window: int | None = None  # None: from the model table
+    fallback_model: str | None = allowed(None)
+    compact_model: str | None = allowed(None)
+    context_window: int | None = allowed(None)  # None: from the model table
     # What the provider's Models API said about a model the table does not know
     # (filled in by the session, never from the environment).
-    reported_window: int | None = None
-    window_reported_by: str | None = None
-    home: Path = field(default_factory=lambda: Path.home() / ".mini-claude")
-    anthropic_api_key: str | None = field(default=None, repr=False)
-    anthropic_base_url: str | None = None
-    openai_api_key: str | None = field(default=None, repr=False)
-    openai_base_url: str | None = None
+    reported_window: int | None = learnt(None)
+    window_reported_by: str | None = learnt(None)
+    home: Path = field(default_factory=lambda: Path.home() / ".mini-claude",
+                       metadata=policy("refused"))
+    anthropic_api_key: str | None = allowed(None, secret=True)
+    anthropic_base_url: str | None = own_key(None)
+    openai_api_key: str | None = allowed(None, secret=True)
+    openai_base_url: str | None = own_key(None)
 
     # Thinking: 0 = off, else the Anthropic budget_tokens (models with adaptive thinking
     # think adaptively instead, steered by ``effort``); OpenAI reasoning models take
     # ``reasoning_effort``.
-    thinking_tokens: int = 0
-    effort: str | None = None  # low | medium | high | xhigh | max
-    reasoning_effort: str | None = None  # none | minimal | low | medium | high | xhigh | max
-    reported_thinking: str | None = None  # "adaptive" | "enabled", from the Models API
+    thinking_tokens: int = allowed(0)
+    effort: str | None = allowed(None)  # low | medium | high | xhigh | max
+    # none | minimal | low | medium | high | xhigh | max
+    reasoning_effort: str | None = allowed(None)
+    reported_thinking: str | None = learnt(None)  # "adaptive" | "enabled", from the Models API
 
     # Output and accounting
-    max_output_tokens: int = 8_192
-    output_reserve: int = 20_000
-    chars_per_token: float = 4.0
+    max_output_tokens: int = allowed(8_192)
+    output_reserve: int = allowed(20_000)
+    chars_per_token: float = allowed(4.0)
 
     # Tier 0: at tool execution
-    persist_threshold_bytes: int = 30 * 1024
-    truncate_chars: int = 50_000
-    preview_lines: int = 200
-    preview_bytes: int = 2_048
+    persist_threshold_bytes: int = allowed(30 * 1024)
+    truncate_chars: int = allowed(50_000)
+    preview_lines: int = allowed(200)
+    preview_bytes: int = allowed(2_048)
 
     # read_file shows at most this share of the effective window per call (and never more
     # than tier 0 would let through uncut); a longer file says where to read on. Its output is
     # never saved to a file: the file itself is the copy on disk.
-    read_page_window_share: float = 0.35
+    read_page_window_share: float = allowed(0.35)
 
     # Tier 1: budget
-    budget_low_pct: float = 0.50
-    budget_low_chars: int = 30_000
-    budget_high_pct: float = 0.70
-    budget_high_chars: int = 15_000
+    budget_low_pct: float = allowed(0.50)
+    budget_low_chars: int = allowed(30_000)
+    budget_high_pct: float = allowed(0.70)
+    budget_high_chars: int = allowed(15_000)
     # On small windows a result may keep at most this share of the effective window, so the
     # newest results that no tier touches still leave room (both steps; tokens ~ chars / 4).
-    budget_low_window_share: float = 0.20
-    budget_high_window_share: float = 0.10
+    budget_low_window_share: float = allowed(0.20)
+    budget_high_window_share: float = allowed(0.10)
     # Cuts wait until together they free this share of the effective window: each cut
     # breaks the prompt cache from that result on, so they go in batches.
-    budget_min_free_pct: float = 0.15
+    budget_min_free_pct: float = allowed(0.15)
 
     # Tier 2: snip
-    snip_pct: float = 0.60
-    keep_recent_results: int = 3
-    keep_recent_per_tool: int = 3
-    snip_min_free_pct: float = 0.15  # of the effective window: a cache break must be worth it
+    snip_pct: float = allowed(0.60)
+    keep_recent_results: int = allowed(3)
+    keep_recent_per_tool: int = allowed(3)
+    # of the effective window: a cache break must be worth it
+    snip_min_free_pct: float = allowed(0.15)
 
     # Tier 3: microcompact
-    microcompact_idle_seconds: float = 300.0
+    microcompact_idle_seconds: float = allowed(300.0)
     # After an idle gap a history at least this large is summarized instead of cleared.
-    idle_compact_min_tokens: int = 45_000
+    idle_compact_min_tokens: int = allowed(45_000)
 
     # Before a summary inside a turn, old exchanges whose results were cleared are folded to
     # one line each (see context/fold.py); the newest this many messages never are.
-    fold_cleared_calls: bool = True
-    fold_keep_messages: int = 6
+    fold_cleared_calls: bool = allowed(True)
+    fold_keep_messages: int = allowed(6)
 
     # Tier 4: auto-compact
-    auto_compact: bool = True
-    autocompact_pct: float = 0.85
+    auto_compact: bool = allowed(True)
+    autocompact_pct: float = allowed(0.85)
     # The summary threshold never goes above this many tokens, whatever the window: every
     # request re-reads the standing context from the cache, so past some size carrying the
     # history costs more per call than a summary costs once; a shorter prompt also keeps
     # answers sharper and leaves a summary less to drop.
-    autocompact_max_tokens: int = 72_000
-    post_compact_target_pct: float = 0.30
-    summary_max_tokens: int = 4_096
-    kept_user_tokens: int = 20_000
-    reattach_max_files: int = 5
-    reattach_file_tokens: int = 5_000
-    reattach_total_tokens: int = 50_000
-    compact_failure_limit: int = 3
+    autocompact_max_tokens: int = allowed(72_000)
+    post_compact_target_pct: float = allowed(0.30)
+    summary_max_tokens: int = allowed(4_096)
+    kept_user_tokens: int = allowed(20_000)
+    reattach_max_files: int = allowed(5)
+    reattach_file_tokens: int = allowed(5_000)
+    reattach_total_tokens: int = allowed(50_000)
+    compact_failure_limit: int = allowed(3)
     # Inside a turn, fewer new tool calls than this since the last summary means clearing
     # old results comes before another summary.
-    summary_min_work: int = 40
+    summary_min_work: int = allowed(40)
     # ... but only while the summary threshold is at most this many tokens: on a large
     # window a cleared history still costs more to carry than a summary costs to write,
     # and each clearing writes the rest of the history to the prompt cache again.
-    relief_max_tokens: int = 32_000
+    relief_max_tokens: int = allowed(32_000)
     # Results that relief leaves whole, the newest: everything after the oldest cleared
     # result is written to the prompt cache again, so on a small window each one kept is
     # paid for again at every clearing. The model has read them; their placeholders name
     # the saved copies.
-    relief_keep_results: int = 1
-    summary_retry_limit: int = 3
+    relief_keep_results: int = allowed(1)
+    summary_retry_limit: int = allowed(3)
     # Share of the effective window for the newest messages kept as they were beside a summary.
-    compact_tail_share: float = 0.05
+    compact_tail_share: float = allowed(0.05)
     # The summary request asks for every path, command and search in full: the pointers that
     # let the model read back what the summary left out.
-    summary_keep_pointers: bool = True
+    summary_keep_pointers: bool = allowed(True)
     # The ledger re-attached after every summary: at most this many tokens, and at most
     # this share of the effective window (see context/ledger.py). 0 turns it off.
-    ledger_tokens: int = 1_500
-    ledger_window_share: float = 0.03
+    ledger_tokens: int = allowed(1_500)
+    ledger_window_share: float = allowed(0.03)
 
     # Session memory (context/session_memory.py): notes about the session kept up to date in
     # the background, so that at the threshold they replace the old history without a summary
     # call. The first update comes when the history reaches this share of the summary
     # threshold; later ones are scheduled from measured update time and growth.
-    session_memory: bool = True
-    session_memory_start_pct: float = 0.90
+    session_memory: bool = allowed(True)
+    session_memory_start_pct: float = allowed(0.90)
     # Off: the loop waits for each update (the benchmark, for requests in a fixed order).
-    session_memory_background: bool = True
+    session_memory_background: bool = allowed(True)
     # When the summary threshold comes before the notes, the request goes out as it is (an
     # update on its way) while it stays this share of the effective window below the hard
     # limit (window minus output reserve); only there does anything wait for notes or a
     # summary. 1 turns this off (a summary at the threshold, as without notes on the way).
     # A narrower margin lets requests grow, each paying for the larger history, longer than
     # the summary they put off would have cost; a wider one summarizes before notes arrive.
-    session_memory_defer_margin_pct: float = 0.20
+    session_memory_defer_margin_pct: float = allowed(0.20)
     # The share of the effective window a history may grow by while an update runs: the
     # first update of a history comes that far below the hard limit at the latest.
-    session_memory_lead_pct: float = 0.30
+    session_memory_lead_pct: float = allowed(0.30)
 
     # Provider calls
-    max_retries: int = 4
+    max_retries: int = allowed(4)
     # Ask the server why a cached prefix was not reused (Anthropic ``diagnostics``).
-    cache_diagnostics: bool = True
-    request_timeout_seconds: float = 600.0
+    cache_diagnostics: bool = allowed(True)
+    request_timeout_seconds: float = allowed(600.0)
     # A stream that sends nothing (not even a ping) for this long is given up and retried.
     # 90 s is Claude Code's default (CLAUDE_STREAM_IDLE_TIMEOUT_MS, 90,000 ms); the SDKs
     # alone would wait their whole 600 s request timeout on each attempt.
-    stream_idle_timeout_seconds: float = 90.0
+    stream_idle_timeout_seconds: float = allowed(90.0)
 
     # Tools
-    shell_timeout_seconds: float = 120.0
-    tool_output_cap_chars: int = 200_000
-    result_retention_days: int = 30
+    shell_timeout_seconds: float = allowed(120.0)
+    tool_output_cap_chars: int = allowed(200_000)
+    result_retention_days: int = stricter(30, "higher")
 
     # The todo plan: remind the model after this many model calls without todo_write while
     # its list is unfinished (0: never).
-    todo_reminder_calls: int = 10
+    todo_reminder_calls: int = allowed(10)
     # Compaction at a task boundary: when a todo item is marked done and the context is above
     # this share of the auto-compact threshold, compact then rather than mid-task later.
-    task_boundary_compact: bool = False
-    task_boundary_compact_pct: float = 0.6
+    task_boundary_compact: bool = allowed(False)
+    task_boundary_compact_pct: float = allowed(0.6)
     # The loop guard (agent/loop_guard.py): how many times a repetition must happen in one turn
     # before the model is asked to change tactic (0: that check off), and how many such
     # reminders for the same repetition come before the user is told.
-    loop_guard: bool = True
-    loop_guard_same_call: int = 3
-    loop_guard_failing_command: int = 3
-    loop_guard_reread: int = 3
-    loop_guard_edit_undone: bool = True
-    loop_guard_reminders: int = 1
+    loop_guard: bool = allowed(True)
+    loop_guard_same_call: int = allowed(3)
+    loop_guard_failing_command: int = allowed(3)
+    loop_guard_reread: int = allowed(3)
+    loop_guard_edit_undone: bool = allowed(True)
+    loop_guard_reminders: int = allowed(1)
     # Loaded skills re-attached after a compaction, newest first, whole, within this many tokens.
-    reattach_skills_tokens: int = 10_000
+    reattach_skills_tokens: int = allowed(10_000)
     # Hooks: seconds a hook command may run when its entry gives no "timeout".
-    hook_timeout_seconds: float = 60.0
+    hook_timeout_seconds: float = refused(60.0)
 
     # Claude Code's events and terminal notifications. A Stop/SubagentStop hook may send the
     # model back to work at most this many times in one turn.
-    stop_hook_limit: int = 5
+    stop_hook_limit: int = allowed(5)
     # How a waiting question or a long turn's end is signalled: auto, bell, osc9, osc777, off.
-    notify: str = "auto"
+    notify: str = allowed("auto")
     # A turn that ran at least this long notifies when it ends (0: never).
-    notify_after_seconds: float = 30.0
+    notify_after_seconds: float = allowed(30.0)
 
     # REPL: every tier report on its own line instead of one summary line per model call
-    verbose: bool = False
+    verbose: bool = allowed(False)
 
     # MCP servers
-    mcp_connect_timeout_seconds: float = 30.0
-    mcp_tool_timeout_seconds: float = 120.0
+    mcp_connect_timeout_seconds: float = allowed(30.0)
+    mcp_tool_timeout_seconds: float = allowed(120.0)
     # Variables a project's .mcp.json may expand with ${VAR} (names, commas or spaces
     # between); provider keys never. The user's own mcp.json may use any.
-    mcp_project_variables: str | None = None
+    mcp_project_variables: str | None = refused(None)
 
     # A message waits this long for MCP servers still connecting, so that their tools are in
     # its request (REPL and print mode; 0: never wait, the tools join a later request).
-    mcp_startup_wait_seconds: float = 15.0
+    mcp_startup_wait_seconds: float = allowed(15.0)
 
     # The prompt edits as vi does (``/vim`` switches it for the session).
-    vim_mode: bool = False
+    vim_mode: bool = allowed(False)
 
     # Sub-agents (the task tool): off removes the tool; the model for children (None: the same)
-    task_tool: bool = True
-    task_model: str | None = None
+    task_tool: bool = allowed(True)
+    task_model: str | None = allowed(None)
     # Permissions: also read Claude Code's settings files (~/.claude/settings.json,
     # .claude/settings.json, .claude/settings.local.json) beside our own.
-    read_claude_settings: bool = True
+    read_claude_settings: bool = refused(True)
 
     # The window a server proved by refusing a prompt ("prompt is too long: 63289 tokens >
     # 60000 maximum"): it outranks every other source, a setting included, because the
     # server is what accepts or refuses (filled in at run time, never from the environment).
-    rejected_window: int | None = None
-    window_rejected_by: str | None = None
+    rejected_window: int | None = learnt(None)
+    window_rejected_by: str | None = learnt(None)
 
     # Tools for real work: live shell output, web_fetch, images.
     # The REPL and stream-json get a running command's last lines at most this often.
-    shell_progress_interval_seconds: float = 0.5
+    shell_progress_interval_seconds: float = stricter(0.5, "higher")
     # A background shell's log on disk keeps its first and last half of this many bytes and
     # says how many were dropped between (a shell running `yes` fills no disk).
-    shell_log_cap_bytes: int = 4 * 1024 * 1024
+    shell_log_cap_bytes: int = stricter(4 * 1024 * 1024, "lower")
     # web_fetch: largest body read, seconds for the whole fetch, minutes a page stays cached.
-    web_fetch_max_bytes: int = 5 * 1024 * 1024
-    web_fetch_timeout_seconds: float = 30.0
-    web_fetch_cache_seconds: float = 300.0
+    web_fetch_max_bytes: int = stricter(5 * 1024 * 1024, "lower")
+    web_fetch_timeout_seconds: float = stricter(30.0, "lower")
+    web_fetch_cache_seconds: float = stricter(300.0, "lower")
     # Hosts or networks (comma-separated: ``127.0.0.1``, ``10.0.0.0/8``, ``localhost``) that
     # web_fetch may reach although they are private or loopback; plain http stays http there.
-    web_fetch_allow_private: str = ""
+    web_fetch_allow_private: str = refused("")
     # The model accepts images (read_file of a picture, @shot.png); 0 for a text-only model.
-    vision: bool = True
+    vision: bool = allowed(True)
     # Images larger than this many pixels are not decoded (a small PNG can unpack to
     # gigabytes); a JPEG is decoded reduced instead when that brings it under.
-    image_max_pixels: int = 36_000_000
+    image_max_pixels: int = stricter(36_000_000, "lower")
 
     # The OS sandbox for commands (bubblewrap): None leaves it to the settings files'
     # ``sandbox.enabled`` (off unless one says so); MINI_CLAUDE_SANDBOX=1 or 0 outranks them.
-    sandbox: bool | None = None
+    sandbox: bool | None = stricter(None, "higher")
     # The bubblewrap program; with ``sandbox_fail_if_unavailable`` (or the files'
     # ``sandbox.failIfUnavailable``) no command runs when the sandbox is wanted and cannot.
-    sandbox_bwrap_path: str = "bwrap"
-    sandbox_fail_if_unavailable: bool = False
+    sandbox_bwrap_path: str = refused("bwrap")
+    sandbox_fail_if_unavailable: bool = stricter(False, "higher")
 
     # Checkpoints (what /rewind restores): files larger than this are recorded as "not
     # checkpointed"; the store of one project is kept under the bound, oldest sessions first.
-    checkpoint_max_file_bytes: int = 10 * 1024 * 1024
-    checkpoint_store_max_bytes: int = 1024 * 1024 * 1024
+    checkpoint_max_file_bytes: int = stricter(10 * 1024 * 1024, "higher")
+    checkpoint_store_max_bytes: int = stricter(1024 * 1024 * 1024, "higher")
     # Commands (run_shell, background shells, MCP tools, `!cmd`) are checkpointed too: the
     # project is listed before and after each, and what changed is recorded like an edit.
-    checkpoint_commands: bool = True
+    checkpoint_commands: bool = stricter(True, "higher")
 
     @property
     def window(self) -> int:
@@ -353,11 +400,19 @@ ENV_NAMES: dict[str, str] = {
     "autocompact_pct": "MINI_CLAUDE_AUTOCOMPACT_PCT",
     "stream_idle_timeout_seconds": "MINI_CLAUDE_STREAM_IDLE_TIMEOUT",
 }
-# Learnt at run time, not configured.
-NOT_FROM_ENVIRONMENT = {
-    "plan_model", "api_key_helper", "reported_window", "window_reported_by",
-    "reported_thinking", "rejected_window", "window_rejected_by",
-}
+
+
+def policy_of_field(name: str, metadata: Mapping[str, Any]) -> Policy:
+    """A field's declared policy; a field declared without one stops the import."""
+    if POLICY not in metadata:
+        raise TypeError(f"setting {name!r} has no project .env policy: declare it with "
+                        "allowed(), stricter(), own_key(), refused() or learnt()")
+    return cast(Policy, metadata[POLICY])
+
+
+PROJECT_ENV_POLICY: dict[str, Policy] = {
+    f.name: policy_of_field(f.name, f.metadata) for f in fields(Settings)}
+NOT_FROM_ENVIRONMENT = {name for name, word in PROJECT_ENV_POLICY.items() if word == "learnt"}
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
 REASONING_EFFORTS = ("none", "minimal", *EFFORTS)
 for _f in fields(Settings):

@@ -50,7 +50,7 @@ from mini_claude import events as ev
 from mini_claude.acp import updates
 from mini_claude.acp.questions import EditorApprover, OpenCalls
 from mini_claude.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from mini_claude.tools.permission_modes import MODES, parse_mode
+from mini_claude.tools.mode_table import MODES, parse_mode
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -58,12 +58,6 @@ if TYPE_CHECKING:
     from mini_claude.session.wiring import Session
 
 STOP_REPEAT_SECONDS = 1.0  # a cancellation swallowed mid-spawn is repeated, as in the REPL
-MODE_NAMES = {
-    "default": "Ask before changes",
-    "acceptEdits": "Accept edits",
-    "plan": "Plan",
-    "bypassPermissions": "Bypass permissions",
-}
 Block = Any  # one of the prompt's content blocks
 
 
@@ -167,7 +161,7 @@ class EditorAgent:
         from mini_claude.protocol import ProviderError
         from mini_claude.providers import create_provider
         from mini_claude.session.wiring import Session, SessionError
-        from mini_claude.tools.permission_modes import mode_from_flags
+        from mini_claude.tools.mode_table import mode_from_flags
         from mini_claude.tools.permission_rules import RuleError
 
         folder = Path(cwd)
@@ -217,10 +211,11 @@ class EditorAgent:
 
     def _modes(self, editor: EditorSession) -> SessionModeState:
         permissions = editor.session.permission_setup.permissions
-        shown = [m for m in MODES if m != "bypassPermissions" or not permissions.bypass_disabled]
+        shown = [row for row in MODES.values()
+                 if not row.asks_nothing or not permissions.bypass_disabled]
         return SessionModeState(
             current_mode_id=permissions.mode,
-            available_modes=[SessionMode(id=m, name=MODE_NAMES.get(m, m)) for m in shown],
+            available_modes=[SessionMode(id=row.name, name=row.title) for row in shown],
         )
 
     def _mode_changed(self, editor: EditorSession) -> None:

@@ -18,13 +18,13 @@ from acp.schema import (
 
 from mini_claude.acp.updates import Update, running, text, tool_kind
 from mini_claude.tools.base import PermissionDecision, PermissionRequest
+from mini_claude.tools.mode_table import ACCEPT_EDITS_MODE, DEFAULT_MODE, PermissionMode
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL
-from mini_claude.tools.permission_modes import PermissionMode
 
 ALLOW, ALLOW_ALWAYS, REJECT = "allow", "allow_always", "reject"
 PLAN_ACCEPT_EDITS, PLAN_DEFAULT, PLAN_KEEP = "plan_accept_edits", "plan_default", "plan_keep"
-PLAN_MODES: dict[str, PermissionMode] = {PLAN_ACCEPT_EDITS: "acceptEdits",
-                                         PLAN_DEFAULT: "default"}
+PLAN_MODES: dict[str, PermissionMode] = {PLAN_ACCEPT_EDITS: ACCEPT_EDITS_MODE,
+                                         PLAN_DEFAULT: DEFAULT_MODE}
 DETAIL_CHARS = 20_000
 
 

@@ -319,7 +319,7 @@ class Agent:
 
     def _planning(self) -> bool:
         rules = self.tool_context.rules
-        return rules is not None and rules.mode == "plan"
+        return rules is not None and rules.row.read_only
 
     # ---- numbers --------------------------------------------------------------------
 

@@ -13,20 +13,6 @@ from mini_claude.plan import REMINDER_TAG
 from mini_claude.tools.base import ToolContext
 from mini_claude.tools.permission_modes import Permissions
 
-PLAN_MODE_NOTE = (
-    "Plan mode is active: the user wants a plan before any change. Do not edit or write files, "
-    "and run only read-only commands (anything else is refused). Explore with read-only tools, "
-    "then call exit_plan_mode with your plan for the user's approval. If the request is only "
-    "a question, answer it without exit_plan_mode."
-)
-MODE_NOTES = {
-    "default": "The permission mode is now default: changes ask the user before they run.",
-    "acceptEdits": "The permission mode is now acceptEdits: file edits inside the project run "
-                   "without asking; commands still ask.",
-    "bypassPermissions": "The permission mode is now bypassPermissions: tools run without "
-                         "asking (deny rules still hold).",
-}
-
 
 def with_mode_reminder(message: Message, permissions: Permissions | None) -> Message:
     """The message with the mode note the model needs now (or unchanged)."""
@@ -35,13 +21,10 @@ def with_mode_reminder(message: Message, permissions: Permissions | None) -> Mes
     mode = permissions.mode
     told = permissions.mode_told
     permissions.mode_told = mode
-    if mode == "plan":
-        note = PLAN_MODE_NOTE
-    elif told is not None and told != mode:
-        note = MODE_NOTES[mode]
-    else:
+    row = permissions.row
+    if not row.noted_every_turn and (told is None or told == mode):
         return message
-    reminder = TextBlock(f"<{REMINDER_TAG}>{note}</{REMINDER_TAG}>")
+    reminder = TextBlock(f"<{REMINDER_TAG}>{row.note}</{REMINDER_TAG}>")
     return Message(message.role, [*message.blocks, reminder])
 
 

@@ -51,6 +51,7 @@ from mini_claude.simulator.types import (
     ToolResultPart,
     ToolUsePart,
 )
+from mini_claude.tools.mode_table import BYPASS_MODE
 
 CLAUDE_ENV = "MINI_CLAUDE_BENCH_CLAUDE"  # the CLI to run; else the one the agent SDK bundles
 CLAUDE_MODEL = "claude-sonnet-4-5"
@@ -265,7 +266,7 @@ def play_cli(binary: Path, script: Script, policy: ClaudeCodePolicy, sim: Simula
     turn_starts: list[int] = []
     started = time.perf_counter()
     command = [str(binary), "-p", "--input-format", "stream-json", "--output-format",
-               "stream-json", "--verbose", "--permission-mode", "bypassPermissions",
+               "stream-json", "--verbose", "--permission-mode", BYPASS_MODE,
                "--model", CLAUDE_MODEL, "--session-id", str(uuid.uuid4())]
     env = cli_environment(sim.anthropic_base_url, home, auto_compact_window)
     errors = home / "cli-stderr.txt"  # a file, not a pipe nobody reads while turns run

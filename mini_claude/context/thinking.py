@@ -33,7 +33,7 @@ from mini_claude.conversation import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from mini_claude.models import model_key
+from mini_claude.models import model_key, provider_row
 from mini_claude.protocol import ThinkingConfig, TierReport
 from mini_claude.settings import Settings
 
@@ -58,7 +58,7 @@ def thinks_adaptively(settings: Settings) -> bool:
 
 def thinking_config(settings: Settings) -> ThinkingConfig | None:
     """The request's thinking, from ``MINI_CLAUDE_THINKING_TOKENS`` and the efforts."""
-    if settings.provider == "openai":
+    if provider_row(settings.provider).thinking == "effort":
         effort = settings.reasoning_effort or (
             DEFAULT_OPENAI_EFFORT if settings.thinking_tokens else None
         )

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
+from mini_claude.model_facts import remember_rejection
 from mini_claude.protocol import ModelRequest, PromptTooLong, Provider, StreamEvent
-from mini_claude.providers.models_api import remember_rejection
 from mini_claude.settings import Settings
 
 

@@ -28,7 +28,7 @@ from mini_claude.protocol import ProviderError
 from mini_claude.session.settings_files import SettingsFile, settings_from_json
 from mini_claude.settings import Settings
 from mini_claude.tools.base import Approver
-from mini_claude.tools.permission_modes import mode_from_flags
+from mini_claude.tools.mode_table import mode_from_flags
 from mini_claude.tools.permission_rules import RuleError
 from mini_claude.visible import visible
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from mini_claude.project.boundary import ProjectBoundary
 from mini_claude.project.claude_tools import our_tool_names
+from mini_claude.project.front_matter import FrontMatterError, split, string_list
 from mini_claude.safe_read import read_text_limited
 from mini_claude.tools.kinds import READING_KINDS, known_tools
 
@@ -130,7 +131,11 @@ def parse_agent_file(path: Path, boundary: ProjectBoundary | None = None) -> Age
         text = raw[:MAX_AGENT_FILE_CHARS]
     except OSError as exc:
         raise AgentFileError(exc.strerror or str(exc)) from None
-    fields, body = split_front_matter(text)
+    try:
+        found, body = split(text, None, required=True)
+    except FrontMatterError as exc:
+        raise AgentFileError(str(exc)) from None
+    fields = {key.lower(): value for key, value in found.items()}
     name = fields.get("name", "")
     if not isinstance(name, str) or not _NAME.match(name):
         raise AgentFileError("the front matter needs a name (letters, digits, - _ .)")
@@ -145,69 +150,15 @@ def parse_agent_file(path: Path, boundary: ProjectBoundary | None = None) -> Age
         name=name,
         description=" ".join(description.split()),
         prompt=body.strip() + "\n",
-        tools=_tool_names(fields.get("tools")),
+        tools=_tool_names(string_list(fields.get("tools")) if "tools" in fields else None),
         model=None if model_name.lower() in INHERITED_MODELS else model_name,
         source=path,
     )
 
 
-def _tool_names(value: str | list[str] | None) -> tuple[str, ...] | None:
-    if value is None:
+def _tool_names(names: list[str] | None) -> tuple[str, ...] | None:
+    if names is None:
         return None
-    items = value if isinstance(value, list) else value.split(",")
-    names = [item.strip() for item in items if item.strip()]
     if not names or names == ["*"]:
         return None
     return tuple(dict.fromkeys(ours for n in names for ours in our_tool_names(n)))
-
-
-def split_front_matter(text: str) -> tuple[dict[str, str | list[str]], str]:
-    """``key: value`` lines between two ``---`` lines, then the body.
-
-    Enough of YAML for agent files: plain or quoted scalars, ``[a, b]`` and
-    ``- item`` lists, and ``|`` / ``>`` blocks for a long description.
-    """
-    lines = text.lstrip("\ufeff").splitlines()
-    if not lines or lines[0].strip() != "---":
-        raise AgentFileError("it does not start with front matter (a line with ---)")
-    try:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-    except StopIteration:
-        raise AgentFileError("the front matter is not closed by a line with ---") from None
-    fields: dict[str, str | list[str]] = {}
-    key: str | None = None
-    block: list[str] | None = None
-    for line in lines[1:end]:
-        if key is not None and (line.startswith((" ", "\t")) or not line.strip()):
-            stripped = line.strip()
-            if block is not None:
-                block.append(stripped)
-            elif stripped.startswith("- "):
-                current = fields.get(key)
-                items = current if isinstance(current, list) else []
-                items.append(_unquote(stripped[2:]))
-                fields[key] = items
-            continue
-        if key is not None and block is not None:
-            fields[key] = " ".join(part for part in block if part)
-        key, block = None, None
-        name, colon, value = line.partition(":")
-        if not colon or not name.strip() or line.startswith("#"):
-            continue
-        key, value = name.strip().lower(), value.strip()
-        if value in ("|", ">", "|-", ">-"):
-            block = []
-        elif value.startswith("[") and value.endswith("]"):
-            fields[key] = [_unquote(v) for v in value[1:-1].split(",") if v.strip()]
-        else:
-            fields[key] = _unquote(value)
-    if key is not None and block is not None:
-        fields[key] = " ".join(part for part in block if part)
-    return fields, "\n".join(lines[end + 1 :])
-
-
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value

@@ -1,7 +1,7 @@
 """What a `.env` file may set: the user's own file anything, a project's file less.
 
-A repository is not trusted: its `.env` travels with a clone. What it may set is one
-table, :data:`PROJECT_ENV_POLICY`, with a word for every setting:
+A repository is not trusted: its `.env` travels with a clone. What it may set is a word
+each field of :class:`~mini_claude.settings.Settings` declares beside its default:
 
 - ``allowed``: tuning that changes no guard and touches no other session's data;
 - ``stricter``: taken only when it is stricter than the value the user would have
@@ -10,7 +10,8 @@ table, :data:`PROJECT_ENV_POLICY`, with a word for every setting:
   same file and that key being the one sent (the environment does not set its own): a
   repository can never route the user's own key to a host it names, nor switch the
   provider a user's key is sent to;
-- ``refused``: never from a project file (the home, hook time limits).
+- ``refused``: never from a project file (the home, hook time limits);
+- ``learnt``: no setting at all, filled in at run time.
 
 A project file's values are never built from the user's environment: ``${VAR}`` in it
 expands only variables defined earlier in that same file. An empty value is no value
@@ -24,163 +25,27 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from mini_claude.models import PROVIDERS
 from mini_claude.safe_read import read_text_limited
-from mini_claude.settings import ENV_NAMES, NOT_FROM_ENVIRONMENT, Settings, SettingsError, parse
+from mini_claude.settings import (
+    ENV_NAMES,
+    NOT_FROM_ENVIRONMENT,
+    PROJECT_ENV_POLICY,
+    STRICTER_WHEN,
+    Policy,
+    Settings,
+    SettingsError,
+    parse,
+)
 
-Policy = Literal["allowed", "stricter", "own key", "refused"]
-
-KEY_FOR_BASE_URL = {"ANTHROPIC_BASE_URL": "ANTHROPIC_API_KEY", "OPENAI_BASE_URL": "OPENAI_API_KEY"}
-KEY_FOR_PROVIDER = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+KEY_FOR_BASE_URL = {row.base_url_variable: row.key_variable for row in PROVIDERS.values()}
+KEY_FOR_PROVIDER = {row.name: row.key_variable for row in PROVIDERS.values()}
 DEFAULT_HOME = "~/.mini-claude"
-
-# Every setting a project `.env` could name, and what it may do with it. A setting
-# missing here is refused (tests/test_dotenv_rule.py checks every field is listed).
-PROJECT_ENV_POLICY: dict[str, Policy] = {
-    # where the user's key goes: only with the project's own key
-    "provider": "own key",
-    "anthropic_base_url": "own key",
-    "openai_base_url": "own key",
-    # a repository's own key (an empty one is ignored)
-    "anthropic_api_key": "allowed",
-    "openai_api_key": "allowed",
-    # where transcripts, saved results, trust records and settings live
-    "home": "refused",
-    # a short limit makes a guard hook "time out"; a long one is the user's call
-    "hook_timeout_seconds": "refused",
-    # which of the user's variables a project's .mcp.json may read
-    "mcp_project_variables": "refused",
-    # off would drop the deny rules and hooks of the user's own ~/.claude/settings.json
-    "read_claude_settings": "refused",
-    # a short retention deletes other sessions' saved results
-    "result_retention_days": "stricter",
-    # model choice and context tuning: cost and quality, no guard
-    "model": "allowed",
-    "compact_model": "allowed",
-    "task_model": "allowed",
-    "fallback_model": "allowed",
-    "vim_mode": "allowed",
-    "task_tool": "allowed",
-    "context_window": "allowed",
-    "thinking_tokens": "allowed",
-    "effort": "allowed",
-    "reasoning_effort": "allowed",
-    "max_output_tokens": "allowed",
-    "output_reserve": "allowed",
-    "chars_per_token": "allowed",
-    "persist_threshold_bytes": "allowed",
-    "truncate_chars": "allowed",
-    "preview_lines": "allowed",
-    "preview_bytes": "allowed",
-    "read_page_window_share": "allowed",
-    "budget_low_pct": "allowed",
-    "budget_low_chars": "allowed",
-    "budget_high_pct": "allowed",
-    "budget_high_chars": "allowed",
-    "budget_low_window_share": "allowed",
-    "budget_high_window_share": "allowed",
-    "budget_min_free_pct": "allowed",
-    "snip_pct": "allowed",
-    "keep_recent_results": "allowed",
-    "keep_recent_per_tool": "allowed",
-    "snip_min_free_pct": "allowed",
-    "microcompact_idle_seconds": "allowed",
-    "idle_compact_min_tokens": "allowed",
-    "fold_cleared_calls": "allowed",
-    "fold_keep_messages": "allowed",
-    "auto_compact": "allowed",
-    "autocompact_pct": "allowed",
-    "autocompact_max_tokens": "allowed",
-    "post_compact_target_pct": "allowed",
-    "summary_max_tokens": "allowed",
-    "kept_user_tokens": "allowed",
-    "reattach_max_files": "allowed",
-    "reattach_file_tokens": "allowed",
-    "reattach_total_tokens": "allowed",
-    "compact_failure_limit": "allowed",
-    "summary_min_work": "allowed",
-    "relief_max_tokens": "allowed",
-    "relief_keep_results": "allowed",
-    "summary_retry_limit": "allowed",
-    "compact_tail_share": "allowed",
-    "summary_keep_pointers": "allowed",
-    "ledger_tokens": "allowed",
-    "ledger_window_share": "allowed",
-    "max_retries": "allowed",
-    "cache_diagnostics": "allowed",
-    "request_timeout_seconds": "allowed",
-    "stream_idle_timeout_seconds": "allowed",
-    "shell_timeout_seconds": "allowed",
-    "tool_output_cap_chars": "allowed",
-    "todo_reminder_calls": "allowed",
-    "reattach_skills_tokens": "allowed",
-    "verbose": "allowed",
-    "mcp_connect_timeout_seconds": "allowed",
-    "mcp_tool_timeout_seconds": "allowed",
-    "mcp_startup_wait_seconds": "allowed",
-    "notify": "allowed",
-    "notify_after_seconds": "allowed",
-    "stop_hook_limit": "allowed",
-    "session_memory": "allowed",
-    "session_memory_background": "allowed",
-    "session_memory_start_pct": "allowed",
-    "session_memory_defer_margin_pct": "allowed",
-    "session_memory_lead_pct": "allowed",
-    # a small limit would leave edits without a checkpoint, or prune other sessions' ones
-    "checkpoint_max_file_bytes": "stricter",
-    "checkpoint_store_max_bytes": "stricter",
-    # web_fetch reaching loopback and private networks (a cloud's metadata address, a
-    # database on localhost) switches its address guard off
-    "web_fetch_allow_private": "refused",
-    # a larger body or a longer wait lets a hostile page hold memory or the turn
-    "web_fetch_max_bytes": "stricter",
-    "web_fetch_timeout_seconds": "stricter",
-    # a long cache keeps answering with a page the server has since changed
-    "web_fetch_cache_seconds": "stricter",
-    # a zero interval sends an event for every chunk a noisy command prints
-    "shell_progress_interval_seconds": "stricter",
-    # whether the model is sent pictures: what it can read either way is the same
-    "vision": "allowed",
-    # a larger cap lets a command fill the disk, or a small picture fill memory
-    "shell_log_cap_bytes": "stricter",
-    "image_max_pixels": "stricter",
-    # a project may turn the sandbox and shell checkpoints on, never off, and never name the
-    # program that would build the sandbox
-    "sandbox": "stricter",
-    "sandbox_fail_if_unavailable": "stricter",
-    "sandbox_bwrap_path": "refused",
-    "checkpoint_commands": "stricter",
-    # how the model is nudged out of a loop, and when a finished task compacts: the session's
-    # own conduct, nothing of the user's is exposed
-    "loop_guard": "allowed",
-    "loop_guard_same_call": "allowed",
-    "loop_guard_failing_command": "allowed",
-    "loop_guard_reread": "allowed",
-    "loop_guard_edit_undone": "allowed",
-    "loop_guard_reminders": "allowed",
-    "task_boundary_compact": "allowed",
-    "task_boundary_compact_pct": "allowed",
-}
-
-# For a ``stricter`` setting: is the project's value at least as strict as the user's?
-STRICTER: dict[str, Callable[[Any, Any], bool]] = {
-    "result_retention_days": lambda project, user: project >= user,
-    "checkpoint_max_file_bytes": lambda project, user: project >= user,
-    "checkpoint_store_max_bytes": lambda project, user: project >= user,
-    "web_fetch_max_bytes": lambda project, user: project <= user,
-    "web_fetch_timeout_seconds": lambda project, user: project <= user,
-    "web_fetch_cache_seconds": lambda project, user: project <= user,
-    "shell_progress_interval_seconds": lambda project, user: project >= user,
-    "shell_log_cap_bytes": lambda project, user: project <= user,
-    "image_max_pixels": lambda project, user: project <= user,
-    "sandbox": lambda project, user: project >= user,
-    "sandbox_fail_if_unavailable": lambda project, user: project >= user,
-    "checkpoint_commands": lambda project, user: project >= user,
-}
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _FIELD_OF = {env: name for name, env in ENV_NAMES.items()}
@@ -205,7 +70,7 @@ def policy_of(env_name: str) -> Policy | None:
     name = _FIELD_OF.get(env_name)
     if name is None or name in NOT_FROM_ENVIRONMENT:
         return None
-    return PROJECT_ENV_POLICY.get(name, "refused")
+    return PROJECT_ENV_POLICY[name]
 
 
 def _parse_file(text: str, *, interpolate: bool) -> dict[str, str]:
@@ -327,9 +192,15 @@ def _not_stricter(env_name: str, value: str, user: Mapping[str, str]) -> str | N
         current = parse(name, user[env_name], default) if _is_set(user, env_name) else default
     except SettingsError:
         return None  # the settings loader reports a bad value in one line
-    if STRICTER[name](wanted, current):
+    if _stricter(name, wanted, current):
         return None
     return f"a project .env may only make it stricter (it is {current})"
+
+
+def _stricter(name: str, project: Any, user: Any) -> bool:
+    """Is the project's value at least as strict as the user's, the way the field says?"""
+    when = next(f.metadata[STRICTER_WHEN] for f in fields(Settings) if f.name == name)
+    return bool(project >= user) if when == "higher" else bool(project <= user)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -338,7 +209,3 @@ def _same_file(a: Path, b: Path) -> bool:
     except OSError:
         return False
 
-
-def documented_fields() -> list[str]:
-    """Every configurable field (for the completeness check of the table)."""
-    return [f.name for f in fields(Settings) if f.name not in NOT_FROM_ENVIRONMENT]

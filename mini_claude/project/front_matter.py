@@ -1,4 +1,5 @@
-"""YAML front matter of Claude Code's Markdown files (commands, rules), read with PyYAML.
+"""YAML front matter of Claude Code's Markdown files (commands, rules, skills, agent types),
+read with PyYAML: the one reader of them all.
 
 Claude Code's own files use real YAML there (``paths:`` lists, quoted globs,
 ``allowed-tools`` lists), so a YAML parser reads them as their authors meant.
@@ -22,24 +23,28 @@ class FrontMatterError(ValueError):
     """Front matter that is not a YAML mapping; the message names the file."""
 
 
-def split(text: str, path: Path) -> tuple[dict[str, Any], str]:
-    """``(fields, body)``; no leading ``---`` line means no fields."""
+def split(text: str, path: Path | None, *, required: bool = False) -> tuple[dict[str, Any], str]:
+    """``(fields, body)``; no leading ``---`` line means no fields, or an error when the
+    kind of file must have them. Messages name ``path`` when given."""
+    named = f"{path}: " if path is not None else ""
     lines = text.lstrip("\ufeff").splitlines()
     if not lines or lines[0].strip() != "---":
+        if required:
+            raise FrontMatterError(f"{named}it does not start with front matter (a line with ---)")
         return {}, text.lstrip("\ufeff")
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
-        raise FrontMatterError(f"{path}: the front matter is not closed with '---'")
+        raise FrontMatterError(f"{named}the front matter is not closed with '---'")
     try:
         data = yaml.safe_load("\n".join(lines[1:end]))
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 2})" if where is not None else ""
-        raise FrontMatterError(f"{path}: the front matter is not valid YAML{line}") from None
+        raise FrontMatterError(f"{named}the front matter is not valid YAML{line}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise FrontMatterError(f"{path}: the front matter must be 'key: value' lines")
+        raise FrontMatterError(f"{named}the front matter must be 'key: value' lines")
     return {str(k): v for k, v in data.items()}, "\n".join(lines[end + 1 :])
 
 

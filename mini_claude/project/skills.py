@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mini_claude.project.boundary import ProjectBoundary
+from mini_claude.project.front_matter import FrontMatterError, split
 from mini_claude.safe_read import read_limited
 
 SKILL_FILE = "SKILL.md"
@@ -116,9 +117,12 @@ def read_skill(folder: Path, scope: str, boundary: ProjectBoundary | None = None
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillError(f"cannot read {path}: {exc}") from None
-    fields, body = split_front_matter(text, path)
-    name = fields.get("name", "").strip()
-    description = " ".join(fields.get("description", "").split())
+    try:
+        fields, body = split(text, path, required=True)
+    except FrontMatterError as exc:
+        raise SkillError(str(exc)) from None
+    name = str(fields.get("name") or "").strip()
+    description = " ".join(str(fields.get("description") or "").split())
     if not name:
         raise SkillError(f"{path}: the front matter has no 'name'")
     if len(name) > MAX_NAME_CHARS or not NAME_PATTERN.match(name):
@@ -135,43 +139,6 @@ def read_skill(folder: Path, scope: str, boundary: ProjectBoundary | None = None
     if len(body) > MAX_BODY_CHARS:
         raise SkillError(f"{path}: the instructions are longer than {MAX_BODY_CHARS:,} chars")
     return Skill(name, description, body.strip(), folder, scope, _extra_files(folder))
-
-
-def split_front_matter(text: str, path: Path) -> tuple[dict[str, str], str]:
-    """``---`` / ``key: value`` lines / ``---``, then the body.
-
-    A small subset of YAML: one ``key: value`` per line, values optionally quoted,
-    indented lines continue the previous value (as a folded ``>`` block does).
-    """
-    lines = text.lstrip("\ufeff").splitlines()
-    if not lines or lines[0].strip() != "---":
-        raise SkillError(f"{path}: must start with a '---' front matter block")
-    try:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-    except StopIteration:
-        raise SkillError(f"{path}: the front matter is not closed with '---'") from None
-    fields: dict[str, str] = {}
-    key: str | None = None
-    for number, line in enumerate(lines[1:end], 2):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if line[:1].isspace() and key is not None:
-            fields[key] = f"{fields[key]} {line.strip()}".strip()
-            continue
-        match = re.match(r"^([A-Za-z0-9_-]+)\s*:\s*(.*)$", line)
-        if not match:
-            raise SkillError(f"{path}: line {number} of the front matter is not 'key: value'")
-        key, value = match.group(1), match.group(2).strip()
-        if value in (">", "|", ">-", "|-"):
-            value = ""
-        fields[key] = _unquote(value)
-    return fields, "\n".join(lines[end + 1 :])
-
-
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
 
 
 def _extra_files(folder: Path) -> tuple[Path, ...]:

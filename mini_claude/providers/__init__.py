@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
 
-from mini_claude.models import PROVIDERS, ProviderRow, provider_row
+from mini_claude.models import PROVIDERS, ProviderRow, imported, provider_row
 from mini_claude.protocol import AuthenticationFailed, Provider
 from mini_claude.providers.retry import RetryingProvider
 from mini_claude.settings import Settings
@@ -42,12 +41,6 @@ def adapter_factory(row: ProviderRow) -> AdapterFactory:
     """The row's adapter, imported now (the SDK with it)."""
     factory: AdapterFactory = imported(row.adapter)
     return factory
-
-
-def imported(path: str) -> Any:
-    """A ``module:function`` path of the provider table, imported now."""
-    module, _, function = path.partition(":")
-    return getattr(importlib.import_module(module), function)
 
 
 def _read_timeout(settings: Settings) -> float:

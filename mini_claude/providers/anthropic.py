@@ -21,6 +21,11 @@ from mini_claude.conversation import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from mini_claude.model_facts import (
+    LOOKUP_TIMEOUT_SECONDS,
+    ModelFacts,
+    facts_from_anthropic,
+)
 from mini_claude.models import wire_model
 from mini_claude.protocol import (
     CacheMiss,
@@ -44,11 +49,6 @@ from mini_claude.providers.errors import (
     connection_lost,
     timed_out,
     transport_failure,
-)
-from mini_claude.providers.models_api import (
-    LOOKUP_TIMEOUT_SECONDS,
-    ModelFacts,
-    facts_from_anthropic,
 )
 from mini_claude.providers.redact import clean_message
 

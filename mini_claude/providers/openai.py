@@ -22,6 +22,11 @@ from mini_claude.conversation import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from mini_claude.model_facts import (
+    LOOKUP_TIMEOUT_SECONDS,
+    ModelFacts,
+    facts_from_openai_list,
+)
 from mini_claude.models import wire_model
 from mini_claude.protocol import (
     BadRequest,
@@ -45,11 +50,6 @@ from mini_claude.providers.errors import (
     connection_lost,
     timed_out,
     transport_failure,
-)
-from mini_claude.providers.models_api import (
-    LOOKUP_TIMEOUT_SECONDS,
-    ModelFacts,
-    facts_from_openai_list,
 )
 from mini_claude.providers.redact import clean_message
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mini_claude.sandbox.config import SandboxConfig
-from mini_claude.tools.permission_modes import PermissionMode
+from mini_claude.tools.mode_table import PermissionMode, mode_row
 from mini_claude.tools.protected_paths import GIT_FOLDER, protected_paths
 
 # The parts of .git that git runs or obeys: the rest (objects, index, refs) stays writable,
@@ -67,8 +67,9 @@ def make_policy(mode: PermissionMode, project: Path, additional: tuple[Path, ...
     workspace = tuple(dict.fromkeys(p for p in (project, *(real(p) for p in additional))
                                     if p.is_dir()))
     writable: tuple[Path, ...] = ()
-    if mode != "plan":
-        extra = () if mode == "acceptEdits" else config.allow_write
+    row = mode_row(mode)
+    if not row.read_only:
+        extra = () if row.edits_unasked else config.allow_write
         writable = tuple(dict.fromkeys((*workspace, *(p for p in map(real, extra)
                                                       if p.is_dir()))))
     read_only, held = _protected(project, home, writable, config)
@@ -79,7 +80,7 @@ def make_policy(mode: PermissionMode, project: Path, additional: tuple[Path, ...
         and not project.is_relative_to(found)))  # hiding the project would stop all work
     reopened = tuple(real(p) for p in config.allow_read
                      if p.exists() and _inside(real(p), hidden))
-    return Policy(workspace, writable, read_only, held, hidden, reopened, fresh_tmp=mode == "plan",
+    return Policy(workspace, writable, read_only, held, hidden, reopened, fresh_tmp=row.read_only,
                   network="off", hide_run=not config.allow_all_unix_sockets,
                   sockets=tuple(p for p in config.allow_unix_sockets if os.path.lexists(p)))
 

@@ -16,7 +16,7 @@ from mini_claude.sandbox.bwrap import bwrap_argv, unavailable_reason
 from mini_claude.sandbox.config import SandboxConfig
 from mini_claude.sandbox.policy import Policy, make_policy
 from mini_claude.settings import Settings
-from mini_claude.tools.permission_modes import PermissionMode
+from mini_claude.tools.mode_table import PermissionMode, mode_row
 
 MARKER = "sandboxed"
 
@@ -123,7 +123,7 @@ class SandboxState:
                      additional: tuple[Path, ...]) -> str:
         """Said to the model after a sandboxed command failed: what the sandbox stops."""
         policy = self.policy(mode, project, additional)
-        writable = ("nothing is writable (plan mode)" if mode == "plan"
+        writable = ("nothing is writable (plan mode)" if mode_row(mode).read_only
                     else f"only {policy.describe_writable()} is writable (minus settings, "
                          "hooks and .git/hooks and .git/config)")
         way_out = ("If it truly must run outside the sandbox, call run_shell again with "

@@ -27,7 +27,8 @@ from mini_claude.session.settings_files import (
     rule_file,
 )
 from mini_claude.settings import Settings
-from mini_claude.tools.permission_modes import PermissionMode, Permissions
+from mini_claude.tools.mode_table import DEFAULT_MODE, PermissionMode, mode_row
+from mini_claude.tools.permission_modes import Permissions
 from mini_claude.tools.permission_rules import (
     MCP_PREFIX,
     Behavior,
@@ -74,8 +75,8 @@ class PermissionSetup:
         setup.warnings.extend(layers.warnings)
         if layers.bypass_disabled():
             setup.permissions.bypass_disabled = True
-            if mode_flag == "bypassPermissions":
-                setup.warnings.append("bypassPermissions is disabled by a settings file "
+            if mode_flag is not None and mode_row(mode_flag).asks_nothing:
+                setup.warnings.append(f"{mode_flag} is disabled by a settings file "
                                       "(disableBypassPermissionsMode); starting in default")
         setup.permissions.sandbox = session_sandbox(settings)
         setup._apply(setup.project_approved, first=True)
@@ -155,8 +156,8 @@ class PermissionSetup:
                 permissions.set_mode(self.mode_flag)
             return
         mode, _where = self.layers.default_mode(approved)
-        if first or permissions.mode == "default":
-            permissions.set_mode(mode or "default")
+        if first or permissions.mode == DEFAULT_MODE:
+            permissions.set_mode(mode or DEFAULT_MODE)
 
     def add_directory(self, folder: Path) -> None:
         """``/add-dir``: one more folder counts as the project's, for the rest of the session
@@ -169,7 +170,7 @@ class PermissionSetup:
     def default_mode_source(self) -> str:
         """Where the mode in force came from, as ``/permissions`` says it."""
         mode, where = self.layers.default_mode(self.project_approved)
-        started = self.mode_flag or mode or "default"
+        started = self.mode_flag or mode or DEFAULT_MODE
         if self.permissions.mode != started:
             return "changed in this session"
         if self.mode_flag is not None:

@@ -40,7 +40,7 @@ from mini_claude.safe_read import read_limited
 from mini_claude.sandbox.config import SandboxConfig, merge, read_sandbox
 from mini_claude.session.json_edit import JsonEditError, append_to_list
 from mini_claude.tools.kinds import known_tools
-from mini_claude.tools.permission_modes import MODES, PermissionMode
+from mini_claude.tools.mode_table import MODES, PermissionMode
 from mini_claude.tools.permission_rules import (
     CLAUDE_TOOL_NAMES,
     PermissionRules,
@@ -357,9 +357,9 @@ def _read_permissions(
         if mode not in MODES:
             warnings.append(f"{path}: defaultMode {mode!r} is not one of {', '.join(MODES)}; "
                             "ignored")
-        elif mode == "bypassPermissions" and found.scope == "project":
-            warnings.append(f"{path}: a project cannot start in bypassPermissions; ignored "
-                            "(use --permission-mode bypassPermissions or your own settings)")
+        elif MODES[mode].asks_nothing and found.scope == "project":
+            warnings.append(f"{path}: a project cannot start in {mode}; ignored "
+                            f"(use --permission-mode {mode} or your own settings)")
         else:
             found.default_mode = mode
     found.disables_bypass = permissions.get("disableBypassPermissionsMode") == "disable"

@@ -21,6 +21,7 @@ from mini_claude.context.store import DiskResultStore, cleanup_old_results
 from mini_claude.context.window import WindowWatch, adopt_rejected_window, keep_learnt_window
 from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
+from mini_claude.model_facts import ModelLookup
 from mini_claude.models import resolve_model
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.project.agent_types import AgentType
@@ -36,7 +37,6 @@ from mini_claude.project.skills import SkillCatalog, find_skills
 from mini_claude.protocol import PromptTooLong, Provider
 from mini_claude.providers import PLACEHOLDER_KEY
 from mini_claude.providers.fallback import ModelFallback
-from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
 from mini_claude.session.lock import SessionBusy, SessionLock, lock_path, sweep_stale_locks
 from mini_claude.session.permission_setup import PermissionSetup
@@ -45,7 +45,7 @@ from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
 from mini_claude.tools.background import BackgroundShells
 from mini_claude.tools.base import Approver, ToolContext
-from mini_claude.tools.permission_modes import PermissionMode
+from mini_claude.tools.mode_table import PermissionMode
 from mini_claude.tools.permission_rules import Rule
 from mini_claude.tools.registry import ToolRegistry, default_registry
 from mini_claude.tools.run_shell import child_environment

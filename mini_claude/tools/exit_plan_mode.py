@@ -16,8 +16,8 @@ from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import NeverAsks, PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import error_output
 from mini_claude.tools.kinds import ToolTraits
+from mini_claude.tools.mode_table import DEFAULT_MODE, mode_row, parse_mode
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL, permissions_of
-from mini_claude.tools.permission_modes import parse_mode
 
 MAX_PLAN_CHARS = 20_000
 APPROVAL_QUESTION = "Ready to code? Here is the plan:"
@@ -53,7 +53,7 @@ class ExitPlanModeTool(NeverAsks):
     async def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared) -> ToolOutput:
         plan = str(args.get("plan", "")).strip()[:MAX_PLAN_CHARS]
         permissions = permissions_of(ctx)
-        if permissions.mode != "plan":
+        if not permissions.row.read_only:
             return error_output(
                 f"Not in plan mode (the mode is {permissions.mode}): there is no plan to "
                 "approve. Go on with the work."
@@ -64,10 +64,10 @@ class ExitPlanModeTool(NeverAsks):
                                     subject=EXIT_PLAN_TOOL, detail=plan)
         decision = await ctx.approve(request)
         if decision.allowed:
-            mode = parse_mode(decision.mode or "default")
+            mode = parse_mode(decision.mode or DEFAULT_MODE)
             permissions.approve_plan(plan, mode)
             how = ("edits inside the project now go through without asking"
-                   if mode == "acceptEdits" else "each change still asks the user")
+                   if mode_row(mode).edits_unasked else "each change still asks the user")
             return ToolOutput(
                 f"The user approved your plan; the permission mode is now {mode} ({how}). "
                 "Start on the plan now, step by step.",

@@ -12,11 +12,11 @@ from __future__ import annotations
 import base64
 import io
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mini_claude.conversation import ImageBlock
+from mini_claude.models import ImageLimits, provider_row
 from mini_claude.safe_read import read_limited
 from mini_claude.settings import Settings
 from mini_claude.tools.common import ToolError
@@ -29,19 +29,6 @@ SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEB
 # Models known to take text only, by name prefix; MINI_CLAUDE_VISION=0 covers the rest.
 TEXT_ONLY_MODELS = ("deepseek-", "o1-mini", "o3-mini", "qwen2.5-coder", "gpt-3.5")
 MAX_SOURCE_BYTES = 50 * 1024 * 1024  # larger files are not even opened
-
-
-@dataclass(frozen=True, slots=True)
-class ImageLimits:
-    max_bytes: int  # encoded image, before base64
-    max_edge: int  # long edge in pixels
-    max_pixels: int  # width × height
-
-
-LIMITS = {
-    "anthropic": ImageLimits(5 * 1024 * 1024, 1568, 1600 * 750),
-    "openai": ImageLimits(20 * 1024 * 1024, 2048, 2048 * 2048),
-}
 
 
 def is_image_path(path: str | Path) -> bool:
@@ -63,7 +50,7 @@ def vision_refusal(settings: Settings) -> str | None:
 
 def image_tokens(provider: str, width: int, height: int) -> int:
     """What the provider charges for an image of this size, once sent."""
-    if provider == "openai":
+    if provider_row(provider).images.tokens == "tiles":
         scale = min(1.0, 2048 / max(width, height))
         w, h = width * scale, height * scale
         scale = min(1.0, 768 / min(w, h))
@@ -90,7 +77,7 @@ def load_image(path: Path, shown: str, settings: Settings) -> ImageBlock:
 def image_from_bytes(raw: bytes, name: str, settings: Settings) -> ImageBlock:
     from PIL import UnidentifiedImageError
 
-    limits = LIMITS.get(settings.provider, LIMITS["anthropic"])
+    limits = provider_row(settings.provider).images
     try:
         image = _opened(raw)  # the header only: nothing is decoded yet
         source_format = image.format or ""

@@ -43,6 +43,7 @@ from mini_claude.tools.command_kinds import (
 )
 from mini_claude.tools.common import error_output
 from mini_claude.tools.kinds import known_tools
+from mini_claude.tools.mode_table import DEFAULT_MODE
 from mini_claude.tools.paths import write_caution
 from mini_claude.tools.permission_modes import SESSION_SOURCE, Permissions
 from mini_claude.tools.permission_rules import (
@@ -90,22 +91,22 @@ async def check_permission(
     if boxed is not None and boxed.how == "refused":
         return _refuse(ctx, name, args, boxed.message)
     sandboxed = boxed is not None and boxed.how == "sandboxed"
-    if permissions.mode == "plan" and not (sandboxed or runs_in_plan_mode(tool, args)):
+    if permissions.row.read_only and not (sandboxed or runs_in_plan_mode(tool, args)):
         return _refuse(ctx, name, args, _plan_refusal(name, args))
     prepared = _with_leave_reason(tool.permission(args, ctx), args)
     caution = _write_caution(tool, args, ctx)
-    if caution is not None and permissions.mode != "bypassPermissions":
+    if caution is not None and not permissions.row.asks_nothing:
         return await _ask_with_caution(ctx, tool, args, prepared, verdict, caution)
     request = prepared.request
     if verdict is not None and verdict.behavior == "ask":
         return await _ask(ctx, prepared, request or _plain_request(name, args), args, verdict)
     if sandboxed and permissions.sandbox is not None and permissions.sandbox.auto_allow:
         return prepared  # confined: what it can touch no longer rests on reading it right
-    if permissions.mode == "bypassPermissions" and not (request and request.beyond_yes):
+    if permissions.row.asks_nothing and not (request and request.beyond_yes):
         return prepared
     if verdict is not None or request is None:
         return prepared  # an allow rule answered for the user, or nothing needs approval
-    if permissions.mode == "acceptEdits" and _edit_in_workspace(name, args, ctx, permissions):
+    if permissions.row.edits_unasked and _edit_in_workspace(name, args, ctx, permissions):
         return prepared
     if request.subject in ctx.allowed_subjects:
         return prepared
@@ -133,7 +134,7 @@ def users_own(ctx: ToolContext) -> ToolContext:
     it runs without a question, in any mode, as Claude Code's bash mode does. Permission
     rules (deny included) and modes govern what the model may do; the user at the prompt
     could run the same line in any other terminal."""
-    lifted = Permissions(mode="default", additional_directories=permissions_of(ctx)
+    lifted = Permissions(mode=DEFAULT_MODE, additional_directories=permissions_of(ctx)
                          .additional_directories)
     return replace(ctx, rules=lifted, approve=_typed_by_the_user)
 

@@ -1,13 +1,6 @@
-"""Permission modes, and the session's permission state that tools and the UI share.
+"""The session's permission state that tools and the UI share.
 
-The four modes are Claude Code's:
-
-- ``default``: ask before anything that changes something;
-- ``acceptEdits``: edits and new files inside the project (and its additional
-  directories) go through without asking; commands still ask;
-- ``plan``: only read-only tools run; the model ends its planning with
-  ``exit_plan_mode`` and the user approves the plan (or keeps planning);
-- ``bypassPermissions``: nothing asks (``--yes``); deny rules still hold.
+What each mode allows is the mode table's (:mod:`mini_claude.tools.mode_table`).
 
 One :class:`Permissions` object lives for a session and is shared by its
 sub-agents, so a mode switch (Shift+Tab, an approved plan) reaches every agent
@@ -19,38 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
+from mini_claude.tools.mode_table import DEFAULT_MODE, MODES, ModeRow, PermissionMode, mode_row
 from mini_claude.tools.permission_rules import Behavior, PermissionRules, Rule, Verdict
 
 if TYPE_CHECKING:
     from mini_claude.sandbox.state import SandboxState
 
-PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
-MODES: tuple[str, ...] = get_args(PermissionMode)
 SESSION_SOURCE = "this session"
-
-
-def parse_mode(value: str) -> PermissionMode:
-    """A mode name as Claude Code spells it (case-insensitive); ValueError otherwise."""
-    for mode in MODES:
-        if value.strip().lower() == mode.lower():
-            return mode  # type: ignore[return-value]
-    raise ValueError(f"unknown permission mode {value!r} (choose from {', '.join(MODES)})")
-
-
-def mode_from_flags(args: object) -> PermissionMode | None:
-    """``--permission-mode``, with ``--yes`` as ``bypassPermissions``; None when not given.
-
-    ValueError when the two contradict each other.
-    """
-    mode: PermissionMode | None = getattr(args, "permission_mode", None)
-    if getattr(args, "yes", False):
-        if mode not in (None, "bypassPermissions"):
-            raise ValueError(f"--yes means --permission-mode bypassPermissions; it cannot be "
-                             f"combined with --permission-mode {mode}")
-        return "bypassPermissions"
-    return mode
 
 
 @dataclass
@@ -58,7 +28,7 @@ class Permissions:
     """The rules in force, the mode, and what the user allowed for this session."""
 
     rules: PermissionRules = field(default_factory=PermissionRules)
-    mode: PermissionMode = "default"
+    mode: PermissionMode = DEFAULT_MODE
     additional_directories: tuple[Path, ...] = ()
     bypass_available: bool = False  # Shift+Tab reaches bypassPermissions only if started so
     bypass_disabled: bool = False  # a settings file set disableBypassPermissionsMode
@@ -72,7 +42,7 @@ class Permissions:
     sandbox: SandboxState | None = None  # the OS sandbox commands run in (None: none)
 
     def __post_init__(self) -> None:
-        if self.mode == "bypassPermissions" and not self.bypass_disabled:
+        if self.row.reached_only_if_started and not self.bypass_disabled:
             self.bypass_available = True
 
     # ---- rules ---------------------------------------------------------------------------
@@ -107,10 +77,15 @@ class Permissions:
 
     # ---- modes ---------------------------------------------------------------------------
 
+    @property
+    def row(self) -> ModeRow:
+        """What the mode in force allows."""
+        return mode_row(self.mode)
+
     def set_mode(self, mode: PermissionMode) -> None:
-        if mode == "bypassPermissions":
+        if MODES[mode].asks_nothing:
             if self.bypass_disabled:
-                mode = "default"
+                mode = DEFAULT_MODE
             else:
                 self.bypass_available = True
         self.mode = mode
@@ -118,10 +93,11 @@ class Permissions:
             listener()
 
     def next_mode(self) -> PermissionMode:
-        """Shift+Tab: default → acceptEdits → plan (→ bypassPermissions) → default."""
-        cycle: list[PermissionMode] = ["default", "acceptEdits", "plan"]
-        if self.bypass_available:
-            cycle.append("bypassPermissions")
+        """Shift+Tab: the table's cycle, with the modes reached only if started so when
+        this session was."""
+        rows = sorted(MODES.values(), key=lambda row: row.cycle)
+        cycle = [row.name for row in rows
+                 if not row.reached_only_if_started or self.bypass_available]
         index = cycle.index(self.mode) if self.mode in cycle else -1
         return cycle[(index + 1) % len(cycle)]
 

@@ -1,8 +1,7 @@
 """The permission mode on screen: the status line's marker.
 
-Claude Code's words: nothing in the default mode, ``⏵⏵ accept edits on``,
-``⏸ plan mode on`` and, always visible, ``⚠ bypass permissions on``; each
-with the key that changes it.
+Claude Code's words, from the mode table: nothing in the default mode, and in the
+others their label, each with the key that changes it.
 """
 
 from __future__ import annotations
@@ -12,12 +11,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the status line is drawn before the tools are imported
     from mini_claude.tools.permission_modes import Permissions
 
-MODE_LABELS: dict[str, str] = {
-    "default": "",
-    "acceptEdits": "⏵⏵ accept edits on",
-    "plan": "⏸ plan mode on",
-    "bypassPermissions": "⚠ bypass permissions on",
-}
 CYCLE_HINT = "(shift+tab to cycle)"
 
 
@@ -29,7 +22,7 @@ def mode_marker(permissions: Permissions | None) -> str:
     default mode without it."""
     if permissions is None:
         return ""
-    label = MODE_LABELS.get(permissions.mode, permissions.mode)
+    label = permissions.row.label
     parts = [f"{label} {CYCLE_HINT}"] if label else []
     if permissions.sandbox is not None and permissions.sandbox.active:
         parts.append(SANDBOX_MARKER)

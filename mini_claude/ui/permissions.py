@@ -22,6 +22,7 @@ from rich.text import Text
 from mini_claude.mcp.tool import TOOL_PREFIX
 from mini_claude.text import short_target
 from mini_claude.tools.base import PermissionDecision, PermissionRequest
+from mini_claude.tools.mode_table import ACCEPT_EDITS_MODE, DEFAULT_MODE
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL
 from mini_claude.ui.choice import ChoiceInterrupted, choose, keys_typed_before_kept
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS
@@ -194,7 +195,7 @@ class TerminalApprover:
             self._interrupt_turn()
             raise asyncio.CancelledError from None
         if index in (0, 1):
-            mode = "acceptEdits" if index == 0 else "default"
+            mode = ACCEPT_EDITS_MODE if index == 0 else DEFAULT_MODE
             console.print(Text(f"  ✓ plan approved · {mode}", style="green"))
             return PermissionDecision(True, mode=mode)
         try:

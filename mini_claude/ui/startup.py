@@ -57,7 +57,7 @@ def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Sess
     from mini_claude.headless.session_setup import agent_types, flag_mcp_configs, flag_settings
     from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session, startup_housekeeping
-    from mini_claude.tools.permission_modes import mode_from_flags
+    from mini_claude.tools.mode_table import mode_from_flags
     from mini_claude.tools.permission_rules import flag_rules
     from mini_claude.ui.permissions import TerminalApprover
 

@@ -18,6 +18,7 @@ from prompt_toolkit.utils import get_cwidth
 from mini_claude.pricing import CostTracker
 from mini_claude.protocol import ContextStatus
 from mini_claude.text import format_tokens
+from mini_claude.tools.mode_table import MODES
 
 Pressure = Literal["calm", "steady", "warning", "alert"]
 
@@ -182,8 +183,8 @@ def _mode_marker(mode: str) -> StyleAndTextTuples:
     """``⏸ plan mode on (shift+tab to cycle)``-style text before the context reading."""
     if not mode:
         return []
-    style = ("class:status.mode.bypass" if "bypass" in mode
-             else "class:status.mode.plan" if "plan" in mode else "class:status.mode")
+    style = next((row.style for row in MODES.values() if row.label and row.label in mode),
+                 "class:status.mode")
     return [(style, f" {mode} "), ("class:status.sep", " ·")]
 
 

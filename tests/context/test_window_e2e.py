@@ -204,7 +204,7 @@ def test_stream_json_usage_lines_measure_against_the_auto_compact_threshold(
 
 
 def test_a_learnt_window_survives_a_later_models_api_answer(tmp_path: Path) -> None:
-    from mini_claude.providers.models_api import FactsCache, ModelFacts, remember_rejection
+    from mini_claude.model_facts import FactsCache, ModelFacts, remember_rejection
     from mini_claude.settings import Settings
 
     settings = Settings(model="claude-sonnet-5-5", home=tmp_path)

@@ -6,12 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.project.agent_types import (
-    AgentFileError,
-    load_catalog,
-    parse_agent_file,
-    split_front_matter,
-)
+from mini_claude.project.agent_types import AgentFileError, load_catalog, parse_agent_file
+from mini_claude.project.front_matter import split
 
 
 def write(path: Path, text: str) -> Path:
@@ -82,6 +78,6 @@ def test_project_files_win_over_home_files_and_bad_ones_are_skipped_with_a_warni
 
 
 def test_front_matter_body_starts_after_the_closing_line() -> None:
-    fields, body = split_front_matter("---\nname: a\n# a comment\n---\nline one\n---\nmore\n")
+    fields, body = split("---\nname: a\n# a comment\n---\nline one\n---\nmore\n", None)
     assert fields == {"name": "a"}
     assert body == "line one\n---\nmore"

@@ -2,24 +2,45 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pytest
 
-from mini_claude.project.dotenv_rule import (
-    PROJECT_ENV_POLICY,
-    STRICTER,
-    documented_fields,
-    layered_environment,
+from mini_claude.project.dotenv_rule import layered_environment
+from mini_claude.settings import (
+    STRICTER_WHEN,
+    SettingsError,
+    allowed,
+    from_environment,
+    policy_of_field,
+    stricter,
 )
-from mini_claude.settings import SettingsError, from_environment
 
 
-def test_every_setting_has_a_project_policy() -> None:
-    """A new setting must be classified before a repository can set it."""
-    assert sorted(documented_fields()) == sorted(PROJECT_ENV_POLICY)
-    stricter = {name for name, word in PROJECT_ENV_POLICY.items() if word == "stricter"}
-    assert stricter == set(STRICTER)
+def test_a_setting_without_a_project_policy_fails_loudly() -> None:
+    """A new setting must be classified before a repository can set it: the field itself
+    says, and one without a word stops the import."""
+
+    @dataclass(frozen=True)
+    class Knobs:
+        classified: int = allowed(3)
+        forgotten: int = 4
+
+    found = {f.name: f.metadata for f in fields(Knobs)}
+    assert policy_of_field("classified", found["classified"]) == "allowed"
+    with pytest.raises(TypeError, match=r"'forgotten' has no project \.env policy"):
+        policy_of_field("forgotten", found["forgotten"])
+
+
+def test_a_stricter_setting_says_which_way_is_stricter() -> None:
+    @dataclass(frozen=True)
+    class Knobs:
+        cap: int = stricter(10, "lower")
+
+    (cap,) = fields(Knobs)
+    assert cap.metadata[STRICTER_WHEN] == "lower"
+    assert Knobs().cap == 10
 
 
 def layered(tmp_path: Path, project: str, environ: dict[str, str] | None = None,

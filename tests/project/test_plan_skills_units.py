@@ -106,13 +106,13 @@ def test_skills_are_found_in_the_project_both_folders_and_the_home(tmp_path: Pat
 
 
 @pytest.mark.parametrize(("text", "problem"), [
-    ("no front matter\n", "must start with a '---' front matter block"),
+    ("no front matter\n", "does not start with front matter"),
     ("---\nname: x\n", "not closed with '---'"),
     ("---\ndescription: d\n---\nbody\n", "has no 'name'"),
     ("---\nname: Bad_Name\ndescription: d\n---\nbody\n", "must be lowercase letters"),
     ("---\nname: ok\n---\nbody\n", "has no 'description'"),
     ("---\nname: ok\ndescription: d\n---\n\n", "has no instructions"),
-    ("---\nname: ok\njust words\ndescription: d\n---\nbody\n", "line 3 of the front matter"),
+    ("---\nname: ok\njust words\ndescription: d\n---\nbody\n", "front matter is not valid YAML"),
 ])
 def test_a_broken_skill_is_one_warning_naming_the_file(
     tmp_path: Path, text: str, problem: str

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.models import DEFAULT_WINDOW, PROVIDERS
-from mini_claude.providers import imported, models_api
-from mini_claude.providers.models_api import (
+from mini_claude import model_facts as models_api
+from mini_claude.model_facts import (
     FactsCache,
     ModelFacts,
     facts_from_anthropic,
     facts_from_openai_list,
 )
+from mini_claude.models import DEFAULT_WINDOW, PROVIDERS, imported
 from mini_claude.settings import Settings
 from mini_claude.simulator import Simulator
 from mini_claude.simulator.models_api import CatalogEntry, anthropic_model, openai_list

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from mini_claude.models import ImageLimits
 from mini_claude.session.mentions import image_paths_in
 from mini_claude.settings import Settings
 from mini_claude.tools.base import NOTHING_TO_ASK
 from mini_claude.tools.common import ToolError
 from mini_claude.tools.images import (
-    ImageLimits,
     _fitted,
     image_from_bytes,
     image_tokens,

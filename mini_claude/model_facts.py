@@ -121,8 +121,7 @@ def facts_from_openai_list(
 def fetch_facts(settings: Settings, key: str) -> ModelFacts | None:
     """Ask the configured provider about ``settings.model`` through the lookup its row in
     ``models.PROVIDERS`` names; None when it cannot say."""
-    from mini_claude.models import provider_row
-    from mini_claude.providers import imported
+    from mini_claude.models import imported, provider_row
 
     try:
         lookup: FactsLookup = imported(provider_row(settings.provider).model_facts)
