@@ -103,20 +103,32 @@ class ContextSteps:
         # Print mode's --max-turns: the model calls a turn may make (None: no bound).
         self.max_requests: int | None = None
         self._requests_this_turn = 0
+        self._meters: dict[str, TokenMeter] = {}  # per model, for the current history
 
     def attach(self, history: History, settings: Settings, fixed_chars: int) -> None:
-        """Start over on a new (or resumed) history, or under new settings."""
-        keep = self._same_history_and_model(history, settings)
+        """Start over on a new (or resumed) history, or under new settings.
+
+        On the same history the notes stay (they describe the history, whatever model
+        reads it), and so does what the meter learnt about each model: a command's model
+        for one turn, and back, loses no calibration."""
+        same_history = self._same_history(history)
+        if not same_history:
+            self._meters = {}
+        meter = self._meters.get(settings.model)
+        if meter is None:
+            meter = self._meters[settings.model] = TokenMeter(settings, fixed_chars=fixed_chars)
+        else:
+            meter.settings = settings
+            meter.schemas_changed(fixed_chars)
         self.history = history
         self.settings = settings
-        if keep:
-            self.meter.settings = settings
-            self.meter.schemas_changed(fixed_chars)
+        self.meter = meter
+        if same_history:
             self.memory.settings = settings
+            self.memory.meter = meter
         else:
-            self.meter = TokenMeter(settings, fixed_chars=fixed_chars)
             earlier: SessionMemory | None = getattr(self, "memory", None)
-            self.memory = SessionMemory(settings, self.meter, self.clock)
+            self.memory = SessionMemory(settings, meter, self.clock)
             self.memory.on_update = self._record_notes
             if earlier is not None:  # a simulated arrival time outlives new settings
                 self.memory.arrival_delay = earlier.arrival_delay
@@ -136,11 +148,10 @@ class ContextSteps:
         self.compactor.add_reattach_source(self.lifecycle)
         self.last_call_at = None
 
-    def _same_history_and_model(self, history: History, settings: Settings) -> bool:
-        """Only the limits change: what the meter learnt and the notes still hold."""
+    def _same_history(self, history: History) -> bool:
+        """Only the settings change: what the meter learnt and the notes still hold."""
         earlier: History | None = getattr(self, "history", None)
-        return (earlier is not None and earlier.conversation is history.conversation
-                and self.settings.model == settings.model)
+        return earlier is not None and earlier.conversation is history.conversation
 
     @property
     def conversation(self) -> Conversation:

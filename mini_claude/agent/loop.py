@@ -121,13 +121,36 @@ class Agent:
         self.tools = tools
         self.context.meter.schemas_changed(self.fixed_chars)
 
-    def reconfigure(self, settings: Settings) -> None:
-        """New settings (e.g. another model) for the same conversation; totals carry over."""
+    def reconfigure(
+        self,
+        settings: Settings | None = None,
+        *,
+        system_prompt: str | None = None,
+        hooks: HookRunner | None = None,
+        command_env: dict[str, str] | None = None,
+    ) -> None:
+        """The one way to change a running agent, so every part that reads a setting (the
+        meter, the tiers, the loop guard, the tools) sees the same ones: new settings
+        (another model, a thinking budget, a learnt window), a system prompt, hooks or the
+        environment of commands. The conversation and the totals carry over."""
+        if hooks is not None:
+            self.hooks = hooks
+        if command_env is not None:
+            self.tool_context.env = command_env
+        if system_prompt is not None and system_prompt != self.system_prompt:
+            self.system_prompt = system_prompt
+            self.context.meter.schemas_changed(self.fixed_chars)
+        if settings is None:
+            return
         self.settings = settings
         self.tool_context.settings = settings
         self.loop_guard.thresholds = thresholds_from(settings)
         self.loop_guard.reminders_before_notice = settings.loop_guard_reminders
         self.attach(self.transcript, self.conversation)
+
+    async def close(self) -> None:
+        """The session ends: no notes request outlives it (its answer would find no one)."""
+        await self.context.memory.cancel()
 
     def adopt_settings_update(self) -> None:
         """Take settings that changed since the last request (the Models API answered while

@@ -202,13 +202,13 @@ def turn_overrides(agent: Agent, allowed: tuple[Rule, ...], model: str | None) -
     permissions.turn_allow = allowed
     if model:
         chosen = resolve_model(model, settings.provider, os.environ)
-        agent.settings = settings.with_overrides(model=chosen.model, plan_model=chosen.plan_model)
+        agent.reconfigure(settings.with_model(chosen.model, chosen.plan_model))
     try:
         yield
     finally:
         permissions.turn_allow = ()
         if model:
-            agent.settings = settings
+            agent.reconfigure(settings)
 
 
 def _shell_runner(agent: Agent, events: list[ev.Event]) -> Callable[[str], Awaitable[str]]:

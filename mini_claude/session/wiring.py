@@ -231,8 +231,7 @@ class Session:
         )
         agent: Agent | None = getattr(self, "agent", None)
         if agent is not None and not agent.conversation.messages:
-            agent.system_prompt = self.system_prompt
-            agent.context.meter.schemas_changed(agent.fixed_chars)
+            agent.reconfigure(system_prompt=self.system_prompt)
 
     # ---- project settings and hooks --------------------------------------------------------
 
@@ -249,8 +248,7 @@ class Session:
             env = self.permission_setup.command_environment(
                 child_environment(os.environ, self.settings)
             )
-            agent.tool_context.env = env
-            agent.hooks = self._hook_runner(env, agent.transcript)
+            agent.reconfigure(hooks=self._hook_runner(env, agent.transcript), command_env=env)
 
     def _record_plan_approval(self) -> None:
         """An approved plan goes into the transcript, so a resumed session keeps it."""
@@ -400,11 +398,7 @@ class Session:
 
     def _use_model(self, model: str) -> None:
         chosen = resolve_model(model, self.settings.provider, os.environ)
-        self.settings = self.settings.with_overrides(
-            model=chosen.model, plan_model=chosen.plan_model, reported_window=None,
-            window_reported_by=None, reported_thinking=None, rejected_window=None,
-            window_rejected_by=None,
-        )
+        self.settings = self.settings.with_model(chosen.model, chosen.plan_model)
         self._look_up_model()
 
     def _fell_back(self, given_up: str, fallback: str) -> None:
@@ -424,7 +418,7 @@ class Session:
         self.settings = keep_learnt_window(
             self.settings.with_overrides(thinking_tokens=tokens), self.agent.settings
         )
-        self.agent.settings = self.settings
+        self.agent.reconfigure(self.settings)
         return tokens
 
     def _look_up_model(self) -> None:
