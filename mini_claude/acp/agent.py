@@ -282,7 +282,7 @@ class EditorAgent:
                 for warning in await end_session(agent.hooks, "other"):
                     print(f"mini-claude: warning: {warning}", file=sys.stderr)
             session.shells.stop_all()
-            await agent.context.memory.cancel()
+            await agent.close()
             await session.mcp.close()
             await session.provider.close()
             agent.transcript.close()

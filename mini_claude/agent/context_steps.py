@@ -44,10 +44,17 @@ from mini_claude.context.thinking import ClearThinkingTier, thinking_loop_open
 from mini_claude.context.tier import cache_is_cold
 from mini_claude.conversation import Conversation
 from mini_claude.project.rules import PathRules
-from mini_claude.protocol import CompactReason, ContextStatus, ResponseComplete, TierReport
+from mini_claude.protocol import (
+    CompactReason,
+    ContextStatus,
+    ResponseComplete,
+    TierReport,
+    Usage,
+)
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens
 from mini_claude.tools.base import ToolContext
+from mini_claude.transcript import LastPrompt
 
 # Compactions the user asked for get a fresh summary, never the background notes.
 FRESH_SUMMARY_REASONS: frozenset[CompactReason] = frozenset({"manual", "tool"})
@@ -166,8 +173,46 @@ class ContextSteps:
             "cache_misses": len(self.cache_misses.misses),
         }
 
+    # ---- the face front ends read (and nothing deeper) -----------------------------------
+
     def status(self) -> ContextStatus:
+        """The meter's reading: the status bar, /context and the auto-compact trigger."""
         return self.compactor.status(self.conversation)
+
+    @property
+    def chars_per_token(self) -> float:
+        """What the meter learnt (or the configured ratio before the first reply)."""
+        return self.meter.chars_per_token
+
+    def cache_miss_summary(self) -> str:
+        """The prompt cache misses of the session and their causes, for /cost."""
+        return self.cache_misses.summary()
+
+    def current_notes(self) -> SessionNotes | None:
+        """The session notes kept in the background for this history, if any (/summary)."""
+        return self.memory.current(self.conversation)
+
+    def restore_notes(self, text: str, covered: int, history_tokens: int) -> None:
+        """A resumed history's notes, as the transcript kept them, if they still fit it."""
+        self.memory.restore(text, covered, history_tokens, self.conversation)
+
+    def resume_meter(self, last: LastPrompt) -> None:
+        """A resumed meter starts from the server's count of the last request."""
+        self.meter.resume_from(last.tokens, last.messages, last.fixed_chars, self.conversation)
+
+    def end_with_turn(self, max_requests: int | None) -> None:
+        """The run ends with this turn (print mode): no notes start that nobody would read,
+        at its end or in its last ``max_requests`` steps."""
+        self.notes_at_turn_end = False
+        self.max_requests = max_requests
+
+    def notes_arrive_after(self, delay: Callable[[Usage], float]) -> None:
+        """On a simulated clock, notes arrive as late as a real reply of that size would."""
+        self.memory.arrival_delay = delay
+
+    async def cancel_notes(self) -> None:
+        """No notes request outlives the session."""
+        await self.memory.cancel()
 
     def _chars_per_token(self) -> float:
         return self.meter.chars_per_token

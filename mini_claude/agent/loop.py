@@ -150,7 +150,7 @@ class Agent:
 
     async def close(self) -> None:
         """The session ends: no notes request outlives it (its answer would find no one)."""
-        await self.context.memory.cancel()
+        await self.context.cancel_notes()
 
     def adopt_settings_update(self) -> None:
         """Take settings that changed since the last request (the Models API answered while

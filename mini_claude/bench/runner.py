@@ -235,11 +235,11 @@ async def run_strategy(
             session = Session(settings, project, provider, allow_all, clock=clock.now,
                               wall_clock=clock.now, registry=registry_for(strategy))
             agent = session.start_new(SESSION_ID)
-            agent.context.memory.arrival_delay = usage_seconds  # notes arrive as a real reply would
+            agent.context.notes_arrive_after(usage_seconds)  # as a real reply would
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:
-                await agent.context.memory.cancel()  # an update still running at the end
+                await agent.close()  # an update still running at the end
                 agent.transcript.close()
             records = list(sim.requests)
         finally:

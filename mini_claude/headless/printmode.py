@@ -103,8 +103,7 @@ async def _run(
         await session.provider.close()
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
-    agent.context.notes_at_turn_end = False  # the run ends with this turn
-    agent.context.max_requests = options.max_turns  # and no notes start in its last steps
+    agent.context.end_with_turn(options.max_turns)  # no notes start that nobody would read
     reporter = PrintReporter(args.output_format, out, err)
     headless: HeadlessReporter | None = None
     try:
@@ -129,7 +128,7 @@ async def _run(
             print(f"warning: {warning}", file=err)
     finally:
         session.shells.stop_all()  # no thread: the loop may be shutting down after a signal
-        await agent.context.memory.cancel()  # notes nobody will read: not waited for
+        await agent.close()  # notes nobody will read: not waited for
         await session.mcp.close()
         await session.provider.close()
         agent.transcript.close()

@@ -263,7 +263,7 @@ class StreamRun:
         finally:
             session.shells.stop_all()
             if agent is not None:
-                await agent.context.memory.cancel()
+                await agent.close()
             await session.mcp.close()
             await session.provider.close()
             if agent is not None:

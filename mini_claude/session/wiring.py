@@ -318,14 +318,12 @@ class Session:
             self.permission_setup.permissions.approved_plan = saved.approved_plan
             self._recorded_plan = saved.approved_plan
         if saved.notes is not None:
-            self.agent.context.memory.restore(saved.notes.text, saved.notes.covered,
-                                              saved.notes.history_tokens,
-                                              self.agent.conversation)
+            self.agent.context.restore_notes(saved.notes.text, saved.notes.covered,
+                                             saved.notes.history_tokens)
         self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
         last = loaded.last_prompt
         if last is not None:
-            self.agent.context.meter.resume_from(last.tokens, last.messages, last.fixed_chars,
-                                                 self.agent.conversation)
+            self.agent.context.resume_meter(last)
         return self.agent
 
     def _fork(self, origin: Path) -> Path:

@@ -193,7 +193,7 @@ class Repl:
                              if session is not None else None)
         self.verbose = self.settings.verbose
         self.view = LiveView(self.activity, self._status_line, self.interrupt,
-                             lambda: self.agent.context.meter.chars_per_token,
+                             lambda: self.agent.context.chars_per_token,
                              on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
                              on_expand=self._expand_during_turn,
                              on_end_of_input=self._end_of_input_during_turn,
@@ -760,7 +760,7 @@ class Repl:
             self.console.print(note(f"transcript: {agent.transcript.path}"))
             self.console.print(note(f"resume with: mini-claude --resume "
                                     f"{self.session.session_id}"))
-        await agent.context.memory.cancel()  # the user is leaving: no notes request outlives it
+        await agent.close()  # the user is leaving: no notes request outlives it
         agent.transcript.close()
         await asyncio.to_thread(self.session.shells.stop_all)
         if not kept:
