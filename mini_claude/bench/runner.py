@@ -232,8 +232,9 @@ async def run_strategy(
         if strategy.summary_prompt is not None:
             provider = PromptedProvider(provider, strategy.summary_prompt)
         try:
-            session = Session(settings, project, provider, allow_all, clock=clock.now,
-                              wall_clock=clock.now, registry=registry_for(strategy))
+            session = Session.open(settings, project, allow_all, provider=provider,
+                                   clock=clock.now, wall_clock=clock.now,
+                                   registry=registry_for(strategy))
             agent = session.start_new(SESSION_ID)
             agent.context.notes_arrive_after(usage_seconds)  # as a real reply would
             try:

@@ -127,11 +127,7 @@ async def _run(
         for warning in await end_session(agent.hooks, "other"):
             print(f"warning: {warning}", file=err)
     finally:
-        session.shells.stop_all()  # no thread: the loop may be shutting down after a signal
-        await agent.close()  # notes nobody will read: not waited for
-        await session.mcp.close()
-        await session.provider.close()
-        agent.transcript.close()
+        await session.aclose()  # notes nobody will read are not waited for
         for notice in session.checkpointer.take_notices():
             print(f"warning: {notice}", file=err)
         if agent.transcript.write_failed:

@@ -6,10 +6,10 @@ import contextlib
 import glob
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mini_claude.agent.hooks import HookRunner
 from mini_claude.agent.lifecycle import LifecycleHooks
@@ -34,11 +34,12 @@ from mini_claude.project.instructions import (
 from mini_claude.project.rules import PathRules
 from mini_claude.project.skills import SkillCatalog, find_skills
 from mini_claude.protocol import PromptTooLong, Provider
-from mini_claude.providers import PLACEHOLDER_KEY
+from mini_claude.providers import PLACEHOLDER_KEY, create_provider
 from mini_claude.providers.fallback import ModelFallback
 from mini_claude.providers.models_api import ModelLookup
 from mini_claude.secrets import api_keys
 from mini_claude.session.lock import SessionBusy, SessionLock, lock_path, sweep_stale_locks
+from mini_claude.session.mentions import PreparedMessage, prepare
 from mini_claude.session.permission_setup import PermissionSetup
 from mini_claude.session.settings_files import SettingsFile
 from mini_claude.session.state import read_saved_state
@@ -110,6 +111,40 @@ class Session:
     shells: BackgroundShells = field(default_factory=BackgroundShells)
     checkpoints: CheckpointStore = field(init=False)
     checkpointer: Checkpointer = field(init=False)
+
+    @classmethod
+    def open(cls, settings: Settings, cwd: Path, approver: Approver, *,
+             provider: Provider | None = None, **options: Any) -> Session:
+        """Every front end's way in: the provider built from the settings unless one is
+        given (a benchmark's wrapped one); ProviderError when it cannot be. ``options`` are
+        the session's other fields (flags, extra settings, clocks)."""
+        return cls(settings, cwd, provider or create_provider(settings), approver, **options)
+
+    async def prepare(self, text: str, *,
+                      withheld: Collection[Path] = ()) -> PreparedMessage:
+        """A message as the model gets it, the same in every front end and for a custom
+        command: its ``@path`` files attached and its images read (nothing under
+        ``withheld``, held for the user's approval)."""
+        return await prepare(self.agent, text, withheld=withheld)
+
+    async def aclose(self) -> None:
+        """End the session, in one order for every front end.
+
+        The agent first (no notes request is left to write to the transcript or use the
+        provider), then the MCP servers and the background shells (their last output and
+        checkpoints may still be recorded), then the provider's connections; the
+        transcript last, and the session lock with it, so no other process takes the
+        session over while anything could still write to it."""
+        agent: Agent | None = getattr(self, "agent", None)
+        try:
+            if agent is not None:
+                await agent.close()
+            await self.mcp.close()
+            self.shells.stop_all()  # no thread: the loop may be shutting down after a signal
+            await self.provider.close()
+        finally:
+            if agent is not None:
+                agent.transcript.close()  # lets the lock go with its last transcript
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
