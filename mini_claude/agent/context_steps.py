@@ -110,35 +110,34 @@ class ContextSteps:
         # Print mode's --max-turns: the model calls a turn may make (None: no bound).
         self.max_requests: int | None = None
         self._requests_this_turn = 0
-        self._meters: dict[str, TokenMeter] = {}  # per model, for the current history
+        # What the meter learnt and the notes, per model, for the current history.
+        self._per_model: dict[str, tuple[TokenMeter, SessionMemory]] = {}
 
     def attach(self, history: History, settings: Settings, fixed_chars: int) -> None:
         """Start over on a new (or resumed) history, or under new settings.
 
-        On the same history the notes stay (they describe the history, whatever model
-        reads it), and so does what the meter learnt about each model: a command's model
-        for one turn, and back, loses no calibration."""
-        same_history = self._same_history(history)
-        if not same_history:
-            self._meters = {}
-        meter = self._meters.get(settings.model)
-        if meter is None:
-            meter = self._meters[settings.model] = TokenMeter(settings, fixed_chars=fixed_chars)
+        On the same history what the meter learnt and the notes are kept per model: new
+        limits keep them, and a command's model for one turn, and back, loses neither."""
+        if not self._same_history(history):
+            self._per_model = {}
+        kept = self._per_model.get(settings.model)
+        if kept is None:
+            meter = TokenMeter(settings, fixed_chars=fixed_chars)
+            earlier: SessionMemory | None = getattr(self, "memory", None)
+            memory = SessionMemory(settings, meter, self.clock)
+            memory.on_update = self._record_notes
+            if earlier is not None:  # a simulated arrival time outlives new settings
+                memory.arrival_delay = earlier.arrival_delay
+            self._per_model[settings.model] = meter, memory
         else:
+            meter, memory = kept
             meter.settings = settings
             meter.schemas_changed(fixed_chars)
+            memory.settings = settings
         self.history = history
         self.settings = settings
         self.meter = meter
-        if same_history:
-            self.memory.settings = settings
-            self.memory.meter = meter
-        else:
-            earlier: SessionMemory | None = getattr(self, "memory", None)
-            self.memory = SessionMemory(settings, meter, self.clock)
-            self.memory.on_update = self._record_notes
-            if earlier is not None:  # a simulated arrival time outlives new settings
-                self.memory.arrival_delay = earlier.arrival_delay
+        self.memory = memory
         self.pipeline = ContextPipeline(settings, self.store, self.meter,
                                         root=self.tool_context.root)
         self.compactor = Compactor(settings, self.meter, self.store)
