@@ -77,7 +77,7 @@ class Agent:
         self.store = store
         self.clock = clock
         self.costs = CostTracker()
-        self.context = ContextSteps(
+        self.steps = ContextSteps(
             store=store, tool_context=tool_context, clock=lambda: self.clock(),
             hooks=lambda: self.hooks, summary_context=self.summary_context,
             path_rules=self.path_rules, lifecycle=self.lifecycle,
@@ -86,7 +86,7 @@ class Agent:
         self.steering = SteeringQueue()
         self.loop_guard = LoopGuard(thresholds_from(settings), settings.loop_guard_reminders)
         self.tool_calls = ToolCalls(registry=registry, tool_context=tool_context,
-                                    context=self.context, hooks=lambda: self.hooks,
+                                    context=self.steps, hooks=lambda: self.hooks,
                                     path_rules=self.path_rules, lifecycle=self.lifecycle,
                                     step_end=StepEnd(tool_context, self.steering, self.loop_guard))
         # Asked before each request; new settings (a window the Models API reported) or None.
@@ -111,7 +111,7 @@ class Agent:
     def attach(self, transcript: Transcript, conversation: Conversation) -> None:
         """Start over on a new (or resumed) conversation and transcript."""
         self.history = History(transcript, conversation, self.store, self.settings)
-        self.context.attach(self.history, self.settings, self.fixed_chars)
+        self.steps.attach(self.history, self.settings, self.fixed_chars)
 
     def refresh_tools(self) -> None:
         """The registry gained tools (an MCP server connected): later requests carry them."""
@@ -119,7 +119,7 @@ class Agent:
         if tools == self.tools:
             return
         self.tools = tools
-        self.context.meter.schemas_changed(self.fixed_chars)
+        self.steps.meter.schemas_changed(self.fixed_chars)
 
     def reconfigure(
         self,
@@ -139,7 +139,7 @@ class Agent:
             self.tool_context.env = command_env
         if system_prompt is not None and system_prompt != self.system_prompt:
             self.system_prompt = system_prompt
-            self.context.meter.schemas_changed(self.fixed_chars)
+            self.steps.meter.schemas_changed(self.fixed_chars)
         if settings is None:
             return
         self.settings = settings
@@ -150,7 +150,7 @@ class Agent:
 
     async def close(self) -> None:
         """The session ends: no notes request outlives it (its answer would find no one)."""
-        await self.context.cancel_notes()
+        await self.steps.cancel_notes()
 
     def adopt_settings_update(self) -> None:
         """Take settings that changed since the last request (the Models API answered while
@@ -160,7 +160,7 @@ class Agent:
             self.reconfigure(updated)
 
     def status(self) -> ContextStatus:
-        return self.context.status()
+        return self.steps.status()
 
     def publish(self, event: ev.Event) -> None:
         """An event from work running beside the loop (a sub-agent's progress)."""
@@ -210,7 +210,7 @@ class Agent:
             yield ev.TurnError("nothing to send: the prompt is empty", "error")
             return
         self.adopt_settings_update()
-        unsendable = self.context.prompt_cannot_fit(text)
+        unsendable = self.steps.prompt_cannot_fit(text)
         if unsendable is not None:
             yield ev.TurnError(unsendable, "prompt_too_long")
             return
@@ -228,14 +228,14 @@ class Agent:
         self.tool_context.checkpoints.at_turn_boundary()
         self.history.append(self.lifecycle.with_context(message))
         self.loop_guard.start_turn()
-        async for event in self.context.at_turn_start():
+        async for event in self.steps.at_turn_start():
             yield event
         async for event in self._loop(max_requests):
             yield event
 
     async def compact(self, focus: str | None = None) -> AsyncIterator[ev.Event]:
         """Manual `/compact [focus]`."""
-        async for event in self.context.summarize("manual", focus):
+        async for event in self.steps.summarize("manual", focus):
             yield event
 
     async def _loop(self, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
@@ -243,7 +243,7 @@ class Agent:
         requests = 0
         while True:
             self.adopt_settings_update()
-            async for event in self.context.before_call():
+            async for event in self.steps.before_call():
                 yield event
             requests += 1
             response, ended = None, False
@@ -264,7 +264,7 @@ class Agent:
             uses = response.message.tool_uses
             steered = not uses and bool(self.steering.pending)
             # session notes, beside the tools or the user's reading
-            self.context.after_reply(ends_turn=not uses and not steered)
+            self.steps.after_reply(ends_turn=not uses and not steered)
             if steered:
                 for event in self._deliver_steering_alone():
                     yield event
@@ -294,7 +294,7 @@ class Agent:
             async for item in self._stream_reply(number):
                 yield item
         except PromptTooLong as exc:
-            async for event in self.context.after_prompt_too_long(exc.message):
+            async for event in self.steps.after_prompt_too_long(exc.message):
                 yield event
         except ProviderError as exc:
             auth = isinstance(exc, AuthenticationFailed)
@@ -322,7 +322,7 @@ class Agent:
             self.transcript.event("interrupted", during="model call")
             raise
         finally:
-            self.context.call_ended()
+            self.steps.call_ended()
             self.costs.api_seconds += time.perf_counter() - started
 
     def _record_response(self, response: ResponseComplete) -> ResponseComplete:
@@ -330,13 +330,13 @@ class Agent:
         model = (self.settings.plan_model if self._planning() else None) or self.settings.model
         if response.usage is not None:
             self.costs.add(model, response.usage)
-        self.context.observe_reply(response)
+        self.steps.observe_reply(response)
         message = self.history.append_reply(response.message)
         if message is not response.message:
             response = replace(response, message=message)
         if response.usage is not None:  # with what a resumed meter anchors on
             self.transcript.event("usage", model=model,
-                                  fixed_chars=self.context.meter.fixed_chars,
+                                  fixed_chars=self.steps.meter.fixed_chars,
                                   **asdict(response.usage))
         return response
 
@@ -355,4 +355,4 @@ class Agent:
 
     def stats(self) -> dict[str, Any]:
         """Numbers for /cost, the benchmark and tests."""
-        return {**self.costs.totals(), **self.context.totals()}
+        return {**self.costs.totals(), **self.steps.totals()}

@@ -236,7 +236,7 @@ async def run_strategy(
                                    clock=clock.now, wall_clock=clock.now,
                                    registry=registry_for(strategy))
             agent = session.start_new(SESSION_ID)
-            agent.context.notes_arrive_after(usage_seconds)  # as a real reply would
+            agent.steps.notes_arrive_after(usage_seconds)  # as a real reply would
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:
@@ -250,7 +250,7 @@ async def run_strategy(
     checks = _check_recoveries(checks, policy, script, records, turn_starts)
     result.needs = explain_losses(checks, records, result.requests, script)
     result.recovery = recovery_cost(policy, records, result.requests)
-    result.pipeline_seconds = list(agent.context.pipeline_seconds)
+    result.pipeline_seconds = list(agent.steps.pipeline_seconds)
     result.tokens_freed = dict(agent.stats()["tokens_freed"])
     result.pages_read = policy.pages_read
     result.wall_seconds = time.perf_counter() - started

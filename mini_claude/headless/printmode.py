@@ -103,7 +103,7 @@ async def _run(
         await session.provider.close()
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
-    agent.context.end_with_turn(options.max_turns)  # no notes start that nobody would read
+    agent.steps.end_with_turn(options.max_turns)  # no notes start that nobody would read
     reporter = PrintReporter(args.output_format, out, err)
     headless: HeadlessReporter | None = None
     try:

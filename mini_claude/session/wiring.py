@@ -353,12 +353,12 @@ class Session:
             self.permission_setup.permissions.approved_plan = saved.approved_plan
             self._recorded_plan = saved.approved_plan
         if saved.notes is not None:
-            self.agent.context.restore_notes(saved.notes.text, saved.notes.covered,
+            self.agent.steps.restore_notes(saved.notes.text, saved.notes.covered,
                                              saved.notes.history_tokens)
         self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
         last = loaded.last_prompt
         if last is not None:
-            self.agent.context.resume_meter(last)
+            self.agent.steps.resume_meter(last)
         return self.agent
 
     def _fork(self, origin: Path) -> Path:

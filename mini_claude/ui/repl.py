@@ -192,7 +192,7 @@ class Repl:
                              if session is not None else None)
         self.verbose = self.settings.verbose
         self.view = LiveView(self.activity, self._status_line, self.interrupt,
-                             lambda: self.agent.context.chars_per_token,
+                             lambda: self.agent.steps.chars_per_token,
                              on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
                              on_expand=self._expand_during_turn,
                              on_end_of_input=self._end_of_input_during_turn,
