@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mini_claude.exit_codes import EXIT_USAGE
-from mini_claude.providers import create_provider
 from mini_claude.scenario.policy import ReplyMaker, SavedOutputPager
 from mini_claude.scenario.script import Call, Script, Step, Turn, build_script, without_needs
 from mini_claude.scenario.workload import plan_project, write_project
@@ -199,8 +198,7 @@ def demo_environment(folder: Path, *, window: int = DEMO_WINDOW) -> Iterator[Dem
     policy = DemoPolicy(script, clock)
     with Simulator(policy, context_window=window, clock=clock) as sim:
         settings = demo_settings(sim.anthropic_base_url, folder / "home", window)
-        session = Session(settings, project, create_provider(settings), allow_all,
-                          clock=clock.now)
+        session = Session.open(settings, project, allow_all, clock=clock.now)
         session.start_new()
         yield DemoEnvironment(sim, session, policy, project, window)
 

@@ -386,6 +386,13 @@ class Settings:
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
+    def with_model(self, model: str, plan_model: str | None) -> Settings:
+        """Another model: what was learnt about this one's window (reported, enforced)
+        does not carry over; the new one starts from its own sources."""
+        return replace(self, model=model, plan_model=plan_model, reported_window=None,
+                       window_reported_by=None, reported_thinking=None, rejected_window=None,
+                       window_rejected_by=None)
+
 
 # Field name -> environment variable. Keys and base URLs use the SDKs' own names.
 ENV_NAMES: dict[str, str] = {

@@ -157,9 +157,7 @@ class EditorAgent:
         from mini_claude.cli import UsageError, load_settings
         from mini_claude.headless.options import HeadlessOptions
         from mini_claude.headless.printmode import start_mcp_servers
-        from mini_claude.project.instructions import build_system_prompt
         from mini_claude.protocol import ProviderError
-        from mini_claude.providers import create_provider
         from mini_claude.session.wiring import Session, SessionError
         from mini_claude.tools.mode_table import mode_from_flags
         from mini_claude.tools.permission_rules import RuleError
@@ -172,11 +170,8 @@ class EditorAgent:
             settings = load_settings(self.args, folder)
             allow, deny = options.flag_rules(folder)
             extra_prompt = options.read_system_prompt(folder)
-            provider = create_provider(settings)
         except (UsageError, RuleError) as exc:
             raise RequestError.invalid_params({"details": str(exc)}) from None
-        except ProviderError as exc:
-            raise RequestError.invalid_params({"details": exc.message}) from None
         except OSError as exc:
             raise RequestError.invalid_params(
                 {"details": f"cannot read --system-prompt-file: {exc}"}) from None
@@ -184,18 +179,19 @@ class EditorAgent:
         holder: list[EditorSession] = []
         approver = EditorApprover("", self._ask, lambda u: self._send(holder[0], u), calls,
                                   lambda: holder[0].stop_turn())
-        session = Session(settings, folder, provider, approver, flag_allow=allow,
-                          flag_deny=deny, mode_flag=mode_from_flags(self.args))
-        session.system_prompt = build_system_prompt(
-            folder, session.instructions, skills=session.skills.prompt_section(), **extra_prompt
-        )
+        try:
+            session = Session.open(settings, folder, approver, flag_allow=allow, flag_deny=deny,
+                                   mode_flag=mode_from_flags(self.args),
+                                   system_prompt_parts=extra_prompt)
+        except ProviderError as exc:
+            raise RequestError.invalid_params({"details": exc.message}) from None
         try:
             if session_id:
                 session.resume(session_id)
             else:
                 session.start_new()
         except SessionError as exc:
-            await provider.close()
+            await session.provider.close()
             raise RequestError.invalid_params({"details": str(exc)}) from None
         approver.session_id = session.session_id
         editor = EditorSession(session, calls)
@@ -276,11 +272,7 @@ class EditorAgent:
             with contextlib.suppress(Exception):
                 for warning in await end_session(agent.hooks, "other"):
                     print(f"mini-claude: warning: {warning}", file=sys.stderr)
-            session.shells.stop_all()
-            await agent.context.memory.cancel()
-            await session.mcp.close()
-            await session.provider.close()
-            agent.transcript.close()
+            await session.aclose()
         self.sessions.clear()
 
 

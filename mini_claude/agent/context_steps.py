@@ -44,10 +44,17 @@ from mini_claude.context.thinking import ClearThinkingTier, thinking_loop_open
 from mini_claude.context.tier import cache_is_cold
 from mini_claude.conversation import Conversation
 from mini_claude.project.rules import PathRules
-from mini_claude.protocol import CompactReason, ContextStatus, ResponseComplete, TierReport
+from mini_claude.protocol import (
+    CompactReason,
+    ContextStatus,
+    ResponseComplete,
+    TierReport,
+    Usage,
+)
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens
 from mini_claude.tools.base import ToolContext
+from mini_claude.transcript import LastPrompt
 
 # Compactions the user asked for get a fresh summary, never the background notes.
 FRESH_SUMMARY_REASONS: frozenset[CompactReason] = frozenset({"manual", "tool"})
@@ -103,23 +110,34 @@ class ContextSteps:
         # Print mode's --max-turns: the model calls a turn may make (None: no bound).
         self.max_requests: int | None = None
         self._requests_this_turn = 0
+        # What the meter learnt and the notes, per model, for the current history.
+        self._per_model: dict[str, tuple[TokenMeter, SessionMemory]] = {}
 
     def attach(self, history: History, settings: Settings, fixed_chars: int) -> None:
-        """Start over on a new (or resumed) history, or under new settings."""
-        keep = self._same_history_and_model(history, settings)
+        """Start over on a new (or resumed) history, or under new settings.
+
+        On the same history what the meter learnt and the notes are kept per model: new
+        limits keep them, and a command's model for one turn, and back, loses neither."""
+        if not self._same_history(history):
+            self._per_model = {}
+        kept = self._per_model.get(settings.model)
+        if kept is None:
+            meter = TokenMeter(settings, fixed_chars=fixed_chars)
+            earlier: SessionMemory | None = getattr(self, "memory", None)
+            memory = SessionMemory(settings, meter, self.clock)
+            memory.on_update = self._record_notes
+            if earlier is not None:  # a simulated arrival time outlives new settings
+                memory.arrival_delay = earlier.arrival_delay
+            self._per_model[settings.model] = meter, memory
+        else:
+            meter, memory = kept
+            meter.settings = settings
+            meter.schemas_changed(fixed_chars)
+            memory.settings = settings
         self.history = history
         self.settings = settings
-        if keep:
-            self.meter.settings = settings
-            self.meter.schemas_changed(fixed_chars)
-            self.memory.settings = settings
-        else:
-            self.meter = TokenMeter(settings, fixed_chars=fixed_chars)
-            earlier: SessionMemory | None = getattr(self, "memory", None)
-            self.memory = SessionMemory(settings, self.meter, self.clock)
-            self.memory.on_update = self._record_notes
-            if earlier is not None:  # a simulated arrival time outlives new settings
-                self.memory.arrival_delay = earlier.arrival_delay
+        self.meter = meter
+        self.memory = memory
         self.pipeline = ContextPipeline(settings, self.store, self.meter,
                                         root=self.tool_context.root)
         self.compactor = Compactor(settings, self.meter, self.store)
@@ -136,11 +154,10 @@ class ContextSteps:
         self.compactor.add_reattach_source(self.lifecycle)
         self.last_call_at = None
 
-    def _same_history_and_model(self, history: History, settings: Settings) -> bool:
-        """Only the limits change: what the meter learnt and the notes still hold."""
+    def _same_history(self, history: History) -> bool:
+        """Only the settings change: what the meter learnt and the notes still hold."""
         earlier: History | None = getattr(self, "history", None)
-        return (earlier is not None and earlier.conversation is history.conversation
-                and self.settings.model == settings.model)
+        return earlier is not None and earlier.conversation is history.conversation
 
     @property
     def conversation(self) -> Conversation:
@@ -155,8 +172,46 @@ class ContextSteps:
             "cache_misses": len(self.cache_misses.misses),
         }
 
+    # ---- the face front ends read (and nothing deeper) -----------------------------------
+
     def status(self) -> ContextStatus:
+        """The meter's reading: the status bar, /context and the auto-compact trigger."""
         return self.compactor.status(self.conversation)
+
+    @property
+    def chars_per_token(self) -> float:
+        """What the meter learnt (or the configured ratio before the first reply)."""
+        return self.meter.chars_per_token
+
+    def cache_miss_summary(self) -> str:
+        """The prompt cache misses of the session and their causes, for /cost."""
+        return self.cache_misses.summary()
+
+    def current_notes(self) -> SessionNotes | None:
+        """The session notes kept in the background for this history, if any (/summary)."""
+        return self.memory.current(self.conversation)
+
+    def restore_notes(self, text: str, covered: int, history_tokens: int) -> None:
+        """A resumed history's notes, as the transcript kept them, if they still fit it."""
+        self.memory.restore(text, covered, history_tokens, self.conversation)
+
+    def resume_meter(self, last: LastPrompt) -> None:
+        """A resumed meter starts from the server's count of the last request."""
+        self.meter.resume_from(last.tokens, last.messages, last.fixed_chars, self.conversation)
+
+    def end_with_turn(self, max_requests: int | None) -> None:
+        """The run ends with this turn (print mode): no notes start that nobody would read,
+        at its end or in its last ``max_requests`` steps."""
+        self.notes_at_turn_end = False
+        self.max_requests = max_requests
+
+    def notes_arrive_after(self, delay: Callable[[Usage], float]) -> None:
+        """On a simulated clock, notes arrive as late as a real reply of that size would."""
+        self.memory.arrival_delay = delay
+
+    async def cancel_notes(self) -> None:
+        """No notes request outlives the session."""
+        await self.memory.cancel()
 
     def _chars_per_token(self) -> float:
         return self.meter.chars_per_token

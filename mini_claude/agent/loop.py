@@ -77,7 +77,7 @@ class Agent:
         self.store = store
         self.clock = clock
         self.costs = CostTracker()
-        self.context = ContextSteps(
+        self.steps = ContextSteps(
             store=store, tool_context=tool_context, clock=lambda: self.clock(),
             hooks=lambda: self.hooks, summary_context=self.summary_context,
             path_rules=self.path_rules, lifecycle=self.lifecycle,
@@ -86,7 +86,7 @@ class Agent:
         self.steering = SteeringQueue()
         self.loop_guard = LoopGuard(thresholds_from(settings), settings.loop_guard_reminders)
         self.tool_calls = ToolCalls(registry=registry, tool_context=tool_context,
-                                    context=self.context, hooks=lambda: self.hooks,
+                                    context=self.steps, hooks=lambda: self.hooks,
                                     path_rules=self.path_rules, lifecycle=self.lifecycle,
                                     step_end=StepEnd(tool_context, self.steering, self.loop_guard))
         # Asked before each request; new settings (a window the Models API reported) or None.
@@ -111,7 +111,7 @@ class Agent:
     def attach(self, transcript: Transcript, conversation: Conversation) -> None:
         """Start over on a new (or resumed) conversation and transcript."""
         self.history = History(transcript, conversation, self.store, self.settings)
-        self.context.attach(self.history, self.settings, self.fixed_chars)
+        self.steps.attach(self.history, self.settings, self.fixed_chars)
 
     def refresh_tools(self) -> None:
         """The registry gained tools (an MCP server connected): later requests carry them."""
@@ -119,15 +119,38 @@ class Agent:
         if tools == self.tools:
             return
         self.tools = tools
-        self.context.meter.schemas_changed(self.fixed_chars)
+        self.steps.meter.schemas_changed(self.fixed_chars)
 
-    def reconfigure(self, settings: Settings) -> None:
-        """New settings (e.g. another model) for the same conversation; totals carry over."""
+    def reconfigure(
+        self,
+        settings: Settings | None = None,
+        *,
+        system_prompt: str | None = None,
+        hooks: HookRunner | None = None,
+        command_env: dict[str, str] | None = None,
+    ) -> None:
+        """The one way to change a running agent, so every part that reads a setting (the
+        meter, the tiers, the loop guard, the tools) sees the same ones: new settings
+        (another model, a thinking budget, a learnt window), a system prompt, hooks or the
+        environment of commands. The conversation and the totals carry over."""
+        if hooks is not None:
+            self.hooks = hooks
+        if command_env is not None:
+            self.tool_context.env = command_env
+        if system_prompt is not None and system_prompt != self.system_prompt:
+            self.system_prompt = system_prompt
+            self.steps.meter.schemas_changed(self.fixed_chars)
+        if settings is None:
+            return
         self.settings = settings
         self.tool_context.settings = settings
         self.loop_guard.thresholds = thresholds_from(settings)
         self.loop_guard.reminders_before_notice = settings.loop_guard_reminders
         self.attach(self.transcript, self.conversation)
+
+    async def close(self) -> None:
+        """The session ends: no notes request outlives it (its answer would find no one)."""
+        await self.steps.cancel_notes()
 
     def adopt_settings_update(self) -> None:
         """Take settings that changed since the last request (the Models API answered while
@@ -137,7 +160,7 @@ class Agent:
             self.reconfigure(updated)
 
     def status(self) -> ContextStatus:
-        return self.context.status()
+        return self.steps.status()
 
     def publish(self, event: ev.Event) -> None:
         """An event from work running beside the loop (a sub-agent's progress)."""
@@ -187,7 +210,7 @@ class Agent:
             yield ev.TurnError("nothing to send: the prompt is empty", "error")
             return
         self.adopt_settings_update()
-        unsendable = self.context.prompt_cannot_fit(text)
+        unsendable = self.steps.prompt_cannot_fit(text)
         if unsendable is not None:
             yield ev.TurnError(unsendable, "prompt_too_long")
             return
@@ -205,14 +228,14 @@ class Agent:
         self.tool_context.checkpoints.at_turn_boundary()
         self.history.append(self.lifecycle.with_context(message))
         self.loop_guard.start_turn()
-        async for event in self.context.at_turn_start():
+        async for event in self.steps.at_turn_start():
             yield event
         async for event in self._loop(max_requests):
             yield event
 
     async def compact(self, focus: str | None = None) -> AsyncIterator[ev.Event]:
         """Manual `/compact [focus]`."""
-        async for event in self.context.summarize("manual", focus):
+        async for event in self.steps.summarize("manual", focus):
             yield event
 
     async def _loop(self, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
@@ -220,7 +243,7 @@ class Agent:
         requests = 0
         while True:
             self.adopt_settings_update()
-            async for event in self.context.before_call():
+            async for event in self.steps.before_call():
                 yield event
             requests += 1
             response, ended = None, False
@@ -241,7 +264,7 @@ class Agent:
             uses = response.message.tool_uses
             steered = not uses and bool(self.steering.pending)
             # session notes, beside the tools or the user's reading
-            self.context.after_reply(ends_turn=not uses and not steered)
+            self.steps.after_reply(ends_turn=not uses and not steered)
             if steered:
                 for event in self._deliver_steering_alone():
                     yield event
@@ -271,7 +294,7 @@ class Agent:
             async for item in self._stream_reply(number):
                 yield item
         except PromptTooLong as exc:
-            async for event in self.context.after_prompt_too_long(exc.message):
+            async for event in self.steps.after_prompt_too_long(exc.message):
                 yield event
         except ProviderError as exc:
             auth = isinstance(exc, AuthenticationFailed)
@@ -299,7 +322,7 @@ class Agent:
             self.transcript.event("interrupted", during="model call")
             raise
         finally:
-            self.context.call_ended()
+            self.steps.call_ended()
             self.costs.api_seconds += time.perf_counter() - started
 
     def _record_response(self, response: ResponseComplete) -> ResponseComplete:
@@ -307,13 +330,13 @@ class Agent:
         model = (self.settings.plan_model if self._planning() else None) or self.settings.model
         if response.usage is not None:
             self.costs.add(model, response.usage)
-        self.context.observe_reply(response)
+        self.steps.observe_reply(response)
         message = self.history.append_reply(response.message)
         if message is not response.message:
             response = replace(response, message=message)
         if response.usage is not None:  # with what a resumed meter anchors on
             self.transcript.event("usage", model=model,
-                                  fixed_chars=self.context.meter.fixed_chars,
+                                  fixed_chars=self.steps.meter.fixed_chars,
                                   **asdict(response.usage))
         return response
 
@@ -332,4 +355,4 @@ class Agent:
 
     def stats(self) -> dict[str, Any]:
         """Numbers for /cost, the benchmark and tests."""
-        return {**self.costs.totals(), **self.context.totals()}
+        return {**self.costs.totals(), **self.steps.totals()}

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import FunctionPolicy, Reply, Simulator, ToolCall
@@ -121,7 +120,7 @@ def run(mode: Mode, provider: ProviderName, *, files: int = 8, lines: int = 300,
             anthropic_api_key="bench", anthropic_base_url=sim.anthropic_base_url,
             openai_api_key="bench", openai_base_url=sim.openai_base_url,
         )
-        session = Session(settings, root / "repo", create_provider(settings), allow_all)
+        session = Session.open(settings, root / "repo", allow_all)
         session.start_new()
         try:
             asyncio.run(_play(session, follow_ups))

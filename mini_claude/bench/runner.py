@@ -232,14 +232,15 @@ async def run_strategy(
         if strategy.summary_prompt is not None:
             provider = PromptedProvider(provider, strategy.summary_prompt)
         try:
-            session = Session(settings, project, provider, allow_all, clock=clock.now,
-                              wall_clock=clock.now, registry=registry_for(strategy))
+            session = Session.open(settings, project, allow_all, provider=provider,
+                                   clock=clock.now, wall_clock=clock.now,
+                                   registry=registry_for(strategy))
             agent = session.start_new(SESSION_ID)
-            agent.context.memory.arrival_delay = usage_seconds  # notes arrive as a real reply would
+            agent.steps.notes_arrive_after(usage_seconds)  # as a real reply would
             try:
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:
-                await agent.context.memory.cancel()  # an update still running at the end
+                await agent.close()  # an update still running at the end
                 agent.transcript.close()
             records = list(sim.requests)
         finally:
@@ -249,7 +250,7 @@ async def run_strategy(
     checks = _check_recoveries(checks, policy, script, records, turn_starts)
     result.needs = explain_losses(checks, records, result.requests, script)
     result.recovery = recovery_cost(policy, records, result.requests)
-    result.pipeline_seconds = list(agent.context.pipeline_seconds)
+    result.pipeline_seconds = list(agent.steps.pipeline_seconds)
     result.tokens_freed = dict(agent.stats()["tokens_freed"])
     result.pages_read = policy.pages_read
     result.wall_seconds = time.perf_counter() - started

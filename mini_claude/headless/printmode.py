@@ -103,8 +103,7 @@ async def _run(
         await session.provider.close()
         print(f"mini-claude: {exc}", file=err)
         return EXIT_USAGE
-    agent.context.notes_at_turn_end = False  # the run ends with this turn
-    agent.context.max_requests = options.max_turns  # and no notes start in its last steps
+    agent.steps.end_with_turn(options.max_turns)  # no notes start that nobody would read
     reporter = PrintReporter(args.output_format, out, err)
     headless: HeadlessReporter | None = None
     try:
@@ -128,11 +127,7 @@ async def _run(
         for warning in await end_session(agent.hooks, "other"):
             print(f"warning: {warning}", file=err)
     finally:
-        session.shells.stop_all()  # no thread: the loop may be shutting down after a signal
-        await agent.context.memory.cancel()  # notes nobody will read: not waited for
-        await session.mcp.close()
-        await session.provider.close()
-        agent.transcript.close()
+        await session.aclose()  # notes nobody will read are not waited for
         for notice in session.checkpointer.take_notices():
             print(f"warning: {notice}", file=err)
         if agent.transcript.write_failed:

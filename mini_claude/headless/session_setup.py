@@ -98,7 +98,6 @@ def open_session(
     extra_agents: dict[str, dict[str, Any]] | None = None,
 ) -> Session:
     """The session, not started yet (``start_agent``); SetupFailed for a bad flag."""
-    from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session, startup_housekeeping
 
     options = HeadlessOptions.from_args(args)
@@ -116,13 +115,12 @@ def open_session(
     except (RuleError, FlagError) as exc:
         raise SetupFailed(str(exc)) from None
     try:
-        provider = create_provider(settings)
+        session = Session.open(settings, cwd, approver, flag_allow=flag_allow,
+                               flag_deny=flag_deny, mode_flag=mode_from_flags(args),
+                               extra_settings=layers, extra_agents=agent_types(agents),
+                               system_prompt_parts=extra_prompt)
     except ProviderError as exc:
         raise SetupFailed(exc.message) from None
-    session = Session(settings, cwd, provider, approver, flag_allow=flag_allow,
-                      flag_deny=flag_deny, mode_flag=mode_from_flags(args),
-                      extra_settings=layers, extra_agents=agent_types(agents),
-                      system_prompt_parts=extra_prompt)
     session.warnings.extend(warnings)
     try:
         _select_tools(session, getattr(args, "tools", None))

@@ -261,13 +261,7 @@ class StreamRun:
                 for warning in await end_session(agent.hooks, "other"):
                     self._warn(f"warning: {warning}")
         finally:
-            session.shells.stop_all()
-            if agent is not None:
-                await agent.context.memory.cancel()
-            await session.mcp.close()
-            await session.provider.close()
-            if agent is not None:
-                agent.transcript.close()
+            await session.aclose()
 
     # ---- control requests from the program ----------------------------------------------
 

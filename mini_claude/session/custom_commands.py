@@ -36,7 +36,7 @@ from mini_claude.project.instructions import approve_imports, import_approved
 from mini_claude.project.skills import Skill, load_text
 from mini_claude.project.trust import ProjectTrust
 from mini_claude.secrets import api_keys, mask
-from mini_claude.session.mentions import attachment_targets, prepare
+from mini_claude.session.mentions import attachment_targets
 from mini_claude.tools.permission_gate import permissions_of
 from mini_claude.tools.permission_rules import Rule, RuleError, parse_rule
 
@@ -132,7 +132,7 @@ async def invocation_events(
         held = await _held_attachments(session, command, ask_imports)
         for line in held_lines(held, session.cwd):
             yield ev.Notice(HELD_NOTICE.format(line), "warning")
-        prepared = await prepare(agent, text, withheld={item.target for item in held})
+        prepared = await session.prepare(text, withheld={item.target for item in held})
         for event in prepared.events:
             yield event
         async for event in turn(prepared.text, prepared.images):
@@ -202,13 +202,13 @@ def turn_overrides(agent: Agent, allowed: tuple[Rule, ...], model: str | None) -
     permissions.turn_allow = allowed
     if model:
         chosen = resolve_model(model, settings.provider, os.environ)
-        agent.settings = settings.with_overrides(model=chosen.model, plan_model=chosen.plan_model)
+        agent.reconfigure(settings.with_model(chosen.model, chosen.plan_model))
     try:
         yield
     finally:
         permissions.turn_allow = ()
         if model:
-            agent.settings = settings
+            agent.reconfigure(settings)
 
 
 def _shell_runner(agent: Agent, events: list[ev.Event]) -> Callable[[str], Awaitable[str]]:
@@ -246,7 +246,7 @@ def prompt_events(
 
 async def _prepared_turn(session: Session, text: str,
                          turn: TurnRunner) -> AsyncIterator[ev.Event]:
-    prepared = await prepare(session.agent, text)
+    prepared = await session.prepare(text)
     for event in prepared.events:
         yield event
     async for event in turn(prepared.text, prepared.images):

@@ -6,10 +6,10 @@ import contextlib
 import glob
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mini_claude.agent.hooks import HookRunner
 from mini_claude.agent.lifecycle import LifecycleHooks
@@ -35,10 +35,11 @@ from mini_claude.project.instructions import (
 from mini_claude.project.rules import PathRules
 from mini_claude.project.skills import SkillCatalog, find_skills
 from mini_claude.protocol import PromptTooLong, Provider
-from mini_claude.providers import PLACEHOLDER_KEY
+from mini_claude.providers import PLACEHOLDER_KEY, create_provider
 from mini_claude.providers.fallback import ModelFallback
 from mini_claude.secrets import api_keys
 from mini_claude.session.lock import SessionBusy, SessionLock, lock_path, sweep_stale_locks
+from mini_claude.session.mentions import PreparedMessage, prepare
 from mini_claude.session.permission_setup import PermissionSetup
 from mini_claude.session.settings_files import SettingsFile
 from mini_claude.session.state import read_saved_state
@@ -110,6 +111,40 @@ class Session:
     shells: BackgroundShells = field(default_factory=BackgroundShells)
     checkpoints: CheckpointStore = field(init=False)
     checkpointer: Checkpointer = field(init=False)
+
+    @classmethod
+    def open(cls, settings: Settings, cwd: Path, approver: Approver, *,
+             provider: Provider | None = None, **options: Any) -> Session:
+        """Every front end's way in: the provider built from the settings unless one is
+        given (a benchmark's wrapped one); ProviderError when it cannot be. ``options`` are
+        the session's other fields (flags, extra settings, clocks)."""
+        return cls(settings, cwd, provider or create_provider(settings), approver, **options)
+
+    async def prepare(self, text: str, *,
+                      withheld: Collection[Path] = ()) -> PreparedMessage:
+        """A message as the model gets it, the same in every front end and for a custom
+        command: its ``@path`` files attached and its images read (nothing under
+        ``withheld``, held for the user's approval)."""
+        return await prepare(self.agent, text, withheld=withheld)
+
+    async def aclose(self) -> None:
+        """End the session, in one order for every front end.
+
+        The agent first (no notes request is left to write to the transcript or use the
+        provider), then the MCP servers and the background shells (their last output and
+        checkpoints may still be recorded), then the provider's connections; the
+        transcript last, and the session lock with it, so no other process takes the
+        session over while anything could still write to it."""
+        agent: Agent | None = getattr(self, "agent", None)
+        try:
+            if agent is not None:
+                await agent.close()
+            await self.mcp.close()
+            self.shells.stop_all()  # no thread: the loop may be shutting down after a signal
+            await self.provider.close()
+        finally:
+            if agent is not None:
+                agent.transcript.close()  # lets the lock go with its last transcript
 
     def __post_init__(self) -> None:
         with contextlib.suppress(OSError):  # unwritable: the transcript reports it
@@ -231,8 +266,7 @@ class Session:
         )
         agent: Agent | None = getattr(self, "agent", None)
         if agent is not None and not agent.conversation.messages:
-            agent.system_prompt = self.system_prompt
-            agent.context.meter.schemas_changed(agent.fixed_chars)
+            agent.reconfigure(system_prompt=self.system_prompt)
 
     # ---- project settings and hooks --------------------------------------------------------
 
@@ -249,8 +283,7 @@ class Session:
             env = self.permission_setup.command_environment(
                 child_environment(os.environ, self.settings)
             )
-            agent.tool_context.env = env
-            agent.hooks = self._hook_runner(env, agent.transcript)
+            agent.reconfigure(hooks=self._hook_runner(env, agent.transcript), command_env=env)
 
     def _record_plan_approval(self) -> None:
         """An approved plan goes into the transcript, so a resumed session keeps it."""
@@ -320,14 +353,12 @@ class Session:
             self.permission_setup.permissions.approved_plan = saved.approved_plan
             self._recorded_plan = saved.approved_plan
         if saved.notes is not None:
-            self.agent.context.memory.restore(saved.notes.text, saved.notes.covered,
-                                              saved.notes.history_tokens,
-                                              self.agent.conversation)
+            self.agent.steps.restore_notes(saved.notes.text, saved.notes.covered,
+                                             saved.notes.history_tokens)
         self.agent.costs.replay(loaded.usage, str(loaded.meta.get("model") or self.settings.model))
         last = loaded.last_prompt
         if last is not None:
-            self.agent.context.meter.resume_from(last.tokens, last.messages, last.fixed_chars,
-                                                 self.agent.conversation)
+            self.agent.steps.resume_meter(last)
         return self.agent
 
     def _fork(self, origin: Path) -> Path:
@@ -400,11 +431,7 @@ class Session:
 
     def _use_model(self, model: str) -> None:
         chosen = resolve_model(model, self.settings.provider, os.environ)
-        self.settings = self.settings.with_overrides(
-            model=chosen.model, plan_model=chosen.plan_model, reported_window=None,
-            window_reported_by=None, reported_thinking=None, rejected_window=None,
-            window_rejected_by=None,
-        )
+        self.settings = self.settings.with_model(chosen.model, chosen.plan_model)
         self._look_up_model()
 
     def _fell_back(self, given_up: str, fallback: str) -> None:
@@ -424,7 +451,7 @@ class Session:
         self.settings = keep_learnt_window(
             self.settings.with_overrides(thinking_tokens=tokens), self.agent.settings
         )
-        self.agent.settings = self.settings
+        self.agent.reconfigure(self.settings)
         return tokens
 
     def _look_up_model(self) -> None:

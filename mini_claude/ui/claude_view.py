@@ -220,7 +220,7 @@ def imports_panel(session: Session) -> Panel:
 
 def instruction_table(repl: ReplHost) -> Table:
     """``/context``: every instruction file loaded, with its tokens."""
-    per_token = repl.agent.context.meter.chars_per_token or 4.0
+    per_token = repl.agent.steps.chars_per_token or 4.0
     table = Table(box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0))
     table.add_column("instruction file")
     table.add_column("kind")

@@ -164,7 +164,7 @@ async def cost_command(repl: ReplHost, argument: str) -> Outcome:
     table.add_row("API time", _duration(costs.api_seconds))
     table.add_row("wall time", _duration(time.monotonic() - repl.started))
     repl.console.print(table)
-    repl.console.print(note(cost_notes(usage, repl.agent.context.cache_misses.summary())))
+    repl.console.print(note(cost_notes(usage, repl.agent.steps.cache_miss_summary())))
     price = price_for(repl.session.settings.model)
     if price is None:
         repl.console.print(note(f"no price known for {repl.session.settings.model}; "
@@ -425,7 +425,7 @@ async def shells_list_command(repl: ReplHost, argument: str) -> Outcome:
 async def summary_command(repl: ReplHost, argument: str) -> Outcome:
     repl.console.print(repl.recall.full_summary())
     agent = repl.agent
-    notes = agent.context.memory.current(agent.conversation)
+    notes = agent.steps.current_notes()
     if notes is not None:
         repl.console.print(Text(f"── session notes (kept in the background; they cover the first "
                                 f"{notes.covered} messages and stand in for the next summary)",

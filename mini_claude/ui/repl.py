@@ -34,7 +34,6 @@ from rich.text import Text
 from mini_claude import __version__
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from mini_claude.project.memory import memory_note
-from mini_claude.session.mentions import prepare
 from mini_claude.ui.claude_view import (
     CustomCommandCompleter,
     ask_held_imports,
@@ -193,7 +192,7 @@ class Repl:
                              if session is not None else None)
         self.verbose = self.settings.verbose
         self.view = LiveView(self.activity, self._status_line, self.interrupt,
-                             lambda: self.agent.context.meter.chars_per_token,
+                             lambda: self.agent.steps.chars_per_token,
                              on_submit=self._typed_during_turn, on_escape=self._escape_during_turn,
                              on_expand=self._expand_during_turn,
                              on_end_of_input=self._end_of_input_during_turn,
@@ -367,7 +366,7 @@ class Repl:
         from mini_claude.ui.mcp_view import wait_for_connecting_servers
 
         await wait_for_connecting_servers(self)
-        prepared = await prepare(self.agent, text)
+        prepared = await self.session.prepare(text)
         for event in prepared.events:
             yield event
         async for event in self.send(prepared.text, prepared.images):
@@ -760,16 +759,12 @@ class Repl:
             self.console.print(note(f"transcript: {agent.transcript.path}"))
             self.console.print(note(f"resume with: mini-claude --resume "
                                     f"{self.session.session_id}"))
-        await agent.context.memory.cancel()  # the user is leaving: no notes request outlives it
-        agent.transcript.close()
-        await asyncio.to_thread(self.session.shells.stop_all)
+        if self.status_command is not None:
+            await self.status_command.close()
+        await self.session.aclose()
         if not kept:
             with contextlib.suppress(OSError):
                 agent.transcript.path.unlink()
-        if self.status_command is not None:
-            await self.status_command.close()
-        await self.session.mcp.close()
-        await self.session.provider.close()
 
 
 async def _pump(events: AsyncIterator[ev.Event], queue: EventQueue,

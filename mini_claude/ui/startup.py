@@ -55,7 +55,6 @@ def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Sess
     tool flags (parsed as print mode parses them; the CLI checked them already)."""
     from mini_claude.claude_flags import agents_flag
     from mini_claude.headless.session_setup import agent_types, flag_mcp_configs, flag_settings
-    from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session, startup_housekeeping
     from mini_claude.tools.mode_table import mode_from_flags
     from mini_claude.tools.permission_rules import flag_rules
@@ -66,7 +65,7 @@ def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Sess
                                        getattr(args, "disallowed_tools", None), cwd)
     appended = (getattr(args, "append_system_prompt", None) or "").strip()
     warnings: list[str] = []
-    session = Session(settings, cwd, create_provider(settings), TerminalApprover(),
+    session = Session.open(settings, cwd, TerminalApprover(),
                       flag_allow=flag_allow, flag_deny=flag_deny, mode_flag=mode_from_flags(args),
                       system_prompt_parts={"append": appended} if appended else {},
                       extra_settings=flag_settings(args, settings, cwd, warnings),

@@ -309,7 +309,7 @@ def fill_the_window(agent: Agent, sim: Simulator) -> None:
     sim.policy = ScriptedPolicy([Reply("Hi."), Reply(LONG_ANSWER)])
     finished_text(turn(agent, "hello"))
     assert finished_text(turn(agent, "explain the parser")) == LONG_ANSWER
-    assert agent.context.compactor.should_auto_compact(agent.conversation)
+    assert agent.steps.compactor.should_auto_compact(agent.conversation)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -352,7 +352,7 @@ def test_three_failed_compactions_open_the_breaker_and_the_session_goes_on(
         kept = snapshot(agent.conversation.messages)[: len(before)]
         assert kept == before, "a failed compaction changed the history"
     assert [f.breaker_open for f in failures] == [False, False, True]
-    assert agent.context.compactor.breaker_open
+    assert agent.steps.compactor.breaker_open
     summaries = sum(r.is_summary_request for r in simulator.requests)
     events = turn(agent, "question 3")
     assert finished_text(events) == "Answered anyway."

@@ -296,7 +296,7 @@ def test_a_child_compacts_on_its_own_small_window(
         [path] = child_transcripts(session)
         kinds = [r["type"] for r in transcript_records(path)]
         assert "compaction" in kinds  # the child summarized its own history
-        assert session.agent.context.compactions == 0
+        assert session.agent.steps.compactions == 0
         # Its summaries and session notes alike: a side request of the child's own history.
         summaries = [r for r in simulator.requests if r.is_side_request]
         assert summaries and all(EXPLORE_SYSTEM in r.conversation.system  # type: ignore[union-attr]

@@ -90,7 +90,7 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
             await _kill_during_tools(agent, "the turn that dies", record, snapshot)
             # A notes update still running finishes before this event loop closes (closing it
             # would cut its request off, which is not what is under test here).
-            await agent.context.memory.settle()
+            await agent.steps.memory.settle()
 
         asyncio.run(first_run())
         agent.transcript.close()
@@ -103,7 +103,7 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
         async def second_run() -> None:
             for number in range(3):
                 await run_turn(again, f"after the restart {number}", record)
-            await again.context.memory.settle()
+            await again.steps.memory.settle()
 
         asyncio.run(second_run())
 

@@ -69,7 +69,7 @@ def test_a_summary_a_little_over_the_target_is_kept_not_thrown_away(
         finished_text(turn(agent, "explain the parser"))
         finished_text(turn(agent, "and the writer"))
         assert agent.status().compaction_due
-        target = agent.context.compactor.limits().target_tokens
+        target = agent.steps.compactor.limits().target_tokens
 
         events = turn(agent, "and now?")
         assert finished_text(events) == "Answered."

@@ -340,7 +340,7 @@ def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
     r.sim.inject(Fault("hang", when=lambda conv: conv.is_notes_request))
     r.sim.policy = ScriptedPolicy([Reply(LOG * 12)])
     assert isinstance(r.turn("summarize the logs at length")[-1], ev.TurnFinished)
-    assert r.agent.context.memory.updating
+    assert r.agent.steps.memory.updating
 
     def hung() -> list[Any]:
         return [q for q in r.sim.requests if q.is_notes_request and q.reply is None]
@@ -352,11 +352,11 @@ def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
             await asyncio.sleep(0.05)
 
     r.run(until_sent())  # the update goes on while the user would be typing
-    assert len(hung()) == 1 and r.agent.context.memory.updating  # sent, and never answered
+    assert len(hung()) == 1 and r.agent.steps.memory.updating  # sent, and never answered
     written = transcript_events(r, "session_notes")
     last_complete = notes_of_the_current_history(r)
     assert last_complete is not None
-    r.run(r.agent.context.memory.cancel())
+    r.run(r.agent.steps.memory.cancel())
     assert transcript_events(r, "session_notes") == written
     session_id = r.session.session_id
     r.agent.transcript.close()
@@ -364,8 +364,8 @@ def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
                   output_reserve=4_000, session_memory_background=False, **EARLY_NOTES)
     try:
         agent = resumed.session.resume(session_id)
-        assert agent.context.memory.notes is not None
-        assert agent.context.memory.notes.text == last_complete
+        assert agent.steps.memory.notes is not None
+        assert agent.steps.memory.notes.text == last_complete
     finally:
         resumed.close()
 
@@ -380,7 +380,7 @@ def test_a_stop_ends_the_wait_for_notes_and_leaves_the_update_running(run: Run) 
     r.sim.inject(Fault("hang", when=lambda conv: conv.is_notes_request))
     r.sim.policy = ScriptedPolicy([Reply(LOG * 12)])
     r.turn("summarize the logs at length")
-    memory = r.agent.context.memory
+    memory = r.agent.steps.memory
     assert memory.updating
 
     async def stop_while_waiting() -> None:
@@ -403,12 +403,12 @@ def test_print_mode_starts_no_notes_after_its_last_reply(run: Run) -> None:
     r.sim.policy = reading_policy(14, final="first batch read")
     r.start()
     r.turn("read the first log parts")
-    r.agent.context.notes_at_turn_end = False
+    r.agent.steps.notes_at_turn_end = False
     sent = sum(q.is_notes_request for q in r.sim.requests)
     r.sim.policy = ScriptedPolicy([Reply(LOG * 12)])
     assert isinstance(r.turn("summarize the logs at length")[-1], ev.TurnFinished)
-    assert r.agent.context.memory.due(r.agent.conversation)  # the REPL would update now
-    assert not r.agent.context.memory.updating
+    assert r.agent.steps.memory.due(r.agent.conversation)  # the REPL would update now
+    assert not r.agent.steps.memory.updating
     assert sum(q.is_notes_request for q in r.sim.requests) == sent
 
 
@@ -441,7 +441,7 @@ def test_manual_compact_makes_a_fresh_summary_even_with_notes(run: Run) -> None:
     r.sim.policy = reading_policy(14, final="read")
     r.start()
     r.turn("read the parts")
-    assert r.agent.context.memory.notes is not None
+    assert r.agent.steps.memory.notes is not None
     before = len([q for q in r.sim.requests if q.is_summary_request])
     events = r.compact()
     finished = [e for e in events if isinstance(e, ev.CompactionFinished)]
@@ -468,7 +468,7 @@ def test_the_repl_keeps_notes_in_the_background_and_summary_shows_them(
             except AssertionError:
                 raise AssertionError(repl.text[-3000:]) from None
             agent = repl.session.agent
-            await until(lambda: agent.context.memory.current(agent.conversation) is not None,
+            await until(lambda: agent.steps.memory.current(agent.conversation) is not None,
                         "notes of this history", timeout=60)
             mark = await repl.submit("/summary")
             await repl.wait_for("session notes (kept in the background", after=mark)
@@ -515,7 +515,7 @@ def test_a_threshold_that_comes_before_the_notes_is_passed_until_they_arrive(
                                      session_memory_start_pct=0.95,
                                      session_memory_defer_margin_pct=0.02,
                                      session_memory_lead_pct=0.0)
-        agent.context.memory.arrival_delay = lambda usage: 9.0  # about two calls of the loop
+        agent.steps.memory.arrival_delay = lambda usage: 9.0  # about two calls of the loop
 
         async def play() -> list[ev.Event]:
             events = []

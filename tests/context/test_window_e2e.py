@@ -79,7 +79,7 @@ def test_a_server_with_a_smaller_window_refuses_at_most_once(
         assert agent.status().window == SERVER_WINDOW
         assert "the server's rejection" in agent.settings.window_source
         assert str(SERVER_WINDOW) in agent.settings.window_source
-        assert agent.context.compactions >= 2  # the session went on, under the real window
+        assert agent.steps.compactions >= 2  # the session went on, under the real window
         other = OTHER_MODEL[provider]
         session.switch_model(other)  # another model: its own window, not this one's refusal
         assert session.agent.settings.window == known_window(other)

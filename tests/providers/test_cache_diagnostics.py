@@ -104,15 +104,15 @@ def test_a_tier_edit_shows_up_as_a_recorded_miss(tmp_path: Path, simulator: Simu
         sessions.append(session)
         session.agent.clock = clock.now
         assert finished_text(turn(session.agent, "read the files")) == "Read them all."
-        assert session.agent.context.cache_misses.misses == []
+        assert session.agent.steps.cache_misses.misses == []
         clock.advance(settings.microcompact_idle_seconds + 60)
         assert finished_text(turn(session.agent, "anything else?")) == "Still here."
-        misses = session.agent.context.cache_misses.misses
+        misses = session.agent.steps.cache_misses.misses
         assert len(misses) == 1
         assert misses[0].reason == "messages_changed" and misses[0].after == ("microcompact",)
         assert misses[0].missed_tokens > 0
         assert session.agent.stats()["cache_misses"] == 1
-        summary = session.agent.context.cache_misses.summary()
+        summary = session.agent.steps.cache_misses.summary()
         assert summary.startswith("1 cache miss: 1 after history")
         lines = [json.loads(x) for x in session.agent.transcript.path.read_text().splitlines()]
         recorded = [x for x in lines if x.get("kind") == "cache_miss"]

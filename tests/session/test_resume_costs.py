@@ -129,7 +129,7 @@ def test_resume_shows_the_context_the_session_ended_with(
         async with running_repl(settings, project, resume=session_id) as repl:
             agent = repl.repl.agent
             tokens = agent.status().tokens
-            whole = agent.context.meter.estimate_messages(agent.conversation.messages)
+            whole = agent.steps.meter.estimate_messages(agent.conversation.messages)
             assert await repl.exit() == 0
         return tokens, whole
 

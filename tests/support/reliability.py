@@ -104,7 +104,7 @@ def compact(agent: Agent, focus: str | None = None) -> list[ev.Event]:
 
 def before_call(agent: Agent) -> list[ev.Event]:
     """What the context steps do before the agent's next model call."""
-    return _run(agent, agent.context.before_call())
+    return _run(agent, agent.steps.before_call())
 
 
 def of_kind(events: Iterable[ev.Event], kind: type[Any]) -> list[Any]:

@@ -143,7 +143,7 @@ def measure(
             try:
                 await _turn(agent, "review every file in src and the logs", run)
             finally:
-                await agent.context.memory.cancel()
+                await agent.steps.memory.cancel()
                 await session.provider.close()
 
         asyncio.run(play())
