@@ -150,3 +150,22 @@ def test_sending_to_the_background_with_nothing_running_does_nothing(
                 if isinstance(e, ev.ToolFinished) and e.name == "run_shell"]
     assert result.startswith("quick") and "[exit code 0]" in result
     assert [e.final_text for e in events if isinstance(e, ev.TurnFinished)] == ["Done."]
+
+
+def test_a_moved_commands_log_keeps_its_cap(make_run: Any, simulator: Simulator,
+                                             project: Path) -> None:
+    flood = LOOP.replace("echo AFTER-THE-MOVE > late.txt;",
+                         "head -c 300000 /dev/zero | tr '\\0' x;")
+    simulator.policy = ScriptedPolicy([
+        Reply("Running the loop.", [ToolCall("run_shell", {"command": flood})]),
+        Reply("Moved on."),
+    ])
+    run = make_run("anthropic", shell_log_cap_bytes=20_000)
+    run.start()
+    _events, moved, _running = moved_turn(run, "run the loop")
+    assert moved == [1]
+    (project / "go").write_text("")
+    later = until_read(run, "bash_1", "part 42")  # the tail, rewritten though it went quiet
+    assert "were dropped for good" in later
+    log = run.session.shells.get("bash_1").log_path
+    assert log.stat().st_size < 20_000 + 200  # the cap, and the line saying what was dropped
