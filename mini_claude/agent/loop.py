@@ -179,6 +179,15 @@ class Agent:
         """
         return self.steering.add(text)
 
+    def send_commands_to_background(self) -> int:
+        """Move the shell commands running in the foreground now (this agent's and its
+        sub-agents') to the background: each call returns at once with a shell id, and the
+        command goes on. How many were moved; with none running, nothing happens.
+
+        Any front end may call it (Ctrl-B in the REPL), on the event loop's thread.
+        """
+        return self.tool_context.shells.send_to_background()
+
     def take_steering(self) -> list[str]:
         """Steering messages not delivered yet, removed (to give them back to the user)."""
         return self.steering.take()

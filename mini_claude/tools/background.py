@@ -7,16 +7,22 @@ head and its tail and says how many bytes were dropped between. ``shell_output``
 what arrived since the last read. Every shell, and everything it started, is stopped
 when the session ends: at exit, on a forced exit, and by the guard itself if
 mini-claude is killed.
+
+A command started in the foreground can be sent here while it runs (Ctrl-B): the same
+process is adopted, with what it printed so far at the head of its log, and its pipes
+are pumped into that log from then on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import contextlib
 import os
 import re
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -24,11 +30,13 @@ from typing import BinaryIO
 from mini_claude.private_dirs import make_private_dirs
 from mini_claude.tools.common import ToolError
 from mini_claude.tools.process import GuardedProcess, spawn_guarded, stop_guarded
-from mini_claude.tools.shell_guard import LOG_GAP_PATTERN, head_size
+from mini_claude.tools.shell_guard import FLUSH_SECONDS, LOG_GAP_PATTERN, CappedLog, head_size
 
 STOP_GRACE_SECONDS = 2.0
 POLL_SECONDS = 0.02
 MAX_LINE_CHARS = 2_000
+PUMP_CHUNK = 64 * 1024
+SETTLE_SECONDS = 2.0  # an ended command's last output, still in its pipes, reaches the log
 
 
 @dataclass
@@ -41,6 +49,8 @@ class BackgroundShell:
     started: float = field(default_factory=time.monotonic)
     read_offset: int = 0  # bytes of the output already returned by shell_output
     stopped_by_user: bool = False
+    # A command moved from the foreground: the tasks copying its pipes into the log.
+    pumps: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
     def pid(self) -> int:
@@ -48,7 +58,20 @@ class BackgroundShell:
 
     @property
     def exit_code(self) -> int | None:
-        return self.process.poll()
+        """None while it runs, or (moved from the foreground) while something it started
+        still holds its output open."""
+        code = self.process.poll()
+        if code is not None and self._pumping() and self.process.guard_running():
+            return None
+        return code
+
+    def _pumping(self) -> bool:
+        return any(not pump.done() for pump in self.pumps)
+
+    async def output_settled(self, timeout: float = SETTLE_SECONDS) -> None:
+        """Once it has ended, wait for the last of its output to reach the log."""
+        if self._pumping() and not self.process.guard_running():
+            await asyncio.wait(self.pumps, timeout=timeout)
 
     @property
     def running(self) -> bool:
@@ -89,11 +112,12 @@ class BackgroundShells:
     def __init__(self) -> None:
         self._shells: dict[str, BackgroundShell] = {}
         self._counter = 0
+        # Foreground commands running now, each with the event that sends it here.
+        self._foreground: list[asyncio.Event] = []
         _EVERY_ROSTER.add(self)
 
-    def start(self, command: str, cwd: Path, env: Mapping[str, str], log_dir: Path,
-              log_cap: int, sandbox: Sequence[str] = ()) -> BackgroundShell:
-        """``sandbox``: the command line the shell runs inside (empty: none)."""
+    def _new_log(self, log_dir: Path) -> tuple[str, Path]:
+        """The next shell id and its log, created empty and private."""
         self._counter += 1
         shell_id = f"bash_{self._counter}"
         try:
@@ -102,13 +126,62 @@ class BackgroundShells:
             fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         except OSError as exc:
             raise ToolError(f"cannot create the shell's log: {exc.strerror or exc}") from None
-        os.close(fd)  # created private here; the guard writes it
+        os.close(fd)
+        return shell_id, log_path
+
+    def start(self, command: str, cwd: Path, env: Mapping[str, str], log_dir: Path,
+              log_cap: int, sandbox: Sequence[str] = ()) -> BackgroundShell:
+        """``sandbox``: the command line the shell runs inside (empty: none)."""
+        shell_id, log_path = self._new_log(log_dir)  # the guard writes it
         try:
             process = spawn_guarded([*sandbox, "bash", "-c", command], cwd, env,
                                     log_path=log_path, log_cap=log_cap)
         except OSError as exc:
             raise ToolError(f"could not start bash: {exc.strerror or exc}") from None
         shell = BackgroundShell(shell_id, command, process, log_path, log_cap)
+        self._shells[shell_id] = shell
+        return shell
+
+    # ---- foreground commands sent to the background (Ctrl-B) ---------------------------
+
+    @contextlib.contextmanager
+    def foreground(self) -> Iterator[asyncio.Event]:
+        """A foreground command runs: the event is set when the user sends it here."""
+        requested = asyncio.Event()
+        self._foreground.append(requested)
+        try:
+            yield requested
+        finally:
+            self._foreground.remove(requested)
+
+    def foreground_running(self) -> bool:
+        """A foreground command runs that :meth:`send_to_background` would move."""
+        return any(not requested.is_set() for requested in self._foreground)
+
+    def send_to_background(self) -> int:
+        """Ask every foreground command running now to move here; how many were asked.
+
+        Call it on the event loop's thread; with nothing running it does nothing."""
+        waiting = [requested for requested in self._foreground if not requested.is_set()]
+        for requested in waiting:
+            requested.set()
+        return len(waiting)
+
+    def adopt(self, command: str, process: GuardedProcess,
+              streams: Sequence[asyncio.StreamReader], printed: str, log_dir: Path,
+              log_cap: int) -> BackgroundShell:
+        """A running foreground command becomes a background shell: ``printed`` (its output
+        so far) heads the log, and what its ``streams`` bring from now on follows."""
+        shell_id, log_path = self._new_log(log_dir)
+        try:
+            log = CappedLog(str(log_path), log_cap)
+            log.write(printed.encode("utf-8", "replace"))
+        except OSError as exc:
+            raise ToolError(f"cannot write the shell's log: {exc.strerror or exc}") from None
+        shell = BackgroundShell(shell_id, command, process, log_path, log_cap,
+                                read_offset=log.total)  # the tool result showed that much
+        pumps = [asyncio.create_task(_pump_to_log(stream, log)) for stream in streams]
+        shell.pumps = [*pumps, asyncio.create_task(_close_when_done(pumps, log))]
         self._shells[shell_id] = shell
         return shell
 
@@ -228,6 +301,34 @@ def _layout(handle: BinaryIO, head: int) -> _LogLayout:
             dropped = int(gap.group(1).replace(b",", b""))
             return _LogLayout(size, head, dropped, head + gap.end())
     return _LogLayout(size, size, 0, size)
+
+
+async def _pump_to_log(stream: asyncio.StreamReader, log: CappedLog) -> None:
+    """Copy a pipe into the log to its end; a log over its cap is rewritten even while quiet."""
+    data: bytes | None
+    while True:
+        try:
+            async with asyncio.timeout(FLUSH_SECONDS if log.dirty else None):
+                data = await stream.read(PUMP_CHUNK)
+        except TimeoutError:
+            data = None  # nothing new for a while: the pending rewrite goes out now
+        except OSError:
+            data = b""
+        if data is None:
+            log.flush(now=True)
+            continue
+        if not data:
+            return
+        log.write(data)
+        log.flush()
+
+
+async def _close_when_done(pumps: Sequence[asyncio.Task[None]], log: CappedLog) -> None:
+    """Both pipes ended: the log's last rewrite, then its file is closed."""
+    await asyncio.gather(*pumps, return_exceptions=True)
+    log.flush(now=True)
+    with contextlib.suppress(OSError):
+        log.file.close()
 
 
 def _stop_group(process: GuardedProcess, grace: float) -> None:

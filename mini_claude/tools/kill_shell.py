@@ -37,4 +37,5 @@ class KillShellTool(NeverAsks):
         if not shell.running:
             return ToolOutput(f"{shell_header(shell)}\nIt was no longer running.")
         await asyncio.to_thread(ctx.shells.stop, shell_id)
+        await shell.output_settled()
         return ToolOutput(f"{shell_header(shell)}\nStopped.")

@@ -3,6 +3,9 @@
 The guard (see ``shell_guard``) is what makes stopping reliable: a timeout or a
 cancelled turn kills the command and everything it started, not just the shell,
 and nothing it started outlives the session, however the session ends.
+
+While it runs the user may send it to the background (Ctrl-B): the call then returns
+at once and the same process goes on as a background shell.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +23,18 @@ from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.sandbox.gate import failure_note, sandbox_prefix
 from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
+from mini_claude.tools.background import BackgroundShell
 from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, error_output
 from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.paths import project_root
 from mini_claude.tools.process import (
+    EXIT_POLL_SECONDS,
     GuardedProcess,
     HeadTailBuffer,
     pump,
     spawn_guarded,
     stop_guarded_async,
-    wait_for_exit,
 )
 from mini_claude.tools.progress import CallProgress
 
@@ -96,6 +100,20 @@ class ShellResult:
     stderr: str
     timed_out: bool
     detached_output: bool  # background children kept the pipes open after the shell exited
+    moved_to: BackgroundShell | None = None  # sent to the background while it ran
+
+
+# Takes a running command over as a background shell: its process, its output pipes and
+# what it printed so far.
+Adopt = Callable[[GuardedProcess, Sequence[asyncio.StreamReader], str], BackgroundShell]
+
+
+@dataclass
+class MoveRequest:
+    """How a foreground command may be sent to the background while it runs."""
+
+    requested: asyncio.Event = field(default_factory=asyncio.Event)
+    adopt: Adopt | None = None
 
 
 class RunShellTool:
@@ -124,17 +142,41 @@ class RunShellTool:
             timeout = _timeout(args.get("timeout"), ctx.settings)
             progress = ctx.progress
             capture = await ctx.checkpoints.before_command("run_shell")
+            result: ShellResult | None = None
             try:
-                result = await execute(
-                    command, project_root(ctx), env, timeout, ctx.settings.tool_output_cap_chars,
-                    spill_dir=_spill_dir(ctx), secrets=api_keys(ctx.settings), progress=progress,
-                    spill_cap=ctx.settings.shell_log_cap_bytes, sandbox=sandbox,
-                )
+                with ctx.shells.foreground() as requested:
+                    result = await execute(
+                        command, project_root(ctx), env, timeout,
+                        ctx.settings.tool_output_cap_chars, spill_dir=_spill_dir(ctx),
+                        secrets=api_keys(ctx.settings), progress=progress,
+                        spill_cap=ctx.settings.shell_log_cap_bytes, sandbox=sandbox,
+                        move=MoveRequest(requested, _adopter(command, ctx)),
+                    )
             finally:
-                await ctx.checkpoints.after_command(capture)
+                moved = result.moved_to if result is not None else None
+                # A command moved to the background: its later changes are the shell's.
+                await ctx.checkpoints.after_command(
+                    capture, running=(lambda: moved.running) if moved is not None else None)
         except ToolError as exc:
             return error_output(exc.message)
+        if result.moved_to is not None:
+            return _render_moved(result.moved_to, _render_parts(result))
         return _render(result, timeout, failure_note(ctx) if sandbox else "")
+
+
+def _adopter(command: str, ctx: ToolContext) -> Adopt:
+    """Makes the running command one of the session's background shells."""
+
+    def adopt(process: GuardedProcess, streams: Sequence[asyncio.StreamReader],
+              printed: str) -> BackgroundShell:
+        return ctx.shells.adopt(command, process, streams, printed, _shell_log_dir(ctx),
+                                ctx.settings.shell_log_cap_bytes)
+
+    return adopt
+
+
+def _shell_log_dir(ctx: ToolContext) -> Path:
+    return (ctx.results_folder or _spill_dir(ctx)) / "shells"
 
 
 def _timeout(raw: Any, settings: Settings) -> float:
@@ -188,7 +230,7 @@ async def execute(
     command: str, cwd: os.PathLike[str], env: Mapping[str, str], timeout: float, cap: int,
     *, spill_dir: Path | None = None, secrets: tuple[str, ...] = (),
     progress: CallProgress | None = None, spill_cap: int | None = None,
-    sandbox: Sequence[str] = (),
+    sandbox: Sequence[str] = (), move: MoveRequest | None = None,
 ) -> ShellResult:
     """Run ``bash -c command``; on timeout or cancellation kill it and all it started.
 
@@ -196,6 +238,8 @@ async def execute(
     ``spill_cap`` bytes (the cap of a background shell's log).
     ``progress`` sees the output as it arrives; when the run is cancelled it gets what
     was printed so far, for the model. ``sandbox``: the command line it runs inside.
+    ``move``: once its event is set, the command stops being waited for and goes on as
+    the background shell ``move.adopt`` makes of it (no timeout from then on).
     """
     stamp = f"{time.time_ns()}-run_shell"
     stdout = HeadTailBuffer(cap // 2, spill_dir / f"{stamp}-stdout.txt" if spill_dir else None,
@@ -208,17 +252,24 @@ async def execute(
     except OSError as exc:
         raise ToolError(f"could not start bash: {exc.strerror or exc}") from None
     readers: list[asyncio.Task[None]] = []
+    streams: list[asyncio.StreamReader] = []
     unread = [out_fd, err_fd]  # pipes no reader owns yet
     timed_out = False
     detached = False
+    moved_to: BackgroundShell | None = None
     cancelled = True  # until the command ends or times out
     try:
         for fd, buffer in ((out_fd, stdout), (err_fd, stderr)):
             unread.remove(fd)  # from here the reader owns it, and closes it if it fails
             stream = await _stream(fd)
+            streams.append(stream)
             readers.append(asyncio.create_task(pump(stream, buffer, watch=_watch(progress))))
         async with asyncio.timeout(timeout):
-            await wait_for_exit(process, None)
+            moving = await _exit_or_move(process, move)
+        if moving and move is not None and move.adopt is not None:
+            moved_to = await _hand_over(process, readers, streams, (stdout, stderr), move.adopt)
+            cancelled = False
+            return ShellResult(None, stdout.text(), stderr.text(), False, False, moved_to)
         _, still_open = await asyncio.wait(readers, timeout=PIPE_DRAIN_SECONDS)
         if still_open:
             detached = True  # background children hold our pipes: they would die of SIGPIPE
@@ -230,13 +281,37 @@ async def execute(
     finally:
         for fd in unread:
             os.close(fd)  # cancelled before a reader took it
-        if process.returncode is None or timed_out:
+        if moved_to is None and (process.returncode is None or timed_out):
             await stop_guarded_async(process)  # asked for even when cancelled
         await _finish_readers(readers)
         if cancelled and progress is not None:
             partial = ShellResult(None, stdout.text(), stderr.text(), False, False)
             progress.partial = _render_parts(partial)
     return ShellResult(process.returncode, stdout.text(), stderr.text(), timed_out, detached)
+
+
+async def _exit_or_move(process: GuardedProcess, move: MoveRequest | None) -> bool:
+    """Wait until the command exits (False) or the user sends it to the background (True)."""
+    requested = move.requested if move is not None and move.adopt is not None else None
+    while process.returncode is None:
+        if requested is not None and requested.is_set():
+            return True
+        await asyncio.sleep(EXIT_POLL_SECONDS)
+    return False
+
+
+async def _hand_over(process: GuardedProcess, readers: list[asyncio.Task[None]],
+                     streams: Sequence[asyncio.StreamReader],
+                     buffers: tuple[HeadTailBuffer, HeadTailBuffer], adopt: Adopt
+                     ) -> BackgroundShell:
+    """Stop reading into this call's buffers (what is unread stays in the pipes' readers),
+    then give the process, its pipes and what it printed so far to a background shell."""
+    for reader in readers:
+        reader.cancel()  # a reader waits only in read: no byte is half taken
+    await asyncio.gather(*readers, return_exceptions=True)
+    stdout, stderr = buffers
+    printed = _render_parts(ShellResult(None, stdout.text(), stderr.text(), False, False))
+    return adopt(process, streams, printed + "\n" if printed else "")
 
 
 def _watch(progress: CallProgress | None) -> Callable[[bytes], None] | None:
@@ -246,17 +321,26 @@ def _watch(progress: CallProgress | None) -> Callable[[bytes], None] | None:
 async def start_in_background(command: str, env: Mapping[str, str], ctx: ToolContext,
                               sandbox: Sequence[str] = ()) -> ToolOutput:
     """Start the command as a background shell and say how to follow it."""
-    log_dir = (ctx.results_folder or _spill_dir(ctx)) / "shells"
+    log_dir = _shell_log_dir(ctx)
     capture = await ctx.checkpoints.before_command("a background shell")
     shell = ctx.shells.start(command, project_root(ctx), env, log_dir,
                              ctx.settings.shell_log_cap_bytes, sandbox)
     await ctx.checkpoints.after_command(capture, running=lambda: shell.running)
-    text = (
-        f"Started background shell {shell.id} (pid {shell.pid}): {command}\n"
-        f"Read its new output with shell_output(shell_id=\"{shell.id}\"), stop it with "
-        f"kill_shell(shell_id=\"{shell.id}\"). It is stopped when the session ends."
-    )
+    text = f"Started background shell {shell.id} (pid {shell.pid}): {command}\n{_follow(shell)}"
     return ToolOutput(text)
+
+
+def _follow(shell: BackgroundShell) -> str:
+    return (f"Read its new output with shell_output(shell_id=\"{shell.id}\"), stop it with "
+            f"kill_shell(shell_id=\"{shell.id}\"). It is stopped when the session ends.")
+
+
+def _render_moved(shell: BackgroundShell, printed: str) -> ToolOutput:
+    """The user sent the command to the background: it goes on; say where to follow it."""
+    so_far = f"Output so far:\n{printed}" if printed else "No output so far."
+    text = (f"The user moved this command to the background: it goes on running as background "
+            f"shell {shell.id} (pid {shell.pid}).\n{so_far}\n{_follow(shell)}")
+    return ToolOutput(text, display=text, display_kind="ansi")
 
 
 async def _finish_readers(readers: list[asyncio.Task[None]]) -> None:

@@ -45,6 +45,7 @@ class ShellOutputTool(NeverAsks):
         if pattern is not None and not isinstance(pattern, str):
             raise ToolError("filter must be a regular expression (a string)")
         shell = ctx.shells.get(shell_id)
+        await shell.output_settled()
         # The state first: output read after an exit is then known to be complete.
         header = shell_header(shell)
         read = ctx.shells.read_new(shell_id, pattern, ctx.settings.tool_output_cap_chars)

@@ -104,7 +104,8 @@ async def help_command(repl: ReplHost, argument: str) -> Outcome:
     repl.console.print(table)
     repl.console.print(Text(
         "Keys: Enter sends · \\ then Enter, Alt+Enter or Ctrl-J for a new line · Esc or Ctrl-C "
-        "interrupts a turn · Esc twice on an empty prompt rewinds (/rewind) · Ctrl-C twice or "
+        "interrupts a turn · Ctrl-B sends a running shell command to the background (twice "
+        "under tmux) · Esc twice on an empty prompt rewinds (/rewind) · Ctrl-C twice or "
         "Ctrl-D exits · Ctrl-R searches history · Tab completes commands · Shift+Tab cycles the "
         "permission mode", style="dim"))
     return Outcome.CONTINUE

@@ -10,6 +10,9 @@ The input box stays alive during a turn: what is typed is kept (the buffer
 outlives the Application, across pauses and turns). Enter hands it to the REPL,
 which sends it into the running turn (steering); Ctrl-X Enter (Claude Code's
 ``chat:queueSubmit``) queues it as the next message, for after the turn.
+
+While a shell command runs in the foreground, Ctrl-B sends it to the background (under
+tmux, whose prefix it is, press it twice); otherwise it moves the cursor back, as ever.
 """
 
 from __future__ import annotations
@@ -92,6 +95,8 @@ class LiveView:
         steering: Callable[[], Sequence[str]] = tuple,
         on_queue: Callable[[str], None] | None = None,
         on_cycle_mode: Callable[[], None] | None = None,
+        can_background: Callable[[], bool] = lambda: False,
+        on_background: Callable[[], None] | None = None,
         extra_keys: KeyBindings | None = None,
     ) -> None:
         self.activity = activity
@@ -107,6 +112,8 @@ class LiveView:
         self.on_queue = on_queue  # Ctrl-X Enter: for after the turn
         self._queue_next = False  # Ctrl-X was pressed: the next Enter queues
         self.on_cycle_mode = on_cycle_mode  # Shift+Tab: the next permission mode
+        self.can_background = can_background  # a foreground command runs that Ctrl-B moves
+        self.on_background = on_background  # Ctrl-B: it goes on in the background
         self.extra_keys = extra_keys
         self.input = Buffer(multiline=True)  # type-ahead; lives as long as the view
         self.input.on_text_changed += self._typed
@@ -274,6 +281,13 @@ class LiveView:
             if self.on_expand is not None:
                 self.on_expand()
 
+        @keys.add("c-b", filter=Condition(lambda: self.on_background is not None
+                                          and self.can_background()))
+        def _to_background(event: KeyPressEvent) -> None:
+            """Ctrl-B: the running command goes on in the background, the turn goes on."""
+            if self.on_background is not None:
+                self.on_background()
+
         @keys.add("s-tab")
         def _cycle_mode(event: KeyPressEvent) -> None:
             if self.on_cycle_mode is not None:
@@ -322,6 +336,8 @@ class LiveView:
         if activity.streamed_chars:
             tokens = round(activity.streamed_chars / max(self.chars_per_token(), 1.0))
             details.append(f"↓ {format_tokens(tokens)} tokens")
+        if self.on_background is not None and self.can_background():
+            details.append("ctrl+b to run in background")
         details.append("esc to interrupt")
         return [
             ("class:spinner", f"{frame} {visible(activity.label, one_line=True)}"),

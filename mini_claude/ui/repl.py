@@ -200,6 +200,8 @@ class Repl:
                              steering=self._steering_pending,
                              on_queue=self._queue_for_after_turn,
                              on_cycle_mode=self.cycle_mode,
+                             can_background=self._foreground_command_running,
+                             on_background=self._send_to_background,
                              extra_keys=paste_keys(self.pastes))
         self.at_prompt = asyncio.Event()  # set while waiting for input
         self.prompts_shown = 0
@@ -429,6 +431,15 @@ class Repl:
         """Ctrl-X Enter (or what cannot steer): sent as the next message, once the turn ends."""
         self.queued.append(text)  # placeholders stay until it is sent
         self.view.refresh()
+
+    def _foreground_command_running(self) -> bool:
+        return self._session is not None and self._session.shells.foreground_running()
+
+    def _send_to_background(self) -> None:
+        """Ctrl-B: the running shell command goes on in the background; the turn goes on."""
+        if self._session is not None:
+            self.agent.send_commands_to_background()
+            self.view.refresh()
 
     def _steering_pending(self) -> Sequence[str]:
         return self.agent.steering.pending if self._session is not None else ()

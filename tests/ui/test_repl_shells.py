@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
@@ -100,5 +101,53 @@ def test_exit_stops_the_background_shells(
             assert len(shells.running()) == 1
             assert await repl.exit() == 0
             assert shells.running() == []
+
+    asyncio.run(main())
+
+
+# Bounded (40 s) even if nothing stops it; waits for ``go`` before its last line.
+WAITING = ("for i in $(seq 1 400); do echo tick $i; [ -e go ] && break; sleep 0.1; done; "
+           "echo part $((6*7)); sleep 60")
+
+
+def spinner_text(repl: ReplDriver) -> str:
+    return "".join(text for _style, text, *_ in repl.repl.view._spinner_line())
+
+
+def test_ctrl_b_sends_the_running_command_to_the_background_and_the_turn_goes_on(
+    simulator: Simulator, isolated_home: Path, tmp_path: Path
+) -> None:
+    simulator.policy = ScriptedPolicy([
+        Reply("Running it.", [ToolCall("run_shell", {"command": WAITING})]),
+        Reply("It goes on in the background."),
+    ])
+
+    async def main() -> None:
+        settings = sim_settings(simulator, isolated_home)
+        async with running_repl(settings, tmp_path, approver=allow_all) as repl:
+            await repl.keys("\x02")  # at the prompt, nothing runs: nothing happens
+            mark = await repl.submit("/shells")
+            await repl.wait_for("no background shells in this session", after=mark)
+            mark = await repl.submit("run it")
+            await until(lambda: any(line.startswith("tick ") for line in repl.repl.activity.output),
+                        "the command's live lines")
+            assert "ctrl+b to run in background" in spinner_text(repl)
+            await repl.keys("\x02")  # ctrl-b
+            await repl.wait_for("It goes on in the background.", after=mark)
+            shells = repl.session.shells
+            assert [s.id for s in shells.running()] == ["bash_1"]
+            assert "moved this command to the background" in json.dumps(
+                simulator.requests[-1].body)
+            assert "· 1 shell" in status_text(repl)
+            assert "ctrl+b" not in spinner_text(repl)
+            (tmp_path / "go").write_text("")
+            await until(lambda: b"part 42" in shells.get("bash_1").log_path.read_bytes(),
+                        "the output after the move in the shell's log")
+            mark = await repl.submit("/shells bash_1")
+            await repl.wait_for("part 42", after=mark)
+            assert "tick 1\n" in repl.text[mark:]  # the output from before the move heads it
+            mark = await repl.submit("/shells kill bash_1")
+            await repl.wait_for("stopped bash_1", after=mark)
+            assert await repl.exit() == 0
 
     asyncio.run(main())
