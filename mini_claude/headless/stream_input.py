@@ -168,10 +168,14 @@ class StreamRun:
 
     def _steer(self, line: Line) -> bool:
         """Send a user message into the running turn; False when it must be a turn of its
-        own (no turn runs, messages already wait for their turn, or it has no text)."""
+        own (no turn runs, messages already wait for their turn, it has no text, or it is a
+        command, which waits for the turn's end as in the REPL)."""
+        from mini_claude.session.custom_commands import find_invocation
+
         text = user_text(line)
         running = self.current is not None and not self.current.done()
-        if not running or not self.turns.empty() or self.agent is None or text is None:
+        if (not running or not self.turns.empty() or self.agent is None or self.session is None
+                or text is None or find_invocation(self.session, text) is not None):
             return False
         return self.agent.steer(text)
 

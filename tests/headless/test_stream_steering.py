@@ -196,3 +196,54 @@ def test_an_interrupt_keeps_the_undelivered_message_for_the_next_turn(
     assert interrupted.is_error
     assert [(r.result, r.is_error) for r in after] == [
         ("answer to: after the interrupt", False), ("answer to: again", False)]
+
+
+class CommandAfterSlowStep:
+    """One slow step, then an answer; a request that carries the command's raw text (it was
+    steered in instead of run) says so."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def respond(self, conv: SimConversation) -> Reply:
+        if conv.is_summary_request or not conv.tool_names:
+            return Reply("ok")
+        self.calls += 1
+        said = " ".join(_user_texts(conv))
+        if "/greet Ada" in said:
+            return Reply("steered raw")
+        if "Greet Ada warmly" in conv.last_user_text:
+            return Reply("greeted")
+        if self.calls == 1:
+            return Reply(tool_calls=[ToolCall("run_shell", {"command": "sleep 2"})])
+        return _answer(conv) if "again" in conv.last_user_text else Reply("first done")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_command_sent_during_a_turn_waits_and_runs_as_a_turn(
+    provider: str, simulator: Simulator, tmp_path: Path
+) -> None:
+    simulator.policy = CommandAfterSlowStep()
+    commands = tmp_path / "project" / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "greet.md").write_text("Greet $ARGUMENTS warmly.\n", encoding="utf-8")
+    options = sdk_options(simulator, provider, tmp_path / "project",
+                          permission_mode="bypassPermissions")
+
+    async def conversation() -> list[ResultMessage]:
+        async with ClaudeSDKClient(options) as client:
+            await client.query("work")
+            results: list[ResultMessage] = []
+            async for message in client.receive_response():
+                if isinstance(message, AssistantMessage) and any(
+                        isinstance(b, ToolUseBlock) for b in message.content):
+                    await client.query("/greet Ada")
+                if isinstance(message, ResultMessage):
+                    results.append(message)
+            await client.query("again")
+            while "again" not in str(results[-1].result):
+                await _next_result(client, results)
+        return results
+
+    results = run(conversation())
+    assert [r.result for r in results] == ["first done", "greeted", "answer to: again"]
