@@ -84,6 +84,10 @@ class Agent:
         )
         # Messages the user sends while a turn runs, for its next model call (see steer).
         self.steering = SteeringQueue()
+        # When the model answers without tools while steering messages wait: True sends them
+        # and the turn goes on (the REPL); False ends the turn and leaves them for the front end
+        # to send as the next turn (stream-json input, as Claude Code does there).
+        self.steering_extends_turn = True
         self.loop_guard = LoopGuard(thresholds_from(settings), settings.loop_guard_reminders)
         self.tool_calls = ToolCalls(registry=registry, tool_context=tool_context,
                                     context=self.steps, hooks=lambda: self.hooks,
@@ -175,7 +179,8 @@ class Agent:
 
         Any front end may call it, on the event loop's thread, while :meth:`turn` runs (or
         just before); what is still waiting when the turn ends early (an interruption, an
-        error) is returned by :meth:`take_steering`.
+        error, or an answer without tools when :attr:`steering_extends_turn` is off) is
+        returned by :meth:`take_steering`.
         """
         return self.steering.add(text)
 
@@ -271,7 +276,7 @@ class Agent:
             if not response.message.blocks:
                 yield ev.Notice(EMPTY_REPLY_NOTICE)
             uses = response.message.tool_uses
-            steered = not uses and bool(self.steering.pending)
+            steered = not uses and self.steering_extends_turn and bool(self.steering.pending)
             # session notes, beside the tools or the user's reading
             self.steps.after_reply(ends_turn=not uses and not steered)
             if steered:

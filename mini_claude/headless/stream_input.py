@@ -1,7 +1,11 @@
 """``--input-format stream-json``: one session driven by JSON lines on stdin.
 
 Each ``{"type": "user", "message": {...}}`` line is one turn, run in order; its
-lines and its result are written as print mode writes them (stream-json).
+lines and its result are written as print mode writes them (stream-json). A user
+message that arrives while a turn runs (and none waits before it) steers that turn, as
+Claude Code does: the model reads it after the current step's tool results, and the
+turn's one result line covers it. What the turn could not deliver (it ended without
+another model call, or was interrupted) runs as the next turn.
 ``control_request`` / ``control_response`` lines interleave with the turns (see
 ``control.py``). When stdin closes, the turns already received run to their end and
 the session closes; nothing on stdin is ever sent to the model but user messages.
@@ -17,6 +21,7 @@ import contextlib
 import json
 import sys
 import threading
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -83,6 +88,8 @@ class StreamRun:
         self.agent: Agent | None = None
         self.reporter: HeadlessReporter | None = None
         self.turns: asyncio.Queue[Line | None] = asyncio.Queue()
+        # Steering messages a turn ended without delivering: the next turns, before any queued.
+        self.undelivered: deque[str] = deque()
         self.current: asyncio.Task[None] | None = None
         self.interrupted = False
         self.last_failed = False
@@ -143,7 +150,8 @@ class StreamRun:
             return
         kind = line.get("type")
         if kind == "user":
-            self.turns.put_nowait(line)
+            if not self._steer(line):
+                self.turns.put_nowait(line)
         elif kind == "control_request":
             self._handle_request(line)
         elif kind == "control_response":
@@ -158,6 +166,19 @@ class StreamRun:
             self._warn(f"stdin: a line of type {kind!r} was skipped (expected user or "
                        "control_request)")
 
+    def _steer(self, line: Line) -> bool:
+        """Send a user message into the running turn; False when it must be a turn of its
+        own (no turn runs, messages already wait for their turn, it has no text, or it is a
+        command, which waits for the turn's end as in the REPL)."""
+        from mini_claude.session.custom_commands import find_invocation
+
+        text = user_text(line)
+        running = self.current is not None and not self.current.done()
+        if (not running or not self.turns.empty() or self.agent is None or self.session is None
+                or text is None or find_invocation(self.session, text) is not None):
+            return False
+        return self.agent.steer(text)
+
     def _warn(self, text: str) -> None:
         with contextlib.suppress(OSError, ValueError):
             print(f"mini-claude: {text}", file=self.err, flush=True)
@@ -165,7 +186,7 @@ class StreamRun:
     # ---- turns --------------------------------------------------------------------------
 
     async def _run_turns(self) -> None:
-        while (message := await self.turns.get()) is not END:
+        while (message := await self._next_message()) is not END:
             prompt = user_text(message)
             if prompt is None:
                 self._warn("stdin: a user message without text was skipped")
@@ -177,6 +198,19 @@ class StreamRun:
                 await self.current
             finally:
                 self.current = None
+                self._take_back_steering()
+
+    async def _next_message(self) -> Line | None:
+        if self.undelivered:
+            return {"type": "user", "message": {"role": "user",
+                                                "content": self.undelivered.popleft()}}
+        return await self.turns.get()
+
+    def _take_back_steering(self) -> None:
+        """Messages sent into a turn that ended before its next model call go back, to run
+        as the next turns in the order they came."""
+        if self.agent is not None:
+            self.undelivered.extend(self.agent.take_steering())
 
     async def _turn(self, prompt: str) -> None:
         from mini_claude.headless.printmode import run_info
@@ -236,6 +270,7 @@ class StreamRun:
         except SetupFailed as exc:
             self._setup_failed(str(exc))
             return False
+        self.agent.steering_extends_turn = False  # Claude Code's way (see the module's doc)
         return True
 
     def _setup_failed(self, message: str) -> None:
