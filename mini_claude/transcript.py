@@ -130,6 +130,22 @@ class Transcript:
             }
         )
 
+    def range_summary(
+        self, start: int, end: int, inserted: int, summary: str, after: Sequence[Message]
+    ) -> None:
+        """Messages ``start`` to ``end`` were summarized (from a rewind point, by the user):
+        the history from ``start`` on is now ``after``; the messages before stay as they were,
+        and the summarized ones stay above in this file."""
+        self.write({
+            "type": "range_summary",
+            "time": time.time(),
+            "start": start,
+            "end": end,
+            "inserted": inserted,
+            "summary": summary,
+            "messages": [message_to_dict(m) for m in after],
+        })
+
     def fold(self, removed: Sequence[int], replaced: Mapping[int, Message]) -> None:
         """Old exchanges were folded to lines: which messages went and which took the lines
         (by position in the history as it stood; the exchanges stay above as they were)."""
@@ -226,6 +242,7 @@ class LoadedSession:
     usage: list[dict[str, Any]] = field(default_factory=list)  # every recorded model call's
     landmarks: list[Landmark] = field(default_factory=list)  # placed in original_messages
     last_prompt: LastPrompt | None = None
+    followed: int | None = None  # where the message load_session was asked to follow stands
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,11 +266,13 @@ def _last_prompt(record: dict[str, Any], messages: list[Message]) -> LastPrompt 
     return LastPrompt(tokens, len(messages) - 1, fixed_chars)
 
 
-def load_session(path: Path) -> LoadedSession:
+def load_session(path: Path, *, follow: int | None = None) -> LoadedSession:
     """Replay a transcript into the conversation as it stood after its last record.
 
     A torn last line (a crash mid-write) is skipped with a warning; a tool
     call whose result never arrived gets a result saying it was interrupted.
+    With ``follow`` (a message's line), ``followed`` says where that message stands
+    in the history replayed (None: a later record took it out).
     """
     messages: list[Message] = []
     originals: list[Message] = []
@@ -265,19 +284,29 @@ def load_session(path: Path) -> LoadedSession:
     landmarks: list[Landmark] = []
     snapshots: dict[int, Replayed] = {}
     targets = rewind_targets(records)
+    followed: int | None = None
+    followed_at: dict[int, int | None] = {}  # where it stood at each rewind target
     damaged = 0
     for number, record in enumerate(records, 1):
         if number in targets:  # the history a later rewind goes back to
             snapshots[number] = copy.deepcopy((messages, originals, landmarks))
+            followed_at[number] = followed
         if record is None:
             continue
         try:
             if isinstance(record, Damaged):
                 raise ValueError(record.reason)
+            before = list(messages) if followed is not None else []
             if record.get("type") == "rewind":
                 _apply_rewind(record, number, snapshots, (messages, originals, landmarks))
+                if record.get("conversation", True):
+                    followed = followed_at.get(int(record["to_line"]))
             else:
                 _apply(record, messages, originals, meta)
+                if number == follow and record.get("type") == "message":
+                    followed = len(messages) - 1 if len(messages) > len(before) else None
+                elif followed is not None:
+                    followed = _moved(record, followed, before, messages)
             if record.get("type") == "event" and record.get("kind") == "usage":
                 usage.append(record)
                 last_prompt = _last_prompt(record, messages) or last_prompt
@@ -314,6 +343,7 @@ def load_session(path: Path) -> LoadedSession:
         usage=usage,
         landmarks=landmarks,
         last_prompt=last_prompt,
+        followed=followed,
     )
 
 
@@ -425,21 +455,62 @@ def _replay_compaction(record: dict[str, Any], messages: list[Message],
     messages[:] = [m for m in rebuilt if m.blocks]
 
 
+def _replay_range_summary(record: dict[str, Any], messages: list[Message],
+                          _originals: list[Message], _meta: dict[str, Any]) -> None:
+    start = int(record["start"])
+    if not 0 <= start <= int(record["end"]) <= len(messages):
+        raise ValueError("a summary names messages this history does not have")
+    after = [clean_message(message_from_dict(check_message(m))) for m in record["messages"]]
+    messages[start:] = [m for m in after if m.blocks]
+
+
 def _replay_thinking_cleared(record: dict[str, Any], messages: list[Message],
                              _originals: list[Message], _meta: dict[str, Any]) -> None:
     strip_thinking(messages, int(record["before"]))
 
 
 Replay = Callable[[dict[str, Any], list[Message], list[Message], dict[str, Any]], None]
+# Where a message at a position before the record stands after it (None: it went), given
+# the history before and after the record.
+Move = Callable[[dict[str, Any], int, list[Message], list[Message]], int | None]
+
+
+def _moved_by_fold(record: dict[str, Any], position: int, _before: list[Message],
+                   _after: list[Message]) -> int | None:
+    removed = {int(i) for i in record["removed"]}
+    return None if position in removed else position - sum(1 for i in removed if i < position)
+
+
+def _moved_by_compaction(_record: dict[str, Any], position: int, before: list[Message],
+                         after: list[Message]) -> int | None:
+    """The kept tail is the end of the history before, as many messages long: a message in
+    it is as far from the end as it was (and still says what it said)."""
+    moved = len(after) - (len(before) - position)
+    if moved < 1 or after[moved].role != before[position].role or (
+            after[moved].text != before[position].text):
+        return None
+    return moved
+
+
+def _moved_by_range_summary(record: dict[str, Any], position: int, _before: list[Message],
+                            _after: list[Message]) -> int | None:
+    start, end = int(record["start"]), int(record["end"])
+    if position < start:
+        return position
+    if position < end:
+        return None
+    return position - end + start + int(record["inserted"])
 
 
 @dataclass(frozen=True, slots=True)
 class RecordKind:
     """What a kind of record does on replay: ``replay`` rebuilds the history from it (None:
-    it changes no message); ``edits_history`` when it changes messages already there."""
+    it changes no message); ``edits_history`` when it changes messages already there;
+    ``moves`` where a message already there stands after it (None: where it was)."""
 
     replay: Replay | None = None
     edits_history: bool = False
+    moves: Move | None = None
 
 
 # Every kind of record a transcript holds. ``Transcript.write`` refuses any other, so a new
@@ -448,8 +519,12 @@ RECORD_KINDS: dict[str, RecordKind] = {
     "session": RecordKind(_replay_session),
     "message": RecordKind(_replay_message),
     "edit": RecordKind(_replay_edit, edits_history=True),
-    "fold": RecordKind(_replay_fold, edits_history=True),
-    "compaction": RecordKind(_replay_compaction, edits_history=True),
+    "fold": RecordKind(_replay_fold, edits_history=True, moves=_moved_by_fold),
+    "compaction": RecordKind(_replay_compaction, edits_history=True,
+                             moves=_moved_by_compaction),
+    # Part of the history summarized from a rewind point; the rest kept as it was.
+    "range_summary": RecordKind(_replay_range_summary, edits_history=True,
+                                moves=_moved_by_range_summary),
     "thinking_cleared": RecordKind(_replay_thinking_cleared, edits_history=True),
     "rewind": RecordKind(edits_history=True),  # load_session replays it from its snapshots
     "event": RecordKind(),
@@ -458,6 +533,14 @@ RECORD_KINDS: dict[str, RecordKind] = {
 }
 # Records that change messages already in the history.
 HISTORY_EDITS = frozenset(kind for kind, spec in RECORD_KINDS.items() if spec.edits_history)
+
+
+def _moved(record: dict[str, Any], position: int, before: list[Message],
+           after: list[Message]) -> int | None:
+    kind = RECORD_KINDS.get(str(record.get("type")))
+    if kind is None or kind.moves is None:
+        return position
+    return kind.moves(record, position, before, after)
 
 
 def _apply_fold(messages: list[Message], removed: list[int], replaced: dict[str, Any]) -> None:

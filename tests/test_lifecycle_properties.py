@@ -36,6 +36,7 @@ from PIL import Image
 
 from mini_claude import events as ev
 from mini_claude.conversation import message_to_dict, validate
+from mini_claude.session.rewind import RewindError
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.tools.images import load_image
 from mini_claude.transcript import load_session
@@ -55,9 +56,11 @@ LIFECYCLE = hypothesis_settings(
 STEPS = (
     "text", "read", "image", "attach", "write", "todo", "shell", "thinking", "redacted",
     "compact", "notes", "plan", "interrupt", "rewind", "fork", "steer",
+    "summarize_from", "summarize_up_to",
 )
 # The steps every example holds at least once, so each example covers the block kinds.
-ALWAYS = ("image", "write", "thinking", "compact", "rewind", "steer")
+ALWAYS = ("image", "write", "thinking", "compact", "rewind", "steer", "summarize_from",
+          "summarize_up_to")
 
 
 def _png() -> bytes:
@@ -175,9 +178,25 @@ def _play(life: Life, run: Run, steps: list[str], choices: st.DataObject) -> Run
                 rewinder(run).rewind(point, code=True, conversation=True)
         elif step == "fork":
             run = life.reopen(run, fork=True)
+        elif step.startswith("summarize"):
+            _summarize(run, choices, up_to=step == "summarize_up_to")
         _accepted(life.sim)
         _no_damage(run)
     return run
+
+
+def _summarize(run: Run, choices: st.DataObject, *, up_to: bool) -> None:
+    """Summarize from (or up to) a message the user typed; a message already inside a
+    summary, or nothing to summarize, is refused in one line and changes nothing."""
+    points = [p for p in rewinder(run).points() if p.kind == "prompt"]
+    if not points:
+        return
+    point = choices.draw(st.sampled_from(points), label="summarize at")
+    before = _history(run)
+    try:
+        run.run(rewinder(run).summarize(point, up_to=up_to, instructions="keep the steps"))
+    except RewindError:
+        assert _history(run) == before
 
 
 async def _drain(events: Any) -> None:

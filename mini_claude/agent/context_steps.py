@@ -32,7 +32,12 @@ from mini_claude.context.attachments import (
 )
 from mini_claude.context.base import ResultStore
 from mini_claude.context.cache_misses import CacheMissLog
-from mini_claude.context.compact import THRASH_MIN_NEW_WORK, Compactor, SummaryContext
+from mini_claude.context.compact import (
+    THRASH_MIN_NEW_WORK,
+    Compactor,
+    RangeSummary,
+    SummaryContext,
+)
 from mini_claude.context.fold import fold_exchanges, folder_of
 from mini_claude.context.ledger import Ledger
 from mini_claude.context.meter import TokenMeter
@@ -515,6 +520,23 @@ class ContextSteps:
                 self.cache_misses.note_edit(f"compaction ({reason})")
                 self.last_call_at = self.clock()  # the summary call was a model call too
             yield event
+
+    async def summarize_range(
+        self, start: int, end: int, instructions: str | None = None
+    ) -> RangeSummary:
+        """Part of the history replaced by a summary the user asked for, the rest kept.
+
+        Raises :class:`CompactionError` with the history untouched when it cannot be made."""
+        result = await self.compactor.summarize_range(
+            self.conversation, self.summary_context(), start, end, instructions=instructions
+        )
+        self.history.summarize_range(result)
+        self.compactions += 1
+        self.memory.note_compacted()
+        if result.start + result.inserted < len(result.messages):  # the prefix changed
+            self.cache_misses.note_edit("summary up to a message")
+        self.last_call_at = self.clock()  # the summary call was a model call too
+        return result
 
     # ---- session memory (see context/session_memory.py) -------------------------------
 

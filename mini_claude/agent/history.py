@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from mini_claude.context.base import ResultStore
+from mini_claude.context.compact import RangeSummary
 from mini_claude.context.fold import Folded
 from mini_claude.context.persist import admit_result
 from mini_claude.context.placeholders import count_lines
@@ -162,6 +163,13 @@ class History:
         """Replace the history with its folded form; the transcript records what changed."""
         self.conversation.replace_all(folded.messages)
         self.transcript.fold(folded.removed, folded.replaced)
+
+    def summarize_range(self, result: RangeSummary) -> None:
+        """Part of the history became a summary: the transcript records the history from
+        where it starts (what came before it is not written again)."""
+        self.conversation.replace_all(result.messages)
+        self.transcript.range_summary(result.start, result.end, result.inserted, result.summary,
+                                      result.messages[result.start:])
 
     def record_compaction(
         self, reason: CompactReason, summary: str, tokens_before: int, tokens_after: int

@@ -26,7 +26,7 @@ from mini_claude.agent.requests import fixed_chars, next_request, summary_contex
 from mini_claude.agent.step_end import StepEnd
 from mini_claude.agent.tool_calls import ToolCalls
 from mini_claude.context.base import ResultStore
-from mini_claude.context.compact import SummaryContext
+from mini_claude.context.compact import RangeSummary, SummaryContext
 from mini_claude.conversation import Conversation, ImageBlock, Message, TextBlock, user_text
 from mini_claude.pricing import CostTracker
 from mini_claude.project.rules import PathRules
@@ -251,6 +251,14 @@ class Agent:
         """Manual `/compact [focus]`."""
         async for event in self.steps.summarize("manual", focus):
             yield event
+
+    async def summarize_range(
+        self, start: int, end: int, instructions: str | None = None
+    ) -> RangeSummary:
+        """Replace ``messages[start:end]`` with a summary, guided by ``instructions``; the
+        messages around it stay as they were. Raises :class:`CompactionError` (nothing
+        changed) when no summary could be made."""
+        return await self.context.summarize_range(start, end, instructions)
 
     async def _loop(self, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
         """Prepare the context, call the model, run the tools it asks for; repeat."""

@@ -24,8 +24,11 @@ from mini_claude.context.rebuild import (
     Planner,
     RebuildError,
     Rebuilt,
+    boundary_message,
     cut_points,
+    pair_safe_range,
     path_key,
+    summarized_range,
     touched_paths,
 )
 from mini_claude.context.summary_request import (
@@ -35,12 +38,13 @@ from mini_claude.context.summary_request import (
     cut_results,
     drop_oldest,
     extract_summary,
+    range_scope,
     summary_instruction,
     tokens_to_drop,
     unsent_suffix_start,
     without_images,
 )
-from mini_claude.context.thinking import max_tokens_for, without_thinking
+from mini_claude.context.thinking import has_thinking, max_tokens_for, without_thinking
 from mini_claude.conversation import Conversation, Message, TextBlock, ToolUseBlock
 from mini_claude.protocol import (
     CompactReason,
@@ -104,6 +108,19 @@ class CompactionResult:
     escalations: list[str]
     reattached: list[Reattachment] = field(default_factory=list)
     from_notes: bool = False  # session notes stood in for the summary: no call was made
+
+
+@dataclass(frozen=True)
+class RangeSummary:
+    """Part of the history replaced by a summary, everything else kept as it was."""
+
+    summary: str
+    start: int  # the range, in the history before
+    end: int
+    inserted: int  # messages standing for it now: the summary, and an acknowledgement
+    messages: list[Message]  # the whole history after
+    tokens_before: int
+    tokens_after: int
 
 
 class CompactionError(Exception):
@@ -306,6 +323,50 @@ class Compactor:
             self._back_to_back = 0
         return result
 
+    async def summarize_range(
+        self,
+        conversation: Conversation,
+        ctx: SummaryContext,
+        start: int,
+        end: int,
+        *,
+        instructions: str | None = None,
+    ) -> RangeSummary:
+        """Summarize ``messages[start:end]`` (widened to whole turns and call/result pairs).
+
+        Nothing is changed here: the caller installs and records the result. The
+        summary request carries the history up to the range's end as it was sent (so it
+        reads from the prompt cache); messages after the range lose their thinking,
+        which was bound to the history the summary replaced.
+        """
+        messages = list(conversation.messages)
+        start, end = pair_safe_range(messages, start, end)
+        if end <= start:
+            raise CompactionError("nothing to summarize there")
+        state = _state_of(conversation)
+        tokens_before = self.meter.estimate(conversation)
+        summary = await self._summarize(
+            messages[:end], conversation.epoch, ctx, None, instructions,
+            scope=range_scope(messages, start, end),
+        )
+        if _state_of(conversation) != state:
+            raise CompactionError("the conversation changed while it was being summarized")
+        boundary = boundary_message(summary.text, ctx.transcript_path, end - start, (), ())
+        rebuilt = summarized_range(messages, start, end, boundary)
+        after = rebuilt[start:]
+        if any(has_thinking(m) for m in after):
+            rebuilt = [*rebuilt[:start], *without_thinking(after)]
+        self._turns_since_manual = 0  # asked for by the user: auto-compact waits a turn
+        return RangeSummary(
+            summary=summary.text,
+            start=start,
+            end=end,
+            inserted=len(rebuilt) - start - (len(messages) - end),
+            messages=rebuilt,
+            tokens_before=tokens_before,
+            tokens_after=self.meter.estimate_messages(rebuilt),
+        )
+
     def notes_fit(
         self, conversation: Conversation, ctx: SummaryContext, notes: Sequence[SessionNotes]
     ) -> bool:
@@ -397,6 +458,8 @@ class Compactor:
         ctx: SummaryContext,
         focus: str | None,
         instructions: str | None = None,
+        *,
+        scope: str = "",
     ) -> _Summary:
         base = messages[: unsent_suffix_start(messages)]
         if not base:
@@ -406,7 +469,8 @@ class Compactor:
             [
                 TextBlock(
                     summary_instruction(
-                        focus, instructions, keep_pointers=self.settings.summary_keep_pointers
+                        focus, instructions, keep_pointers=self.settings.summary_keep_pointers,
+                        scope=scope,
                     )
                 )
             ],

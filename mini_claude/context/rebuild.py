@@ -279,6 +279,35 @@ def assemble(boundary: Message, tail: Sequence[Message]) -> list[Message]:
     return [boundary, Message("assistant", [TextBlock(ACK_TEXT)]), *tail]
 
 
+def summarized_range(
+    messages: Sequence[Message], start: int, end: int, boundary: Message
+) -> list[Message]:
+    """``messages[start:end]`` replaced by ``boundary``: the partial form of :func:`assemble`.
+
+    What comes before the range is kept as it was (so the prompt cache still holds it),
+    and what comes after follows the boundary as the tail of a whole compaction does.
+    """
+    return [*messages[:start], *assemble(boundary, messages[end:])]
+
+
+def pair_safe_range(messages: Sequence[Message], start: int, end: int) -> tuple[int, int]:
+    """The range widened to whole turns at its start and whole call/result pairs at its end.
+
+    The range starts at a typed user message (or an earlier summary), so what stays before
+    it ends with the model's reply; it never ends on tool results, which would lose their
+    call, so the end moves past them.
+    """
+    start = max(0, min(start, len(messages)))
+    end = max(start, min(end, len(messages)))
+    while start > 0 and not (messages[start].is_plain_user_message or is_boundary(
+            messages[start])):
+        start -= 1
+    while end < len(messages) and messages[end].role == "user" and not (
+            messages[end].is_plain_user_message or is_boundary(messages[end])):
+        end += 1
+    return start, end
+
+
 def history_problems(messages: Sequence[Message]) -> list[str]:
     """Validation problems, allowing a final assistant message whose tool calls are running."""
     last = messages[-1] if messages else None

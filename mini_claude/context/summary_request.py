@@ -75,13 +75,20 @@ KEEP_POINTERS_LINE = (
 
 
 def summary_instruction(
-    focus: str | None = None, instructions: str | None = None, *, keep_pointers: bool = False
+    focus: str | None = None,
+    instructions: str | None = None,
+    *,
+    keep_pointers: bool = False,
+    scope: str = "",
 ) -> str:
     """The final user message of a summary request; the heading lets servers and tests spot it.
 
-    ``instructions`` come from the user's PreCompact hooks.
+    ``instructions`` come from the user's PreCompact hooks (or what the user typed when
+    summarizing part of the conversation); ``scope`` says which part, when not all of it.
     """
     text = f"{SUMMARY_HEADING}\n\n{instruction_template().strip()}"
+    if scope:
+        text += f"\n\n{scope}"
     if keep_pointers:
         text += f"\n\n{KEEP_POINTERS_LINE}"
     focus = (focus or "").strip()
@@ -91,6 +98,28 @@ def summary_instruction(
     if extra:
         text += f"\n\nAdditional instructions for this summary:\n{extra}"
     return text
+
+
+def range_scope(messages: Sequence[Message], start: int, end: int) -> str:
+    """What a summary of part of the conversation covers, for its instruction.
+
+    A summary "from here" is asked with the whole history before it sent as it was (the
+    prompt cache holds it), so the instruction names where the part begins; a summary "up
+    to here" is sent only what it replaces, and is told that the rest stays.
+    """
+    if end == len(messages) and start > 0:
+        first = " ".join(messages[start].text.split())[:200]
+        return (
+            f"Summarize only the last {end - start} messages of this conversation, from the "
+            f"user's message that begins \u201c{first}\u201d on. The messages before that one "
+            "stay in the context word for word: do not repeat them."
+        )
+    if end < len(messages):
+        return (
+            "This is the start of the conversation; the messages after it stay in the context "
+            "word for word after your summary, which replaces only what you see here."
+        )
+    return ""
 
 
 def extract_summary(reply: str) -> str:

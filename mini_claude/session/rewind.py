@@ -84,6 +84,13 @@ class RewindOutcome:
     prompt: str  # the chosen message's text, for the input box
 
 
+@dataclass(frozen=True, slots=True)
+class SummaryOutcome:
+    summarized: int  # messages the summary stands for
+    messages: int  # in the conversation now
+    prompt: str  # for the input box: the chosen message's text ("from here"), or ""
+
+
 class Rewinder:
     """Rewinds one agent's session; built when the user asks, from the transcript on disk."""
 
@@ -181,6 +188,44 @@ class Rewinder:
             messages=len(self.agent.conversation),
             prompt=point.text if point.kind == "prompt" else "",
         )
+
+    async def summarize(self, point: Point, *, up_to: bool,
+                        instructions: str = "") -> SummaryOutcome:
+        """Summarize the conversation from the point's message on (or up to it), keeping the
+        rest as it was; files are left alone and the transcript keeps every message."""
+        from mini_claude.context.compact import CompactionError
+
+        if point.kind != "prompt":
+            raise RewindError("a summary starts or ends at a message, not at a rewind")
+        if self.agent.transcript.write_failed:
+            raise RewindError("the transcript cannot be written, so a summary could not be "
+                              "recorded; nothing was changed")
+        index = self._position(point)
+        total = len(self.agent.conversation)
+        start, end = (0, index) if up_to else (index, total)
+        if end <= start:
+            raise RewindError("nothing before that message to summarize" if up_to
+                              else "nothing from that message on to summarize")
+        try:
+            result = await self.agent.summarize_range(start, end, instructions.strip() or None)
+        except CompactionError as exc:
+            raise RewindError(f"nothing was summarized: {exc.message}") from None
+        return SummaryOutcome(result.end - result.start, len(self.agent.conversation),
+                              "" if up_to else point.text)
+
+    def _position(self, point: Point) -> int:
+        """Where the point's message stands in the conversation now, worked out from the
+        transcript (compactions, folds and earlier summaries move or remove it)."""
+        loaded = load_session(self.agent.transcript.path, follow=point.line)
+        messages = self.agent.conversation.messages
+        index = loaded.followed
+        if index is None or index >= len(messages):
+            raise RewindError("that message is inside a summary now; choose a later one")
+        if loaded.conversation.messages[index].text != messages[index].text or len(
+                loaded.conversation) != len(messages):
+            raise RewindError("the conversation differs from its transcript; nothing was "
+                              "summarized")
+        return index
 
     def _remove_created_folders(self, point: Point) -> None:
         """Folders made since the point go too, once empty (a folder holding anything stays)."""

@@ -177,7 +177,7 @@ class TerminalApprover:
             console.print(Text(self._keep(request), style="green"))
             return PermissionDecision(True, remember=True)
         try:
-            reason = await _ask_reason()
+            reason = await ask_text()
         except ChoiceInterrupted:
             self._interrupt_turn()
             raise asyncio.CancelledError from None
@@ -199,7 +199,7 @@ class TerminalApprover:
             console.print(Text(f"  ✓ plan approved · {mode}", style="green"))
             return PermissionDecision(True, mode=mode)
         try:
-            feedback = await _ask_reason("  What should change in the plan? ")
+            feedback = await ask_text("  What should change in the plan? ")
         except ChoiceInterrupted:
             self._interrupt_turn()
             raise asyncio.CancelledError from None
@@ -219,10 +219,11 @@ class TerminalApprover:
             self._interrupt()
 
 
-async def _ask_reason(
+async def ask_text(
     question: str = "  What should the agent do instead? (Enter to skip) ",
 ) -> str:
-    """The reason for a "no"; Esc here cancels the turn (raises ChoiceInterrupted)."""
+    """One line of text (the reason for a "no", instructions for a summary); Esc raises
+    ChoiceInterrupted, Ctrl-C and end of input give ""."""
     keys = KeyBindings()
 
     @keys.add("escape", eager=True)

@@ -23,8 +23,9 @@ NOT_TRACKED = ("Edits, shell commands and MCP tools are checkpointed inside the 
                "files .gitignore ignores, files over the size limit, changes outside the "
                "project and your own edits outside mini-claude are not.")
 ACTIONS = ("Restore code and conversation", "Restore conversation only", "Restore code only",
-           "Cancel")
-CANCEL = 3
+           "Summarize from here", "Summarize up to here", "Never mind")
+SUMMARIZE_FROM, SUMMARIZE_UP_TO, CANCEL = 3, 4, 5
+INSTRUCTIONS_QUESTION = "  Instructions for the summary (optional, Enter to skip): "
 MAX_POINTS = 20  # menu rows: the newest messages, fewer on a short screen
 SCREEN_MARGIN = 8  # rows the question, the note and the hint take around the menu
 MAX_FILES_SHOWN = 8
@@ -56,6 +57,9 @@ async def rewind(repl: ReplHost) -> None:
     if action is None or action == CANCEL:
         console.print(note("rewind cancelled"))
         return
+    if action in (SUMMARIZE_FROM, SUMMARIZE_UP_TO):
+        await _summarize(repl, rewinder, point, up_to=action == SUMMARIZE_UP_TO)
+        return
     code, conversation = action in (0, 2), action in (0, 1)
     plan = rewinder.plan(point) if code else None
     keep = await _settle_conflicts(repl, plan) if plan is not None else frozenset()
@@ -69,6 +73,36 @@ async def rewind(repl: ReplHost) -> None:
         console.print(note(str(exc), "error"))
         return
     _report(repl, point, outcome, code=code, conversation=conversation)
+
+
+async def _summarize(repl: ReplHost, rewinder: Rewinder, point: Point, *, up_to: bool) -> None:
+    """Part of the conversation becomes a summary; the files stay as they are."""
+    from mini_claude.session.rewind import RewindError
+    from mini_claude.ui.permissions import ask_text
+
+    console = repl.console
+    part = (f"the messages before “{_first_line(point)}”" if up_to
+            else f"“{_first_line(point)}” and everything after it")
+    console.print(note(f"{part} will become a summary; the rest of the conversation and the "
+                       "files stay as they are"))
+    try:
+        instructions = await ask_text(INSTRUCTIONS_QUESTION)
+    except ChoiceInterrupted:
+        console.print(note("summary cancelled"))
+        return
+    console.print(note("summarizing…"))
+    try:
+        outcome = await rewinder.summarize(point, up_to=up_to, instructions=instructions)
+    except RewindError as exc:
+        console.print(note(str(exc), "error"))
+        return
+    where = "before" if up_to else "from"
+    repl.recall = Recall(summary=latest_summary(repl.agent.conversation.messages))
+    console.print(note(f"summarized {outcome.summarized} messages {where} "
+                       f"“{_first_line(point)}”: {outcome.messages} in the conversation now; "
+                       "files unchanged, the transcript keeps every message"))
+    if outcome.prompt:
+        repl.view.put_back(outcome.prompt)
 
 
 async def _pick_point(repl: ReplHost, rewinder: Rewinder, points: list[Point]) -> Point | None:

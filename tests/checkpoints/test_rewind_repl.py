@@ -101,3 +101,54 @@ def test_older_messages_are_a_page_away(simulator: Simulator, isolated_home: Pat
             await repl.exit()
 
     asyncio.run(scenario())
+
+
+def test_summarize_from_here_puts_the_prompt_back_and_up_to_here_leaves_the_box_empty(
+        simulator: Simulator, isolated_home: Path, tmp_path: Path) -> None:
+    project = write_project(tmp_path / "project")
+    simulator.policy = scripted_policy(TURNS[:3])
+
+    async def scenario() -> None:
+        settings = sim_settings(simulator, isolated_home)
+        async with running_repl(settings, project, approver=allow_all) as repl:
+            for number, (prompt, _) in enumerate(TURNS[:3], 1):
+                mark = await repl.submit(prompt)
+                await repl.wait_for(f"Turn {number} is done.", after=mark)
+            agent = repl.session.agent
+
+            mark = await repl.submit("/rewind")
+            await repl.wait_for("Rewind to before which message?", after=mark)
+            await repl.keys("1")  # turn 3, the newest
+            await repl.wait_for("changed since then by mini-claude", after=mark)
+            await repl.keys("4")  # summarize from here
+            await repl.wait_for("and everything after it will become a summary", after=mark)
+            await repl.keys("keep the file names\r")
+            await repl.wait_for("summarized 4 messages from “turn 3: make c two”", after=mark)
+            instruction = simulator.requests[-1].conversation.messages[-1].text  # type: ignore[union-attr]
+            assert "keep the file names" in instruction
+            assert "turn 3: make c two" not in "".join(
+                m.text for m in agent.conversation.messages)
+            await repl.at_prompt()
+            box = repl.repl._prompt
+            assert box is not None
+            await until(lambda: box.default_buffer.text == "turn 3: make c two",
+                        "the prompt put back")
+            await repl.keys("\x03")
+            await until(lambda: box.default_buffer.text == "", "an empty box")
+
+            mark = await repl.submit("/rewind")
+            await repl.wait_for("Rewind to before which message?", after=mark)
+            await repl.keys("2")  # turn 2
+            await repl.wait_for("changed since then by mini-claude", after=mark)
+            await repl.keys("5")  # summarize up to here
+            await repl.wait_for("will become a summary", after=mark)
+            await repl.keys("\r")
+            await repl.wait_for("summarized 4 messages before “turn 2: make b two”", after=mark)
+            messages = agent.conversation.messages
+            assert messages[2].text == "turn 2: make b two"
+            await repl.at_prompt()
+            await asyncio.sleep(0.3)
+            assert box.default_buffer.text == ""
+            await repl.exit()
+
+    asyncio.run(scenario())

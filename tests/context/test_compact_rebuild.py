@@ -465,3 +465,31 @@ def test_the_last_resort_cut_spares_results_the_model_has_not_read(tmp_path: Pat
     assert spared[-1].blocks[0].content == fresh_text  # type: ignore[union-attr]
     both, trimmed = trim_tail_results(tail, 2_000, store, "t.jsonl")
     assert trimmed == 2 and both[-1].blocks[0].content != fresh_text  # type: ignore[union-attr]
+
+
+def test_a_summarized_range_never_splits_a_call_from_its_result() -> None:
+    from mini_claude.context.rebuild import pair_safe_range, summarized_range
+    from mini_claude.conversation import (
+        Message,
+        SummaryBlock,
+        TextBlock,
+        ToolResultBlock,
+        ToolUseBlock,
+        validate,
+    )
+
+    call = Message("assistant", [ToolUseBlock("c1", "read_file", {"path": "a.txt"})])
+    result = Message("user", [ToolResultBlock("c1", "alpha")])
+    messages = [Message("user", [TextBlock("one")]), call, result,
+                Message("assistant", [TextBlock("done")]), Message("user", [TextBlock("two")]),
+                Message("assistant", [TextBlock("ok")])]
+    assert pair_safe_range(messages, 2, 2) == (0, 3)  # start back to the turn, end past result
+    start, end = pair_safe_range(messages, 0, 2)
+    assert (start, end) == (0, 3)
+    boundary = Message("user", [SummaryBlock("s")])
+    rebuilt = summarized_range(messages, start, end, boundary)
+    assert rebuilt[0] is boundary and rebuilt[1:] == messages[3:]  # the reply follows it
+    assert validate(rebuilt) == []
+    from_here = summarized_range(messages, 4, len(messages), boundary)
+    assert from_here[:4] == messages[:4] and from_here[4] is boundary
+    assert validate(from_here) == []
