@@ -153,6 +153,10 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     "sandbox": "stricter",
     "sandbox_fail_if_unavailable": "stricter",
     "sandbox_bwrap_path": "refused",
+    # the network way out of the sandbox, and where its proxy's names lead
+    "sandbox_network": "refused",
+    "sandbox_proxy_resolve": "refused",
+    "sandbox_proxy_port": "allowed",
     "checkpoint_commands": "stricter",
     # how the model is nudged out of a loop, and when a finished task compacts: the session's
     # own conduct, nothing of the user's is exposed

@@ -41,7 +41,7 @@ class Policy:
     hidden: tuple[Path, ...]  # existing paths whose content is not readable
     reopened: tuple[Path, ...]  # allowRead inside a hidden path
     fresh_tmp: bool  # a new /tmp for this command (plan mode), else the session's
-    network: str  # "off"
+    network: str  # "off", or "proxy": through the domain proxy outside
     hide_run: bool = True  # /run (system services' sockets) empty, unless allowAllUnixSockets
     sockets: tuple[Path, ...] = ()  # network.allowUnixSockets: reachable again
 
@@ -61,7 +61,8 @@ def _inside(path: Path, folders: tuple[Path, ...]) -> bool:
 
 
 def make_policy(mode: PermissionMode, project: Path, additional: tuple[Path, ...],
-                home: Path, private_homes: tuple[Path, ...], config: SandboxConfig) -> Policy:
+                home: Path, private_homes: tuple[Path, ...], config: SandboxConfig,
+                network: str = "off") -> Policy:
     """The policy for a command; ``private_homes``: mini-claude's and Claude Code's folders."""
     project, home = real(project), real(home)
     workspace = tuple(dict.fromkeys(p for p in (project, *(real(p) for p in additional))
@@ -80,7 +81,7 @@ def make_policy(mode: PermissionMode, project: Path, additional: tuple[Path, ...
     reopened = tuple(real(p) for p in config.allow_read
                      if p.exists() and _inside(real(p), hidden))
     return Policy(workspace, writable, read_only, held, hidden, reopened, fresh_tmp=mode == "plan",
-                  network="off", hide_run=not config.allow_all_unix_sockets,
+                  network=network, hide_run=not config.allow_all_unix_sockets,
                   sockets=tuple(p for p in config.allow_unix_sockets if os.path.lexists(p)))
 
 
