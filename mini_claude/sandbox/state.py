@@ -10,7 +10,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mini_claude.sandbox.bwrap import (
@@ -23,8 +23,10 @@ from mini_claude.sandbox.config import SandboxConfig
 from mini_claude.sandbox.network import Asker, NetworkGate
 from mini_claude.sandbox.policy import Policy, make_policy
 from mini_claude.sandbox.proxy import DomainProxy
+from mini_claude.sandbox.read_rules import read_deny_paths
 from mini_claude.settings import Settings
 from mini_claude.tools.permission_modes import PermissionMode
+from mini_claude.tools.permission_rules import Rule
 
 MARKER = "sandboxed"
 
@@ -42,6 +44,7 @@ class SandboxState:
     proxy_port: int = 3128
     resolve_overrides: dict[str, str] = field(default_factory=dict)  # tests only
     domain_saver: Callable[[str], str] | None = None  # "don't ask again" for a domain
+    read_deny_rules: tuple[Rule, ...] = ()  # deny rules on Read: not readable inside either
     _tmp: Path | None = None
     _held: set[Path] = field(default_factory=set)
     _proxy: DomainProxy | None = None
@@ -109,8 +112,12 @@ class SandboxState:
 
     def policy(self, mode: PermissionMode, project: Path,
                additional: tuple[Path, ...]) -> Policy:
+        config = self.config
+        denied = read_deny_paths(self.read_deny_rules)
+        if denied:
+            config = replace(config, deny_read=(*config.deny_read, *denied))
         return make_policy(mode, project, additional, self.home, self.private_homes,
-                           self.config, network="proxy" if self.proxied else "off")
+                           config, network="proxy" if self.proxied else "off")
 
     def prefix(self, mode: PermissionMode, project: Path, additional: tuple[Path, ...],
                cwd: Path, asker: Asker | None = None) -> list[str]:

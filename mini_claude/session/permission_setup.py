@@ -169,6 +169,7 @@ class PermissionSetup:
         permissions.additional_directories = self.layers.additional_directories(approved)
         if permissions.sandbox is not None:
             permissions.sandbox.config = self.layers.sandbox(approved)
+            permissions.sandbox.read_deny_rules = permissions.rules.deny
         if self.mode_flag is not None:
             if first:
                 permissions.set_mode(self.mode_flag)
