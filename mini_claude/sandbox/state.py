@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from mini_claude.sandbox import stand_ins
 from mini_claude.sandbox.bwrap import (
     PROXY_SOCKET_NAME,
     ProxyRoute,
@@ -44,6 +45,7 @@ class SandboxState:
     proxy_port: int = 3128
     resolve_overrides: dict[str, str] = field(default_factory=dict)  # tests only
     domain_saver: Callable[[str], str] | None = None  # "don't ask again" for a domain
+    records_home: Path | None = None  # where stand-in folders are noted (mini-claude's home)
     read_deny_rules: tuple[Rule, ...] = ()  # deny rules on Read: not readable inside either
     _tmp: Path | None = None
     _held: set[Path] = field(default_factory=set)
@@ -124,7 +126,10 @@ class SandboxState:
         """The bubblewrap command line a sandboxed ``bash -c`` follows; ``asker``: how to
         ask the user about a new domain while this command runs."""
         policy = self.policy(mode, project, additional)
-        self._held.update(p for p in policy.held if not p.exists())
+        made = [p for p in policy.held if not p.exists() and p not in self._held]
+        if made and self.records_home is not None:
+            stand_ins.record(self.records_home, made)
+        self._held.update(made)
         bwrap = shutil.which(self.bwrap) or self.bwrap
         route = self._proxy_route(asker) if policy.network == "proxy" else None
         return bwrap_argv(bwrap, policy, cwd, self.session_tmp(), route)
@@ -170,6 +175,8 @@ class SandboxState:
                 if path.is_dir() and not any(path.iterdir()):
                     path.rmdir()
         self._held.clear()
+        if self.records_home is not None:
+            stand_ins.forget(self.records_home)
         if self._proxy is not None:
             self._proxy.stop()
             shutil.rmtree(self._proxy.socket_path.parent, ignore_errors=True)
@@ -261,10 +268,12 @@ def session_sandbox(settings: Settings) -> SandboxState:
     when they are read, and again when the project's files are approved)."""
     from mini_claude.session.settings_files import claude_user_dir
 
+    stand_ins.sweep(settings.home)  # what a killed session left
     return SandboxState(enabled_by_setting=settings.sandbox, bwrap=settings.sandbox_bwrap_path,
                         fail_by_setting=settings.sandbox_fail_if_unavailable,
                         private_homes=(settings.home, claude_user_dir()),
                         home=Path(os.path.expanduser("~")),
+                        records_home=settings.home,
                         network_setting=settings.sandbox_network,
                         proxy_port=settings.sandbox_proxy_port,
                         resolve_overrides=parse_overrides(settings.sandbox_proxy_resolve))
