@@ -312,6 +312,14 @@ class Settings:
     # ``sandbox.failIfUnavailable``) no command runs when the sandbox is wanted and cannot.
     sandbox_bwrap_path: str = refused("bwrap")
     sandbox_fail_if_unavailable: bool = stricter(False, "higher")
+    # The network of sandboxed commands: "auto" goes through the domain proxy when a settings
+    # file lists ``sandbox.network.allowedDomains`` and is off otherwise; "proxy" always
+    # through it (each new domain asked about); "off" never. A project may not open it.
+    sandbox_network: str = refused("auto")
+    # The port the proxy answers on inside the sandbox (its own loopback, not the host's).
+    sandbox_proxy_port: int = allowed(3128)
+    # For tests only: "name=address,…" the proxy uses instead of DNS for those names.
+    sandbox_proxy_resolve: str = refused("")
 
     # Checkpoints (what /rewind restores): files larger than this are recorded as "not
     # checkpointed"; the store of one project is kept under the bound, oldest sessions first.
@@ -421,6 +429,7 @@ PROJECT_ENV_POLICY: dict[str, Policy] = {
     f.name: policy_of_field(f.name, f.metadata) for f in fields(Settings)}
 NOT_FROM_ENVIRONMENT = {name for name, word in PROJECT_ENV_POLICY.items() if word == "learnt"}
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
+SANDBOX_NETWORKS = ("auto", "proxy", "off")
 REASONING_EFFORTS = ("none", "minimal", *EFFORTS)
 for _f in fields(Settings):
     ENV_NAMES.setdefault(_f.name, "MINI_CLAUDE_" + _f.name.upper())
@@ -479,6 +488,15 @@ def parse(name: str, raw: str, default: Any) -> Any:
             return raw.lower()
         if name == "sandbox":
             default = False  # on or off; unset leaves it to the settings files
+        if name == "sandbox_proxy_port":
+            port = int(raw)
+            if not 1 <= port <= 65535:
+                raise ValueError
+            return port
+        if name == "sandbox_network":
+            if raw.lower() not in SANDBOX_NETWORKS:
+                raise ValueError
+            return raw.lower()
         if name == "thinking_tokens":
             tokens = int(raw.replace("_", "").replace(",", ""))
             if tokens != 0 and tokens < 1_024:

@@ -258,7 +258,7 @@ class Agent:
         """Replace ``messages[start:end]`` with a summary, guided by ``instructions``; the
         messages around it stay as they were. Raises :class:`CompactionError` (nothing
         changed) when no summary could be made."""
-        return await self.context.summarize_range(start, end, instructions)
+        return await self.steps.summarize_range(start, end, instructions)
 
     async def _loop(self, max_requests: int | None = None) -> AsyncIterator[ev.Event]:
         """Prepare the context, call the model, run the tools it asks for; repeat."""

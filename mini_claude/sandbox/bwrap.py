@@ -15,8 +15,10 @@ import functools
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from mini_claude.sandbox.bridge import bridge_argv
 from mini_claude.sandbox.policy import Policy
 
 PROBE_TIMEOUT_SECONDS = 15.0
@@ -24,18 +26,47 @@ BASE_FLAGS = ("--die-with-parent", "--new-session", "--unshare-user", "--unshare
               "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
               "--disable-userns")
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap)"
+# Where the proxy's socket appears inside the sandbox (read-only: it cannot be replaced).
+PROXY_DIR_INSIDE = Path("/tmp/.mini-claude-proxy")
+PROXY_SOCKET_NAME = "proxy.sock"
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+SOCKS_VARIABLES = ("ALL_PROXY", "all_proxy")
+NO_PROXY = "localhost,127.0.0.1,::1"  # the sandbox's own loopback: its servers, not the host's
 
 
-def bwrap_argv(bwrap: str, policy: Policy, cwd: Path, session_tmp: Path | None) -> list[str]:
-    """``bwrap …`` up to and including ``--``; the command follows."""
-    argv = [bwrap, *BASE_FLAGS]
-    if policy.network == "off":
-        argv.append("--unshare-net")
+@dataclass(frozen=True)
+class ProxyRoute:
+    """How a sandboxed command reaches the domain proxy: its socket's folder outside, and
+    the port the bridge answers on inside."""
+
+    socket_dir: Path
+    port: int
+
+
+def proxy_environment(port: int) -> dict[str, str]:
+    """The variables that send a command's HTTP, HTTPS and other TCP through the proxy."""
+    http = f"http://127.0.0.1:{port}"
+    variables = dict.fromkeys(PROXY_VARIABLES, http)
+    variables.update(dict.fromkeys(SOCKS_VARIABLES, f"socks5h://127.0.0.1:{port}"))
+    variables.update(NO_PROXY=NO_PROXY, no_proxy=NO_PROXY)
+    return variables
+
+
+def bwrap_argv(bwrap: str, policy: Policy, cwd: Path, session_tmp: Path | None,
+               proxy: ProxyRoute | None = None) -> list[str]:
+    """``bwrap …`` up to and including ``--`` (and the proxy's bridge, when the network
+    goes through it); the command follows. The sandbox always has a network namespace of
+    its own: the host's network, loopback included, is never reachable directly."""
+    argv = [bwrap, *BASE_FLAGS, "--unshare-net"]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if session_tmp is not None and not policy.fresh_tmp:
         argv += ["--bind", str(session_tmp), "/tmp"]
     else:
         argv += ["--tmpfs", "/tmp"]
+    if proxy is not None and policy.network == "proxy":
+        argv += ["--ro-bind", str(proxy.socket_dir), str(PROXY_DIR_INSIDE)]
+        for name, value in proxy_environment(proxy.port).items():
+            argv += ["--setenv", name, value]
     if policy.hide_run and Path("/run").is_dir():
         argv += ["--tmpfs", "/run"]  # system services' sockets (docker, dbus) are not reachable
     for path in policy.sockets:
@@ -56,6 +87,8 @@ def bwrap_argv(bwrap: str, policy: Policy, cwd: Path, session_tmp: Path | None) 
     for path in policy.reopened:
         argv += ["--ro-bind", str(path), str(path)]
     argv += ["--chdir", str(cwd), "--"]
+    if proxy is not None and policy.network == "proxy":
+        argv += bridge_argv(PROXY_DIR_INSIDE / PROXY_SOCKET_NAME, proxy.port)
     return argv
 
 

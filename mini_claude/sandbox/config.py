@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from mini_claude.sandbox.domains import entry_problem
+
 TOP_KEYS = {
     "enabled": "enabled",
     "failIfUnavailable": "fail_if_unavailable",
@@ -156,10 +158,25 @@ def _read_keys(value: dict[str, Any], keys: dict[str, str], where: str, path: Pa
                 warnings.append(f'{path}: "{where}.{key}" must be true or false; ignored')
         elif not isinstance(setting, list) or not all(isinstance(s, str) for s in setting):
             warnings.append(f'{path}: "{where}.{key}" must be a list of strings; ignored')
-        elif name in ("excluded_commands", "allowed_domains", "denied_domains"):
+        elif name == "allowed_domains":
+            changes[name] = _domains(setting, f"{where}.{key}", path, warnings)
+        elif name in ("excluded_commands", "denied_domains"):
             changes[name] = tuple(s.strip() for s in setting if s.strip())
         else:
             changes[name] = tuple(setting_path(s, cwd) for s in setting if s.strip())
+
+
+def _domains(entries: list[str], where: str, path: Path, warnings: list[str]) -> tuple[str, ...]:
+    """The usable entries; each other one is a warning (``*.com`` would open too much)."""
+    kept: list[str] = []
+    for entry in (e.strip() for e in entries if e.strip()):
+        problem = entry_problem(entry)
+        if problem is None:
+            kept.append(entry)
+        else:
+            warnings.append(f'{path}: "{where}" entry {entry!r} is not used: it must be '
+                            f"{problem}")
+    return tuple(kept)
 
 
 def setting_path(text: str, cwd: Path) -> Path:

@@ -6,9 +6,12 @@ and then run without it.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from mini_claude.sandbox.network import Asker
 
 if TYPE_CHECKING:
     from mini_claude.sandbox.state import SandboxState
@@ -65,7 +68,17 @@ def sandbox_prefix(args: dict[str, Any], ctx: ToolContext, cwd: Path) -> list[st
     if state is None or ctx.rules is None or decided is None or decided.how != "sandboxed":
         return []
     rules = ctx.rules
-    return state.prefix(rules.mode, ctx.root, rules.additional_directories, cwd)
+    return state.prefix(rules.mode, ctx.root, rules.additional_directories, cwd, _asker(ctx))
+
+
+def _asker(ctx: ToolContext) -> Asker | None:
+    """The session's question on the loop this command runs on (a new domain is asked about
+    while the command waits for it)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return Asker(ctx.approve, loop)
 
 
 def failure_note(ctx: ToolContext) -> str:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,10 @@ from mini_claude.tools.protected_paths import GIT_FOLDER, protected_paths
 # The parts of .git that git runs or obeys: the rest (objects, index, refs) stays writable,
 # so commits work in the sandbox.
 GIT_RUN_PARTS = ("hooks", "config")
+# How deep below the project nested repositories (vendored, submodules) are looked for, as
+# Claude Code looks for the files it protects to a depth; deeper ones are not protected.
+NESTED_GIT_DEPTH = 4
+NESTED_GIT_LIMIT = 10_000  # folders looked at, at most: a huge tree is not walked to the end
 # Secrets in the home that no command needs to read (the user can open one again with
 # sandbox.filesystem.allowRead).
 HOME_SECRETS = (".ssh", ".aws", ".config/gcloud", ".gnupg", ".netrc", ".env", ".docker",
@@ -41,7 +46,7 @@ class Policy:
     hidden: tuple[Path, ...]  # existing paths whose content is not readable
     reopened: tuple[Path, ...]  # allowRead inside a hidden path
     fresh_tmp: bool  # a new /tmp for this command (plan mode), else the session's
-    network: str  # "off"
+    network: str  # "off", or "proxy": through the domain proxy outside
     hide_run: bool = True  # /run (system services' sockets) empty, unless allowAllUnixSockets
     sockets: tuple[Path, ...] = ()  # network.allowUnixSockets: reachable again
 
@@ -61,7 +66,8 @@ def _inside(path: Path, folders: tuple[Path, ...]) -> bool:
 
 
 def make_policy(mode: PermissionMode, project: Path, additional: tuple[Path, ...],
-                home: Path, private_homes: tuple[Path, ...], config: SandboxConfig) -> Policy:
+                home: Path, private_homes: tuple[Path, ...], config: SandboxConfig,
+                network: str = "off") -> Policy:
     """The policy for a command; ``private_homes``: mini-claude's and Claude Code's folders."""
     project, home = real(project), real(home)
     workspace = tuple(dict.fromkeys(p for p in (project, *(real(p) for p in additional))
@@ -81,8 +87,33 @@ def make_policy(mode: PermissionMode, project: Path, additional: tuple[Path, ...
     reopened = tuple(real(p) for p in config.allow_read
                      if p.exists() and _inside(real(p), hidden))
     return Policy(workspace, writable, read_only, held, hidden, reopened, fresh_tmp=row.read_only,
-                  network="off", hide_run=not config.allow_all_unix_sockets,
+                  network=network, hide_run=not config.allow_all_unix_sockets,
                   sockets=tuple(p for p in config.allow_unix_sockets if os.path.lexists(p)))
+
+
+def nested_git_parts(project: Path) -> list[Path]:
+    """The hooks and config of every repository below the project's own: nested ``.git``
+    folders (vendored repositories) and submodules' repositories in ``.git/modules``."""
+    found: list[Path] = []
+    for seen, (folder, names, _files) in enumerate(os.walk(project), start=1):
+        here = Path(folder)
+        depth = len(here.relative_to(project).parts)
+        if GIT_FOLDER in names:
+            names.remove(GIT_FOLDER)  # a repository's insides are not walked as a project
+            if here != project:
+                found += _run_parts(here / GIT_FOLDER)
+        if depth >= NESTED_GIT_DEPTH or seen >= NESTED_GIT_LIMIT:
+            names.clear()
+    modules = project / GIT_FOLDER / "modules"
+    if modules.is_dir():
+        for config in itertools.islice(modules.rglob("config"), NESTED_GIT_LIMIT):
+            if (config.parent / "HEAD").is_file():
+                found += _run_parts(config.parent)
+    return found
+
+
+def _run_parts(git_dir: Path) -> list[Path]:
+    return [git_dir / part for part in GIT_RUN_PARTS if os.path.lexists(git_dir / part)]
 
 
 def _protected(project: Path, home: Path, writable: tuple[Path, ...],
@@ -105,6 +136,9 @@ def _protected(project: Path, home: Path, writable: tuple[Path, ...],
                 read_only.setdefault(real(path), None)
             elif entry.folder and path.parent.is_dir():
                 held.setdefault(path, None)
+    for path in nested_git_parts(project):
+        if _inside(path, writable):
+            read_only.setdefault(real(path), None)
     for path in config.deny_write:
         if os.path.lexists(path) and _inside(real(path), writable):
             read_only.setdefault(real(path), None)

@@ -9,14 +9,25 @@ import contextlib
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mini_claude.sandbox.bwrap import bwrap_argv, unavailable_reason
+from mini_claude.sandbox import stand_ins
+from mini_claude.sandbox.bwrap import (
+    PROXY_SOCKET_NAME,
+    ProxyRoute,
+    bwrap_argv,
+    unavailable_reason,
+)
 from mini_claude.sandbox.config import SandboxConfig
+from mini_claude.sandbox.network import Asker, NetworkGate
 from mini_claude.sandbox.policy import Policy, make_policy
+from mini_claude.sandbox.proxy import DomainProxy
+from mini_claude.sandbox.read_rules import read_deny_paths
 from mini_claude.settings import Settings
 from mini_claude.tools.mode_table import PermissionMode, mode_row
+from mini_claude.tools.permission_rules import Rule
 
 MARKER = "sandboxed"
 
@@ -30,8 +41,16 @@ class SandboxState:
     private_homes: tuple[Path, ...] = ()  # mini-claude's home, Claude Code's folder
     fail_by_setting: bool = False  # MINI_CLAUDE_SANDBOX_FAIL_IF_UNAVAILABLE
     switched: bool | None = None  # /sandbox on|off, for this session
+    network_setting: str = "auto"  # MINI_CLAUDE_SANDBOX_NETWORK: auto, proxy or off
+    proxy_port: int = 3128
+    resolve_overrides: dict[str, str] = field(default_factory=dict)  # tests only
+    domain_saver: Callable[[str], str] | None = None  # "don't ask again" for a domain
+    records_home: Path | None = None  # where stand-in folders are noted (mini-claude's home)
+    read_deny_rules: tuple[Rule, ...] = ()  # deny rules on Read: not readable inside either
     _tmp: Path | None = None
     _held: set[Path] = field(default_factory=set)
+    _proxy: DomainProxy | None = None
+    _gate: NetworkGate | None = None
 
     # ---- what is in force -----------------------------------------------------------------
 
@@ -75,6 +94,13 @@ class SandboxState:
         return (f"sandbox unavailable: {self.missing}; commands run unsandboxed and are "
                 "asked about as usual")
 
+    @property
+    def proxied(self) -> bool:
+        """Sandboxed commands reach the network through the domain proxy (else: none)."""
+        if self.network_setting == "off":
+            return False
+        return self.network_setting == "proxy" or bool(self.config.allowed_domains)
+
     def excluded(self, command: str) -> bool:
         """A command the user's ``excludedCommands`` keeps outside the sandbox."""
         words = command.strip().split()
@@ -88,16 +114,49 @@ class SandboxState:
 
     def policy(self, mode: PermissionMode, project: Path,
                additional: tuple[Path, ...]) -> Policy:
+        config = self.config
+        denied = read_deny_paths(self.read_deny_rules)
+        if denied:
+            config = replace(config, deny_read=(*config.deny_read, *denied))
         return make_policy(mode, project, additional, self.home, self.private_homes,
-                           self.config)
+                           config, network="proxy" if self.proxied else "off")
 
     def prefix(self, mode: PermissionMode, project: Path, additional: tuple[Path, ...],
-               cwd: Path) -> list[str]:
-        """The bubblewrap command line a sandboxed ``bash -c`` follows."""
+               cwd: Path, asker: Asker | None = None) -> list[str]:
+        """The bubblewrap command line a sandboxed ``bash -c`` follows; ``asker``: how to
+        ask the user about a new domain while this command runs."""
         policy = self.policy(mode, project, additional)
-        self._held.update(p for p in policy.held if not p.exists())
+        made = [p for p in policy.held if not p.exists() and p not in self._held]
+        if made and self.records_home is not None:
+            stand_ins.record(self.records_home, made)
+        self._held.update(made)
         bwrap = shutil.which(self.bwrap) or self.bwrap
-        return bwrap_argv(bwrap, policy, cwd, self.session_tmp())
+        route = self._proxy_route(asker) if policy.network == "proxy" else None
+        return bwrap_argv(bwrap, policy, cwd, self.session_tmp(), route)
+
+    def _proxy_route(self, asker: Asker | None) -> ProxyRoute:
+        """The session's proxy (started on first use); the latest command's asker asks."""
+        if self._gate is None:
+            self._gate = NetworkGate(lambda: self.config, dict(self.resolve_overrides),
+                                     saver=self._save_domain)
+        if asker is not None:
+            self._gate.asker = asker
+        if self._proxy is None:
+            folder = Path(tempfile.mkdtemp(prefix="mini-claude-proxy-"))
+            proxy = DomainProxy(folder / PROXY_SOCKET_NAME, self._gate.admit)
+            proxy.start()
+            self._proxy = proxy
+            atexit.register(self.close)
+        return ProxyRoute(self._proxy.socket_path.parent, self.proxy_port)
+
+    def _save_domain(self, host: str) -> str:
+        if self.domain_saver is None:
+            return "kept for this session"
+        return self.domain_saver(host)
+
+    def network_refusals(self) -> list[str]:
+        """What the proxy refused since last asked, for the model."""
+        return self._gate.take_refusals() if self._gate is not None else []
 
     def session_tmp(self) -> Path:
         """The session's private ``/tmp`` (made on first use, removed when it ends)."""
@@ -116,6 +175,12 @@ class SandboxState:
                 if path.is_dir() and not any(path.iterdir()):
                     path.rmdir()
         self._held.clear()
+        if self.records_home is not None:
+            stand_ins.forget(self.records_home)
+        if self._proxy is not None:
+            self._proxy.stop()
+            shutil.rmtree(self._proxy.socket_path.parent, ignore_errors=True)
+            self._proxy = None
 
     # ---- telling the model and the user ---------------------------------------------------
 
@@ -131,8 +196,14 @@ class SandboxState:
                    if self.allow_unsandboxed else
                    "Commands cannot leave the sandbox here (sandbox.allowUnsandboxedCommands "
                    "is false).")
+        refused = self.network_refusals()
+        network = ("the network goes through a proxy that reaches only the domains in "
+                   "sandbox.network.allowedDomains or approved by the user"
+                   if self.proxied else "there is no network")
+        if refused:
+            network += " (it refused " + "; ".join(refused) + ")"
         return (f"[The command ran in the sandbox: {writable}; credentials in the home and "
-                "mini-claude's own files are not readable; there is no network; /tmp is "
+                f"mini-claude's own files are not readable; {network}; /tmp is "
                 "private. A 'Read-only file system', 'Permission denied', missing file or "
                 f"network error may come from that. {way_out}]")
 
@@ -163,13 +234,7 @@ class SandboxState:
                          + ", ".join(str(p) for p in policy.reopened))
         lines.append("/tmp: " + ("a fresh one per command" if policy.fresh_tmp
                                  else "private to this session"))
-        network = "Network: none (no domain is reachable, nor the host's loopback)"
-        if self.config.allowed_domains:
-            network += ("; sandbox.network.allowedDomains ("
-                        + ", ".join(self.config.allowed_domains)
-                        + ") are not served inside it: a command that needs them asks to run "
-                          "outside")
-        lines.append(network)
+        lines.append(self._describe_network())
         lines.append("Questions: " + ("sandboxed commands run without asking; deny and ask "
                                       "rules still apply" if self.auto_allow
                                       else "asked as usual (autoAllowBashIfSandboxed is off)"))
@@ -182,12 +247,40 @@ class SandboxState:
         return lines
 
 
+    def _describe_network(self) -> str:
+        if not self.proxied:
+            return ("Network: none (no domain is reachable, nor the host's loopback; "
+                    "sandbox.network.allowedDomains turns the domain proxy on)")
+        config = self.config
+        allowed = ", ".join(config.allowed_domains) or "none listed"
+        line = (f"Network: through the domain proxy: {allowed}"
+                + (f"; approved this session: {', '.join(sorted(self._gate.allowed))}"
+                   if self._gate is not None and self._gate.allowed else "")
+                + "; a new domain is asked about")
+        if config.denied_domains:
+            line += "; never: " + ", ".join(config.denied_domains)
+        return line + ("; the host's loopback and private addresses only when listed by "
+                       "address")
+
+
 def session_sandbox(settings: Settings) -> SandboxState:
     """The session's sandbox from its settings (the files' ``sandbox`` object is set on it
     when they are read, and again when the project's files are approved)."""
     from mini_claude.session.settings_files import claude_user_dir
 
+    stand_ins.sweep(settings.home)  # what a killed session left
     return SandboxState(enabled_by_setting=settings.sandbox, bwrap=settings.sandbox_bwrap_path,
                         fail_by_setting=settings.sandbox_fail_if_unavailable,
                         private_homes=(settings.home, claude_user_dir()),
-                        home=Path(os.path.expanduser("~")))
+                        home=Path(os.path.expanduser("~")),
+                        records_home=settings.home,
+                        network_setting=settings.sandbox_network,
+                        proxy_port=settings.sandbox_proxy_port,
+                        resolve_overrides=parse_overrides(settings.sandbox_proxy_resolve))
+
+
+def parse_overrides(text: str) -> dict[str, str]:
+    """``name=address,…`` (the test-only resolver of the proxy)."""
+    pairs = (item.partition("=") for item in text.split(","))
+    return {name.strip().lower(): address.strip() for name, eq, address in pairs
+            if eq and name.strip() and address.strip()}

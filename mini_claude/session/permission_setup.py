@@ -21,7 +21,9 @@ from mini_claude.session.settings_files import (
     RuleScope,
     SettingsFile,
     SettingsLayers,
+    SettingsWriteError,
     add_rule,
+    add_to_list,
     claude_rule_text,
     load_settings_layers,
     rule_file,
@@ -42,6 +44,7 @@ FLAG_DENY_SOURCE = "--disallowed-tools"
 # Tools added after the registry is read (task, when sub-agents are on; MCP tools are
 # recognised by their prefix): no "unknown tool" warning for them.
 LATE_TOOLS = ("task",)
+ALLOWED_DOMAINS_KEYS = ("sandbox", "network", "allowedDomains")
 
 
 @dataclass
@@ -79,6 +82,7 @@ class PermissionSetup:
                 setup.warnings.append(f"{mode_flag} is disabled by a settings file "
                                       "(disableBypassPermissionsMode); starting in default")
         setup.permissions.sandbox = session_sandbox(settings)
+        setup.permissions.sandbox.domain_saver = setup.save_domain
         setup._apply(setup.project_approved, first=True)
         line = setup.permissions.sandbox.startup_line()
         if line is not None:
@@ -124,6 +128,21 @@ class PermissionSetup:
             self.permissions.allow_for_session(parsed)
         return SavedRule(text, path, added, counted)
 
+    def save_domain(self, host: str) -> str:
+        """"Don't ask again" for a domain a sandboxed command reached: added to
+        ``sandbox.network.allowedDomains`` of the project's local settings, as Claude Code
+        does; the line saying where (or why it is kept for this session only)."""
+        path = rule_file("local", self.cwd)
+        was_trusted = self._trusted_as_is(path)
+        try:
+            added = add_to_list(path, ALLOWED_DOMAINS_KEYS, host)
+        except SettingsWriteError as exc:
+            return f"{exc}; kept for this session only"
+        if was_trusted:
+            self.trust.approve(self.cwd, path, path.read_bytes())
+        self.reload()
+        return f"{host}: {'saved to' if added else 'already in'} {path}"
+
     def _trusted_as_is(self, path: Path) -> bool:
         """Whether this project file, as it is now, counts: approved, or granting nothing."""
         for settings_file in self.layers.project_files():
@@ -151,6 +170,7 @@ class PermissionSetup:
         permissions.additional_directories = self.layers.additional_directories(approved)
         if permissions.sandbox is not None:
             permissions.sandbox.config = self.layers.sandbox(approved)
+            permissions.sandbox.read_deny_rules = permissions.rules.deny
         if self.mode_flag is not None:
             if first:
                 permissions.set_mode(self.mode_flag)

@@ -101,6 +101,12 @@ class SettingsWriteError(Exception):
 def add_rule(path: Path, behavior: str, rule: str) -> bool:
     """Add ``rule`` to ``permissions.<behavior>`` of the file at ``path`` (created when
     missing); False when the file holds it already. Raises SettingsWriteError."""
+    return add_to_list(path, ("permissions", behavior), rule)
+
+
+def add_to_list(path: Path, keys: tuple[str, ...], item: str) -> bool:
+    """Add ``item`` to the list at ``keys`` of the settings file at ``path`` (created when
+    missing); False when the list holds it already. Raises SettingsWriteError."""
     try:
         before = read_limited(path).decode("utf-8")
     except FileNotFoundError:
@@ -108,9 +114,9 @@ def add_rule(path: Path, behavior: str, rule: str) -> bool:
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsWriteError(f"cannot read {path}: {exc}") from exc
     try:
-        after = append_to_list(before, ("permissions", behavior), rule)
+        after = append_to_list(before, keys, item)
     except (ValueError, JsonEditError) as exc:
-        raise SettingsWriteError(f"{path} is not a settings object ({exc}); the rule was "
+        raise SettingsWriteError(f"{path} is not a settings object ({exc}); {item} was "
                                  "not written") from exc
     if after == before:
         return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ WIDE_MODEL = {"anthropic": "claude-opus-4-6", "openai": "gpt-4o"}
 
 
 def settings_for(provider: str, sim: Simulator, home: Path) -> Settings:
+    wire: dict[str, Any]
     if provider == "anthropic":
         wire = {"anthropic_api_key": "test-key", "anthropic_base_url": sim.anthropic_base_url}
     else:

@@ -17,7 +17,7 @@ from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, Simulator
 from mini_claude.tools.base import Approver, allow_all
-from mini_claude.tools.permission_modes import PermissionMode
+from mini_claude.tools.mode_table import PermissionMode
 
 PROVIDERS = ("anthropic", "openai")
 T = TypeVar("T")

@@ -26,7 +26,7 @@ from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import Simulator
 from mini_claude.tools.base import Approver
-from mini_claude.tools.permission_modes import PermissionMode
+from mini_claude.tools.mode_table import PermissionMode
 from mini_claude.ui.permissions import TerminalApprover
 from mini_claude.ui.repl import Repl
 

@@ -62,7 +62,7 @@ def test_the_table_holds_every_mode_of_the_type_once_in_a_cycle() -> None:
 
 def test_shift_tab_follows_the_table_and_reaches_bypass_only_if_started_so() -> None:
     def cycle(permissions: Permissions) -> list[str]:
-        seen = [permissions.mode]
+        seen: list[str] = [permissions.mode]
         while (following := permissions.next_mode()) != seen[0]:
             permissions.set_mode(following)
             seen.append(following)

@@ -14,8 +14,9 @@ from mini_claude.tools.base import (
     deny_all,
 )
 from mini_claude.tools.kinds import ToolTraits
+from mini_claude.tools.mode_table import PermissionMode
 from mini_claude.tools.permission_gate import users_own
-from mini_claude.tools.permission_modes import PermissionMode, Permissions
+from mini_claude.tools.permission_modes import Permissions
 from mini_claude.tools.permission_rules import PermissionRules, parse_rule
 from mini_claude.tools.registry import ToolRegistry, default_registry
 from tests.support.tools import ScriptedApprover, run, tool_context

@@ -24,7 +24,8 @@ from mini_claude.tools.base import (
     ToolContext,
 )
 from mini_claude.tools.kinds import ToolTraits
-from mini_claude.tools.permission_modes import PermissionMode, Permissions
+from mini_claude.tools.mode_table import PermissionMode
+from mini_claude.tools.permission_modes import Permissions
 from mini_claude.tools.permission_rules import CLAUDE_TOOL_NAMES, PermissionRules, parse_rule
 from mini_claude.tools.protected_paths import is_protected_path, protected_paths
 from mini_claude.tools.registry import ToolRegistry, default_registry, tools_of_kind
