@@ -8,6 +8,7 @@ A file without front matter is all body; broken YAML is an error naming the file
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,7 @@ def split(text: str, path: Path | None, *, required: bool = False) -> tuple[dict
     if end is None:
         raise FrontMatterError(f"{named}the front matter is not closed with '---'")
     try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
+        data = _load(lines[1:end])
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 2})" if where is not None else ""
@@ -46,6 +47,48 @@ def split(text: str, path: Path | None, *, required: bool = False) -> tuple[dict
     if not isinstance(data, dict):
         raise FrontMatterError(f"{named}the front matter must be 'key: value' lines")
     return {str(k): v for k, v in data.items()}, "\n".join(lines[end + 1 :])
+
+
+# A plain value YAML would misread: it holds ": ", or starts a flow, alias, tag or block.
+_NEEDS_QUOTES = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
+_PLAIN_FIELD = re.compile(r"^([a-zA-Z_-]+):\s+(\S.*)$")
+_LEADING_TABS = re.compile(r"^\t+", re.MULTILINE)
+
+
+def _load(lines: list[str]) -> Any:
+    """YAML, and when that fails, YAML again after quoting the one-line values it tripped on.
+
+    Claude Code's own ``/agents`` writes descriptions such as ``description: Use it when:
+    <example>…`` that strict YAML refuses; Claude Code quotes such values and tries again,
+    and so do we, so the same files load in both.
+    """
+    try:
+        return yaml.safe_load("\n".join(lines))
+    except yaml.YAMLError:
+        repaired = "\n".join(_quoted(line) for line in lines)
+        return yaml.safe_load(_LEADING_TABS.sub(lambda tabs: "  " * len(tabs[0]), repaired))
+
+
+def _quoted(line: str) -> str:
+    match = _PLAIN_FIELD.match(line)
+    if match is None:
+        return line
+    key, value = match.groups()
+    if value[0] in "\"'" and value[-1] == value[0]:
+        return line
+    if value.startswith("[") and value.endswith("]") and _is_flow_list(value):
+        return line
+    if not _NEEDS_QUOTES.search(value):
+        return line
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{key}: "{escaped}"'
+
+
+def _is_flow_list(value: str) -> bool:
+    try:
+        return isinstance(yaml.safe_load(value), list)
+    except yaml.YAMLError:
+        return False
 
 
 def read(path: Path, what: str, warnings: list[str], max_chars: int | None = None,

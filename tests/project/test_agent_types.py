@@ -81,3 +81,22 @@ def test_front_matter_body_starts_after_the_closing_line() -> None:
     fields, body = split("---\nname: a\n# a comment\n---\nline one\n---\nmore\n", None)
     assert fields == {"name": "a"}
     assert body == "line one\n---\nmore"
+
+
+def test_an_agent_file_written_by_claude_codes_agents_command_loads(tmp_path: Path) -> None:
+    """Its one-line description holds ': ' and '<example>': strict YAML refuses it, Claude
+    Code quotes such values and reads it again, and so must we."""
+    description = ("Use this agent when the user asks for a review. Examples: <example>Context: "
+                   "the user wrote a parser. user: \"check it\" assistant: \"I'll review it\""
+                   "</example>")
+    path = write(tmp_path / "reviewer.md", (
+        f"---\nname: reviewer\ndescription: {description}\ntools: Read, Grep\n"
+        "model: inherit\ncolor: blue\n---\n\nReview carefully.\n"))
+    agent = parse_agent_file(path)
+    assert agent.description == description
+    assert agent.tools == ("read_file", "grep_search")
+
+
+def test_front_matter_that_stays_broken_after_quoting_is_still_an_error() -> None:
+    with pytest.raises(ValueError, match="not valid YAML"):
+        split("---\nname: [unclosed\n  - x: y: z\n---\nbody\n", None)

@@ -79,7 +79,7 @@ def test_local_and_user_files_and_rules_are_read(tmp_path: Path) -> None:
     write(project / "CLAUDE.local.md", "LOCAL")
     write(project / ".claude" / "rules" / "web" / "ts.md",
           "---\npaths: src/**/*.{ts,tsx}\n---\nTS-RULE\n")
-    write(project / ".claude" / "rules" / "bad.md", "---\npaths: [unclosed\n---\nBAD\n")
+    write(project / ".claude" / "rules" / "bad.md", "---\npaths:\n  - a\n - b\n---\nBAD\n")
     found = find_instructions(project, tmp_path / "home")
     assert found.text.index("AGENTS") < found.text.index("LOCAL")
     assert [f.kind for f in found.files] == ["project", "local"]
