@@ -65,7 +65,7 @@ def test_escape_twice_opens_the_picker_and_rewinds(spawn: Spawn, project: Path,
         assert "2 files changed since" in second or "2f" in second
         screen.type("2")
         screen.wait_text("Restore code and conversation")
-        assert "Restore code only" in screen.text and "Cancel" in screen.text
+        assert "Restore code only" in screen.text and "Never mind" in screen.text
         screen.type("1")
         screen.wait_text("conversation rewound")
         screen.wait(lambda s: any(r.startswith("> first: make a two") for r in s.rows),
