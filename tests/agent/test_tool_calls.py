@@ -122,12 +122,17 @@ class AskingTool(FakeTool):
 
 
 class HangingTool(FakeTool):
-    """Runs until it is cancelled."""
+    """Runs until it is cancelled, then takes a moment to clean up (as a sub-agent closes
+    its history)."""
 
     traits = ToolTraits(concurrent=True)
 
     async def work(self, label: str) -> str:
-        await asyncio.sleep(3600)
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.1)
+            raise
         return "never"
 
 
@@ -267,12 +272,12 @@ def test_an_interrupted_step_still_answers_every_call(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        assert harness.log.running == 0  # the hanging calls finished cleaning up first
 
     asyncio.run(interrupt())
     results = harness.results()
     assert set(results) == {u.id for u in uses}
     assert "c" not in harness.log.started  # the call after the interruption never ran
-    assert harness.log.running == 0  # the hanging calls were stopped, not left behind
 
 
 def hook(event: HookEvent, answer: str, root: Path) -> HookCommand:
