@@ -8,7 +8,7 @@ without touching code.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -472,67 +472,111 @@ _AT_LEAST_ONE = {"result_retention_days", "relief_keep_results", "shell_log_cap_
 
 def parse(name: str, raw: str, default: Any) -> Any:
     """Convert one environment string to the field's type, with a one-line error."""
-    env = ENV_NAMES[name]
     raw = raw.strip()
     try:
-        if name == "home":
-            return Path(raw).expanduser()
-        if name == "provider":
-            if raw not in PROVIDERS:
-                raise ValueError
-            return raw
-        if name in ("effort", "reasoning_effort"):
-            allowed = EFFORTS if name == "effort" else REASONING_EFFORTS
-            if raw.lower() not in allowed:
-                raise ValueError
-            return raw.lower()
-        if name == "sandbox":
-            default = False  # on or off; unset leaves it to the settings files
-        if name == "sandbox_proxy_port":
-            port = int(raw)
-            if not 1 <= port <= 65535:
-                raise ValueError
-            return port
-        if name == "sandbox_network":
-            if raw.lower() not in SANDBOX_NETWORKS:
-                raise ValueError
-            return raw.lower()
-        if name == "thinking_tokens":
-            tokens = int(raw.replace("_", "").replace(",", ""))
-            if tokens != 0 and tokens < 1_024:
-                raise ValueError  # the API's minimum budget
-            return tokens
-        if name == "context_window":
-            value = int(raw.replace("_", "").replace(",", ""))
-            if value < 1_000:
-                raise ValueError
-            return value
-        if isinstance(default, bool):
-            if raw.lower() in ("1", "true", "yes", "on"):
-                return True
-            if raw.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if name in _PERCENT_FIELDS:
-            value_f = float(raw.rstrip("%"))
-            if value_f > 1:
-                value_f /= 100  # accept "85" as well as "0.85"
-            if not 0 < value_f <= 1:
-                raise ValueError
-            return value_f
-        if isinstance(default, int):
-            number = int(raw.replace("_", "").replace(",", ""))
-            if name in _AT_LEAST_ONE and number < 1:
-                raise ValueError
-            return number
-        if isinstance(default, float):
-            seconds = float(raw)
-            if name in _POSITIVE_SECONDS and not 0 < seconds < math.inf:
-                raise ValueError  # a zero or negative time limit would switch its guard off
-            return seconds
-        return raw or None
+        return _parser_for(name, default)(raw)
     except ValueError:
-        raise SettingsError(f"{env}={raw!r} is not a valid value") from None
+        raise SettingsError(f"{ENV_NAMES[name]}={raw!r} is not a valid value") from None
+
+
+# Each parser takes the stripped string and raises ValueError when it is not a valid value.
+_Parser = Callable[[str], Any]
+
+
+def _parser_for(name: str, default: Any) -> _Parser:
+    """The field's own parser if it has one, else the one its default's type calls for."""
+    own = _FIELD_PARSERS.get(name)
+    if own is not None:
+        return own
+    if isinstance(default, bool):
+        return _flag
+    if name in _PERCENT_FIELDS:
+        return _percent
+    if isinstance(default, int):
+        return _at_least_one if name in _AT_LEAST_ONE else _whole_number
+    if isinstance(default, float):
+        return _positive_seconds if name in _POSITIVE_SECONDS else float
+    return lambda raw: raw or None
+
+
+def _one_of(allowed: Collection[str], *, any_case: bool) -> _Parser:
+    def choose(raw: str) -> str:
+        value = raw.lower() if any_case else raw
+        if value not in allowed:
+            raise ValueError
+        return value
+    return choose
+
+
+def _whole_number(raw: str) -> int:
+    """``200_000`` and ``200,000`` read as 200000."""
+    return int(raw.replace("_", "").replace(",", ""))
+
+
+def _at_least_one(raw: str) -> int:
+    number = _whole_number(raw)
+    if number < 1:
+        raise ValueError
+    return number
+
+
+def _flag(raw: str) -> bool:
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError
+
+
+def _percent(raw: str) -> float:
+    share = float(raw.rstrip("%"))
+    if share > 1:
+        share /= 100  # accept "85" as well as "0.85"
+    if not 0 < share <= 1:
+        raise ValueError
+    return share
+
+
+def _positive_seconds(raw: str) -> float:
+    seconds = float(raw)
+    if not 0 < seconds < math.inf:
+        raise ValueError  # a zero or negative time limit would switch its guard off
+    return seconds
+
+
+def _port(raw: str) -> int:
+    port = int(raw)
+    if not 1 <= port <= 65535:
+        raise ValueError
+    return port
+
+
+def _thinking_tokens(raw: str) -> int:
+    tokens = _whole_number(raw)
+    if tokens != 0 and tokens < 1_024:
+        raise ValueError  # the API's minimum budget
+    return tokens
+
+
+def _context_window(raw: str) -> int:
+    tokens = _whole_number(raw)
+    if tokens < 1_000:
+        raise ValueError
+    return tokens
+
+
+# Fields whose values are not simply their default's type.
+_FIELD_PARSERS: dict[str, _Parser] = {
+    "home": lambda raw: Path(raw).expanduser(),
+    "provider": _one_of(PROVIDERS, any_case=False),
+    "effort": _one_of(EFFORTS, any_case=True),
+    "reasoning_effort": _one_of(REASONING_EFFORTS, any_case=True),
+    "sandbox": _flag,  # on or off; unset leaves it to the settings files
+    "sandbox_proxy_port": _port,
+    "sandbox_network": _one_of(SANDBOX_NETWORKS, any_case=True),
+    "thinking_tokens": _thinking_tokens,
+    "context_window": _context_window,
+}
 
 
 def from_environment(

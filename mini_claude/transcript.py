@@ -266,6 +266,36 @@ def _last_prompt(record: dict[str, Any], messages: list[Message]) -> LastPrompt 
     return LastPrompt(tokens, len(messages) - 1, fixed_chars)
 
 
+def _prompt_after(
+    record: dict[str, Any], messages: list[Message], last_prompt: LastPrompt | None
+) -> LastPrompt | None:
+    """The last prompt's size as of this record: a usage report measures it, an edit of the
+    history makes it unknown."""
+    if record.get("type") == "event" and record.get("kind") == "usage":
+        return _last_prompt(record, messages) or last_prompt
+    if record.get("type") in HISTORY_EDITS:
+        return None
+    return last_prompt
+
+
+def _followed_after(
+    record: dict[str, Any], is_followed: bool, followed: int | None,
+    before: list[Message], messages: list[Message],
+) -> int | None:
+    """Where the followed message stands once this record is applied (None: not there)."""
+    if is_followed and record.get("type") == "message":
+        return len(messages) - 1 if len(messages) > len(before) else None
+    if followed is not None:
+        return _moved(record, followed, before, messages)
+    return followed
+
+
+def _damage_warning(path: Path, number: int, count: int, exc: Exception) -> str:
+    where = "last line" if number == count else f"line {number}"
+    why = shorten(str(exc), 120, marker="...")
+    return f"transcript {path.name}: {where} is damaged and was skipped ({why})"
+
+
 def load_session(path: Path, *, follow: int | None = None) -> LoadedSession:
     """Replay a transcript into the conversation as it stood after its last record.
 
@@ -303,15 +333,10 @@ def load_session(path: Path, *, follow: int | None = None) -> LoadedSession:
                     followed = followed_at.get(int(record["to_line"]))
             else:
                 _apply(record, messages, originals, meta)
-                if number == follow and record.get("type") == "message":
-                    followed = len(messages) - 1 if len(messages) > len(before) else None
-                elif followed is not None:
-                    followed = _moved(record, followed, before, messages)
+                followed = _followed_after(record, number == follow, followed, before, messages)
             if record.get("type") == "event" and record.get("kind") == "usage":
                 usage.append(record)
-                last_prompt = _last_prompt(record, messages) or last_prompt
-            elif record.get("type") in HISTORY_EDITS:
-                last_prompt = None
+            last_prompt = _prompt_after(record, messages, last_prompt)
             landmark = _landmark(record, len(originals))
             if landmark is not None:
                 landmarks.append(landmark)
@@ -319,11 +344,7 @@ def load_session(path: Path, *, follow: int | None = None) -> LoadedSession:
             last_prompt = None  # the damaged line may have edited the history
             damaged += 1
             if damaged <= MAX_DAMAGE_WARNINGS:
-                where = "last line" if number == len(records) else f"line {number}"
-                why = shorten(str(exc), 120, marker="...")
-                warnings.append(
-                    f"transcript {path.name}: {where} is damaged and was skipped ({why})"
-                )
+                warnings.append(_damage_warning(path, number, len(records), exc))
     if damaged > MAX_DAMAGE_WARNINGS:
         warnings.append(f"transcript {path.name}: {damaged} damaged records skipped in all")
     if repair_pairs(messages):

@@ -349,6 +349,7 @@ def _failure(run: HookRun) -> str | None:
 
 
 def _read_stdout(run: HookRun, outcome: HookOutcome, name: str) -> None:
+    """A hook's printed answer: JSON fields per event, or plain text where that means something."""
     text = run.stdout.strip()
     if not text:
         return
@@ -357,45 +358,97 @@ def _read_stdout(run: HookRun, outcome: HookOutcome, name: str) -> None:
         try:
             answer = json.loads(text)
         except ValueError:
-            if run.hook.event == "PreToolUse":
-                outcome.block_reason = (
-                    f"the hook {_quoted(run.hook)} printed an answer that is not JSON, "
-                    "so the call is blocked"
-                )
-            outcome.warnings.append(f"{name} printed something that is not JSON; ignored")
+            _refuse_broken_json(run, outcome, name)
             return
-    event = run.hook.event
-    if not isinstance(answer, dict):
-        if event == "PreCompact":
-            outcome.instructions.append(text)  # plain text: instructions for the summary
-        elif event in CONTEXT_EVENTS:
-            outcome.context.append(_reason(text))
-        return
-    _read_common(answer, outcome)
-    specific = answer.get("hookSpecificOutput")
-    specific = specific if isinstance(specific, dict) else {}
-    reason = _reason(str(answer.get("reason", "")))
-    blocked = answer.get("decision") == "block"
-    if event == "PreToolUse":
-        if specific.get("permissionDecision") == "deny":
-            why = _reason(str(specific.get("permissionDecisionReason", "")))
-            outcome.block_reason = why or reason or "no reason given"
-        elif blocked:
-            outcome.block_reason = reason or "no reason given"
-    elif event == "PostToolUse":
-        if blocked and reason:
-            outcome.feedback.append(reason)
-        _add_context(specific, outcome.feedback)
-    elif event == "PreCompact":
-        extra = specific.get("customInstructions", answer.get("customInstructions"))
-        if isinstance(extra, str) and extra.strip():
-            outcome.instructions.append(extra.strip())
-    elif event in ("UserPromptSubmit", "Stop", "SubagentStop"):
-        if blocked:
-            outcome.block_reason = reason or "no reason given"
-        _add_context(specific, outcome.context)
-    elif event == "SessionStart":
-        _add_context(specific, outcome.context)
+    if isinstance(answer, dict):
+        _read_common(answer, outcome)
+        _JSON_READERS.get(run.hook.event, _ignore_json)(_JsonAnswer.of(answer), outcome)
+    else:
+        _read_plain_text(run.hook.event, text, outcome)
+
+
+def _refuse_broken_json(run: HookRun, outcome: HookOutcome, name: str) -> None:
+    """A guard whose answer cannot be read blocks the call; elsewhere it is only a warning."""
+    if run.hook.event == "PreToolUse":
+        outcome.block_reason = (
+            f"the hook {_quoted(run.hook)} printed an answer that is not JSON, "
+            "so the call is blocked"
+        )
+    outcome.warnings.append(f"{name} printed something that is not JSON; ignored")
+
+
+def _read_plain_text(event: str, text: str, outcome: HookOutcome) -> None:
+    if event == "PreCompact":
+        outcome.instructions.append(text)  # plain text: instructions for the summary
+    elif event in CONTEXT_EVENTS:
+        outcome.context.append(_reason(text))
+
+
+@dataclass(frozen=True)
+class _JsonAnswer:
+    """The parts of a hook's JSON answer that the events read."""
+
+    answer: dict[str, Any]
+    specific: dict[str, Any]  # hookSpecificOutput
+    reason: str
+    blocked: bool  # "decision": "block"
+
+    @classmethod
+    def of(cls, answer: dict[str, Any]) -> _JsonAnswer:
+        specific = answer.get("hookSpecificOutput")
+        return cls(
+            answer,
+            specific if isinstance(specific, dict) else {},
+            _reason(str(answer.get("reason", ""))),
+            answer.get("decision") == "block",
+        )
+
+
+def _read_pre_tool_use(answer: _JsonAnswer, outcome: HookOutcome) -> None:
+    if answer.specific.get("permissionDecision") == "deny":
+        why = _reason(str(answer.specific.get("permissionDecisionReason", "")))
+        outcome.block_reason = why or answer.reason or "no reason given"
+    elif answer.blocked:
+        outcome.block_reason = answer.reason or "no reason given"
+
+
+def _read_post_tool_use(answer: _JsonAnswer, outcome: HookOutcome) -> None:
+    if answer.blocked and answer.reason:
+        outcome.feedback.append(answer.reason)
+    _add_context(answer.specific, outcome.feedback)
+
+
+def _read_pre_compact(answer: _JsonAnswer, outcome: HookOutcome) -> None:
+    extra = answer.specific.get("customInstructions", answer.answer.get("customInstructions"))
+    if isinstance(extra, str) and extra.strip():
+        outcome.instructions.append(extra.strip())
+
+
+def _read_blocking_with_context(answer: _JsonAnswer, outcome: HookOutcome) -> None:
+    """UserPromptSubmit, Stop, SubagentStop: may block, and may add context."""
+    if answer.blocked:
+        outcome.block_reason = answer.reason or "no reason given"
+    _add_context(answer.specific, outcome.context)
+
+
+def _read_session_start(answer: _JsonAnswer, outcome: HookOutcome) -> None:
+    _add_context(answer.specific, outcome.context)
+
+
+def _ignore_json(answer: _JsonAnswer, outcome: HookOutcome) -> None:
+    """Events whose JSON carries only the common fields."""
+
+
+# What each event reads from a JSON answer, beside the common fields.
+_JSON_READERS: dict[str, Callable[[_JsonAnswer, HookOutcome], None]] = {
+    "PreToolUse": _read_pre_tool_use,
+    "PostToolUse": _read_post_tool_use,
+    "PreCompact": _read_pre_compact,
+    "UserPromptSubmit": _read_blocking_with_context,
+    "Stop": _read_blocking_with_context,
+    "SubagentStop": _read_blocking_with_context,
+    "SessionStart": _read_session_start,
+}
 
 
 def _read_common(answer: dict[str, Any], outcome: HookOutcome) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from mini_claude import events as ev
@@ -27,7 +27,14 @@ from mini_claude.agent.step_end import StepEnd
 from mini_claude.agent.tool_calls import ToolCalls
 from mini_claude.context.base import ResultStore
 from mini_claude.context.compact import RangeSummary, SummaryContext
-from mini_claude.conversation import Conversation, ImageBlock, Message, TextBlock, user_text
+from mini_claude.conversation import (
+    Conversation,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolUseBlock,
+    user_text,
+)
 from mini_claude.pricing import CostTracker
 from mini_claude.project.rules import PathRules
 from mini_claude.protocol import (
@@ -264,50 +271,75 @@ class Agent:
         """Prepare the context, call the model, run the tools it asks for; repeat."""
         requests = 0
         while True:
-            self.adopt_settings_update()
-            async for event in self.steps.before_call():
-                yield event
             requests += 1
-            response, ended = None, False
-            async for item in self._call_model(requests):
-                if isinstance(item, ResponseComplete):
-                    response = item
-                else:
-                    ended = ended or isinstance(item, ev.TurnError)
-                    yield item
-            if response is None:
-                if ended:
-                    return
-                continue  # summarized after "prompt too long": the same call, smaller
-            yield ev.AssistantMessage(response.message)
-            self.tool_context.plan.note_model_call()
-            if not response.message.blocks:
-                yield ev.Notice(EMPTY_REPLY_NOTICE)
-            uses = response.message.tool_uses
-            steered = not uses and self.steering_extends_turn and bool(self.steering.pending)
-            # session notes, beside the tools or the user's reading
-            self.steps.after_reply(ends_turn=not uses and not steered)
-            if steered:
-                for event in self._deliver_steering_alone():
-                    yield event
-                continue
-            if not uses:
-                async for event in self.lifecycle.at_stop(self.hooks, self.history):
-                    yield event
-                if self.lifecycle.continuing:
-                    continue
-                yield ev.TurnFinished(response.message.text, response.stop_reason, requests)
-                return
-            async for event in self.tool_calls.run(uses):
+            step = _Step(requests)
+            async for event in self._request(step):
                 yield event
-            if self.lifecycle.stop_requested is not None:  # a hook answered "continue": false
-                for event in self.lifecycle.turn_stopped(requests):
+            if step.response is not None:
+                async for event in self._take_reply(step.response, step):
                     yield event
+            if step.turn_over:
                 return
-            if max_requests is not None and requests >= max_requests:
-                self.transcript.event("turn_limit", requests=requests)
-                yield ev.TurnLimitReached(requests)
-                return
+            if step.uses:
+                async for event in self._run_tools(step, max_requests):
+                    yield event
+                if step.turn_over:
+                    return
+
+    async def _request(self, step: _Step) -> AsyncIterator[ev.Event]:
+        """Prepare the context and make one call; no response and the turn not over means
+        the context was summarized after "prompt too long": the same call again, smaller."""
+        self.adopt_settings_update()
+        async for event in self.steps.before_call():
+            yield event
+        refused = False
+        async for item in self._call_model(step.number):
+            if isinstance(item, ResponseComplete):
+                step.response = item
+            else:
+                refused = refused or isinstance(item, ev.TurnError)
+                yield item
+        step.turn_over = refused and step.response is None
+
+    async def _take_reply(self, response: ResponseComplete, step: _Step) -> AsyncIterator[ev.Event]:
+        """Show the reply; then its tool calls run, waiting messages go in, or the turn ends."""
+        yield ev.AssistantMessage(response.message)
+        self.tool_context.plan.note_model_call()
+        if not response.message.blocks:
+            yield ev.Notice(EMPTY_REPLY_NOTICE)
+        step.uses = response.message.tool_uses
+        steered = not step.uses and self.steering_extends_turn and bool(self.steering.pending)
+        # session notes, beside the tools or the user's reading
+        self.steps.after_reply(ends_turn=not step.uses and not steered)
+        if steered:
+            for event in self._deliver_steering_alone():
+                yield event
+        elif not step.uses:
+            async for event in self._stop_unless_continued(response, step):
+                yield event
+
+    async def _stop_unless_continued(
+        self, response: ResponseComplete, step: _Step
+    ) -> AsyncIterator[ev.Event]:
+        """The model is done: the Stop hooks may send it on, or the turn finishes."""
+        async for event in self.lifecycle.at_stop(self.hooks, self.history):
+            yield event
+        if not self.lifecycle.continuing:
+            yield ev.TurnFinished(response.message.text, response.stop_reason, step.number)
+            step.turn_over = True
+
+    async def _run_tools(self, step: _Step, max_requests: int | None) -> AsyncIterator[ev.Event]:
+        """Run the reply's calls; a hook's "continue": false or the turn limit ends the turn."""
+        async for event in self.tool_calls.run(step.uses):
+            yield event
+        if self.lifecycle.stop_requested is not None:
+            for event in self.lifecycle.turn_stopped(step.number):
+                yield event
+            step.turn_over = True
+        elif max_requests is not None and step.number >= max_requests:
+            self.transcript.event("turn_limit", requests=step.number)
+            yield ev.TurnLimitReached(step.number)
+            step.turn_over = True
 
     async def _call_model(self, number: int) -> AsyncIterator[ev.Event | ResponseComplete]:
         """One call; a refusal ends the turn with a TurnError, unless "prompt too long"
@@ -378,3 +410,13 @@ class Agent:
     def stats(self) -> dict[str, Any]:
         """Numbers for /cost, the benchmark and tests."""
         return {**self.costs.totals(), **self.steps.totals()}
+
+
+@dataclass
+class _Step:
+    """One model call of a turn, and what its phases decided."""
+
+    number: int  # counted from 1 in this turn
+    response: ResponseComplete | None = None
+    uses: list[ToolUseBlock] = field(default_factory=list)  # the calls to run
+    turn_over: bool = False

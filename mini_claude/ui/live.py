@@ -250,16 +250,7 @@ class LiveView:
 
         @keys.add("enter")
         def _enter(event: KeyPressEvent) -> None:
-            buffer = self.input
-            queue, self._queue_next = self._queue_next, False
-            submit = self.on_queue if queue and self.on_queue is not None else self.on_submit
-            if buffer.document.text_before_cursor.endswith("\\"):
-                buffer.delete_before_cursor(1)
-                buffer.insert_text("\n")
-            elif buffer.text.strip() and submit is not None:
-                text = buffer.text
-                buffer.reset(append_to_history=False)
-                submit(text)
+            self._enter_pressed()
 
         @keys.add("c-x")
         def _arm_queue(event: KeyPressEvent) -> None:
@@ -294,6 +285,20 @@ class LiveView:
                 self.on_cycle_mode()
 
         return keys
+
+    def _enter_pressed(self) -> None:
+        """A line ending in a backslash continues; otherwise the text steers the turn, or
+        waits for its end after Ctrl-X."""
+        buffer = self.input
+        queue, self._queue_next = self._queue_next, False
+        submit = self.on_queue if queue and self.on_queue is not None else self.on_submit
+        if buffer.document.text_before_cursor.endswith("\\"):
+            buffer.delete_before_cursor(1)
+            buffer.insert_text("\n")
+        elif buffer.text.strip() and submit is not None:
+            text = buffer.text
+            buffer.reset(append_to_history=False)
+            submit(text)
 
     def _queued_lines(self) -> StyleAndTextTuples:
         out: StyleAndTextTuples = []

@@ -1,9 +1,9 @@
-"""One match over the agent's events: what each one prints and what the live area says."""
+"""One table over the agent's events: what each one prints and what the live area says."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import assert_never
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -59,92 +59,115 @@ class TurnPresenter:
         self._plan: tuple[TodoItem, ...] | None = None  # changed in this turn: printed at its end
 
     async def handle(self, event: ev.Event) -> None:
-        match event:
-            case ev.ModelCallStarted():
-                await self._flush_tiers()
-                self.activity.set("thinking…")
-            case ev.TextDelta():
-                await self._text(event.text)
-            case ev.Thinking():
-                await self._flush_text()
-                size = "redacted" if event.redacted else f"{event.chars:,} chars"
-                expand = ""
-                if event.text:
-                    self.recall.keep_result("thinking", event.text)
-                    expand = " · ctrl+o to expand"
-                await self._print(Text(f"✻ thinking… ({size}{expand})", style="dim"))
-            case ev.AssistantMessage():
-                await self._flush_text()
-            case ev.TurnFinished(stop_reason="max_tokens"):
-                await self._print(note("the reply was cut off at the output token limit",
-                                       "warning"))
-            case ev.ToolStarted():
-                await self._flush_text()
-                self.activity.set(f"running {event.name}")
-                await self._print(Text(), tool_call_line(event.name, event.input))
-            case ev.ToolProgress():
-                self.activity.output = event.last_lines(LIVE_OUTPUT_LINES)
-                self.recall.keep_result(f"{event.name} (so far)", event.recent)
-            case ev.ToolFinished():
-                self.activity.output = []
-                self.activity.set("thinking…")
-                await self._print(self._result_view(event))
-            case ev.TierFired():
-                if self.verbose:
-                    await self._print(hanging_note(event.report.describe()))
-                else:
-                    self._tier_reports.append(event.report)
-            case ev.CompactionStarted():
-                await self._flush_text()
-                self.activity.set(f"compacting ({compaction_why(event.reason)}, "
-                                  f"{format_tokens(event.tokens_before)} tokens)…")
-            case ev.CompactionFinished():
-                self.activity.set("thinking…")
-                self.recall.summary = event.summary
-                await self._print(Text(), compaction_line(event))
-            case ev.CompactionFailed():
-                self.activity.set("thinking…")
-                notice = failure_notice(event)
-                if notice is not None:
-                    await self._print(note(notice, "warning"))
-            case ev.Retrying():
-                self.stream.reset()  # the reply starts over; its unfinished tail is void
-                await self._print(note(f"{event.error}; retrying in {event.delay_seconds:.1f}s "
-                                       f"(attempt {event.attempt})", "warning"))
-            case ev.Notice():
-                await self._print(hanging_note(event.text, event.level))
-            case ev.TurnError():
-                await self._flush_text()
-                hint = [note(AUTH_HINT, "warning")] if event.kind == "auth" else []
-                await self._print(error_line(event.message), *hint)
-            case ev.TurnLimitReached():
-                await self._flush_text()
-                await self._print(note(f"stopped after {event.requests} model calls "
-                                       "(the turn limit)", "warning"))
-            case ev.TaskProgress():
-                self._tasks[event.task_id] = event.label
-                if event.state != "running":
-                    del self._tasks[event.task_id]
-                self.activity.set(" | ".join(self._tasks.values()) or "thinking…")
-            case ev.PlanUpdated():
-                step = current_step(event.items)
-                if step:
-                    self.activity.set(step)
-                self.activity.plan = live_lines(event.items)  # updates in place while running
-                self._plan = event.items
-            case ev.NotesUpdated():
-                if self.verbose:
-                    await self._print(hanging_note(
-                        f"session notes updated ({event.covered_messages} messages covered)"))
-            case ev.SteeringDelivered():
-                await self._flush_text()
-                await self._print(Text(), steering_line(event.text))
-            case ev.TurnStarted() | ev.UsageReported() | ev.TurnFinished():
-                pass  # the status bar and the REPL read these
-            case _:
-                assert_never(event)
+        """Print what the event finished and update the live area; one small method a type."""
+        await _HANDLERS[type(event)](self, event)
         self.activity.tail = self.stream.tail
         self.view.refresh()
+
+    # ---- one method per event type ---------------------------------------------------
+
+    async def _on_model_call(self, event: ev.ModelCallStarted) -> None:
+        await self._flush_tiers()
+        self.activity.set("thinking…")
+
+    async def _on_text(self, event: ev.TextDelta) -> None:
+        await self._text(event.text)
+
+    async def _on_thinking(self, event: ev.Thinking) -> None:
+        await self._flush_text()
+        size = "redacted" if event.redacted else f"{event.chars:,} chars"
+        expand = ""
+        if event.text:
+            self.recall.keep_result("thinking", event.text)
+            expand = " · ctrl+o to expand"
+        await self._print(Text(f"✻ thinking… ({size}{expand})", style="dim"))
+
+    async def _on_assistant_message(self, event: ev.AssistantMessage) -> None:
+        await self._flush_text()
+
+    async def _on_turn_finished(self, event: ev.TurnFinished) -> None:
+        if event.stop_reason == "max_tokens":
+            await self._print(note("the reply was cut off at the output token limit",
+                                   "warning"))
+
+    async def _on_tool_started(self, event: ev.ToolStarted) -> None:
+        await self._flush_text()
+        self.activity.set(f"running {event.name}")
+        await self._print(Text(), tool_call_line(event.name, event.input))
+
+    async def _on_tool_progress(self, event: ev.ToolProgress) -> None:
+        self.activity.output = event.last_lines(LIVE_OUTPUT_LINES)
+        self.recall.keep_result(f"{event.name} (so far)", event.recent)
+
+    async def _on_tool_finished(self, event: ev.ToolFinished) -> None:
+        self.activity.output = []
+        self.activity.set("thinking…")
+        await self._print(self._result_view(event))
+
+    async def _on_tier_fired(self, event: ev.TierFired) -> None:
+        if self.verbose:
+            await self._print(hanging_note(event.report.describe()))
+        else:
+            self._tier_reports.append(event.report)
+
+    async def _on_compaction_started(self, event: ev.CompactionStarted) -> None:
+        await self._flush_text()
+        self.activity.set(f"compacting ({compaction_why(event.reason)}, "
+                          f"{format_tokens(event.tokens_before)} tokens)…")
+
+    async def _on_compaction_finished(self, event: ev.CompactionFinished) -> None:
+        self.activity.set("thinking…")
+        self.recall.summary = event.summary
+        await self._print(Text(), compaction_line(event))
+
+    async def _on_compaction_failed(self, event: ev.CompactionFailed) -> None:
+        self.activity.set("thinking…")
+        notice = failure_notice(event)
+        if notice is not None:
+            await self._print(note(notice, "warning"))
+
+    async def _on_retrying(self, event: ev.Retrying) -> None:
+        self.stream.reset()  # the reply starts over; its unfinished tail is void
+        await self._print(note(f"{event.error}; retrying in {event.delay_seconds:.1f}s "
+                               f"(attempt {event.attempt})", "warning"))
+
+    async def _on_notice(self, event: ev.Notice) -> None:
+        await self._print(hanging_note(event.text, event.level))
+
+    async def _on_turn_error(self, event: ev.TurnError) -> None:
+        await self._flush_text()
+        hint = [note(AUTH_HINT, "warning")] if event.kind == "auth" else []
+        await self._print(error_line(event.message), *hint)
+
+    async def _on_turn_limit(self, event: ev.TurnLimitReached) -> None:
+        await self._flush_text()
+        await self._print(note(f"stopped after {event.requests} model calls "
+                               "(the turn limit)", "warning"))
+
+    async def _on_task_progress(self, event: ev.TaskProgress) -> None:
+        self._tasks[event.task_id] = event.label
+        if event.state != "running":
+            del self._tasks[event.task_id]
+        self.activity.set(" | ".join(self._tasks.values()) or "thinking…")
+
+    async def _on_plan_updated(self, event: ev.PlanUpdated) -> None:
+        step = current_step(event.items)
+        if step:
+            self.activity.set(step)
+        self.activity.plan = live_lines(event.items)  # updates in place while running
+        self._plan = event.items
+
+    async def _on_notes_updated(self, event: ev.NotesUpdated) -> None:
+        if self.verbose:
+            await self._print(hanging_note(
+                f"session notes updated ({event.covered_messages} messages covered)"))
+
+    async def _on_steering(self, event: ev.SteeringDelivered) -> None:
+        await self._flush_text()
+        await self._print(Text(), steering_line(event.text))
+
+    async def _on_read_elsewhere(self, event: ev.TurnStarted | ev.UsageReported) -> None:
+        """The status bar and the REPL read these."""
 
     async def finish(self, *, interrupted: bool) -> None:
         """The turn is over: print what was still live, and say so if it was cut short."""
@@ -207,3 +230,32 @@ class TurnPresenter:
         await self.view.print_above(write)
 
 
+
+
+_Handler = Callable[[TurnPresenter, Any], Awaitable[None]]
+
+# Every event type the agent emits, and the method that shows it.
+_HANDLERS: dict[type[Any], _Handler] = {
+    ev.TurnStarted: TurnPresenter._on_read_elsewhere,
+    ev.ModelCallStarted: TurnPresenter._on_model_call,
+    ev.TextDelta: TurnPresenter._on_text,
+    ev.Thinking: TurnPresenter._on_thinking,
+    ev.AssistantMessage: TurnPresenter._on_assistant_message,
+    ev.ToolStarted: TurnPresenter._on_tool_started,
+    ev.ToolProgress: TurnPresenter._on_tool_progress,
+    ev.ToolFinished: TurnPresenter._on_tool_finished,
+    ev.UsageReported: TurnPresenter._on_read_elsewhere,
+    ev.TierFired: TurnPresenter._on_tier_fired,
+    ev.CompactionStarted: TurnPresenter._on_compaction_started,
+    ev.CompactionFinished: TurnPresenter._on_compaction_finished,
+    ev.NotesUpdated: TurnPresenter._on_notes_updated,
+    ev.CompactionFailed: TurnPresenter._on_compaction_failed,
+    ev.Retrying: TurnPresenter._on_retrying,
+    ev.Notice: TurnPresenter._on_notice,
+    ev.TurnError: TurnPresenter._on_turn_error,
+    ev.TurnFinished: TurnPresenter._on_turn_finished,
+    ev.TurnLimitReached: TurnPresenter._on_turn_limit,
+    ev.TaskProgress: TurnPresenter._on_task_progress,
+    ev.PlanUpdated: TurnPresenter._on_plan_updated,
+    ev.SteeringDelivered: TurnPresenter._on_steering,
+}
