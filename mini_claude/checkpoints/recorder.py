@@ -69,6 +69,11 @@ class Checkpointer(Checkpoints):
         self.tree = (ProjectTree(root, store, session_id, self._record_locked,
                                  max_file_bytes=max_file_bytes) if root is not None else None)
 
+    def close(self) -> None:
+        """Stop watching the project's folders (this checkpointer is no longer used)."""
+        if self.tree is not None:
+            self.tree.close()
+
     def _record_locked(self, record: dict[str, Any]) -> None:
         with self._lock:
             self.record(record)

@@ -152,6 +152,9 @@ class Session:
             self.warnings.append(done)
 
     def _checkpointer_for(self, transcript: Transcript) -> Checkpointer:
+        replaced: Checkpointer | None = getattr(self, "checkpointer", None)
+        if replaced is not None:
+            replaced.close()  # its watch on the project's folders goes with it
         self.checkpointer = Checkpointer(
             self.checkpoints, self.session_id, transcript.write,
             max_file_bytes=self.settings.checkpoint_max_file_bytes,
