@@ -34,6 +34,8 @@ from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS, IgnoreRules
 Record = Callable[[dict[str, Any]], None]
 INDEX_NAME = "tree-index"
 INDEX_VERSION = 1
+KEPT_LOOKS = 64  # looks whose changed paths are remembered, for the commands running meanwhile
+INDEX_SAVE_SECONDS = 30.0  # the index is a cache: rewritten at most this often, not per command
 NEVER_LISTED = frozenset({".git"})  # the repository's own database: not the project's files
 
 # What a listed path is. Only FILE entries have their content in the store.
@@ -79,7 +81,7 @@ class ProjectTree:
         self._lock = threading.Lock()
         self._listing: Listing | None = None  # None: not loaded yet this session
         self._children: dict[str, set[str]] = {}  # folder ("" the root) -> its entries
-        self._changed_at: dict[str, int] = {}  # path -> the look that last changed it
+        self._changes: list[tuple[int, list[str]]] = []  # the last looks' changed paths
         self._generation = 0
         self._linked: set[str] = set()  # files with other hard links: changed unnoticed
         self._ignore_files: set[str] = set()  # the listed .gitignore files below the root
@@ -87,6 +89,7 @@ class ProjectTree:
         self._rules = IgnoreRules(root)
         self._verdicts: dict[str, bool] = {}
         self._dirty = False
+        self._saved_at: float | None = None  # monotonic; None: not saved this session
         self._wants_watch = watch
         self._watch: FolderWatch | None = None
         self.background: list[Callable[[], bool]] = []  # "still running?" of each shell
@@ -125,8 +128,10 @@ class ProjectTree:
             self._save_index()
 
     def close(self) -> None:
-        """Stop watching the project (the next look, if any, lists it all)."""
+        """Stop watching the project (the next look, if any, lists it all); the listing
+        not written yet is written now."""
         with self._lock:
+            self._save_index(now=True)
             if self._watch is not None:
                 self._watch.close()
                 self._watch = None
@@ -149,14 +154,21 @@ class ProjectTree:
             self._index_children()
         self._generation += 1
         previous = self._refresh(verify=first)
-        for relative in previous:
-            self._changed_at[relative] = self._generation
+        if previous:
+            self._changes = [*self._changes[-(KEPT_LOOKS - 1):], (self._generation, [*previous])]
         if label is None or first:
             return 0
         if since is None:
             return self._record_changes(previous, previous.keys(), label)
-        touched = [p for p, seen in self._changed_at.items() if seen > since.generation]
-        return self._record_changes(since.listing, touched, label)
+        return self._record_changes(since.listing, self._changed_since(since), label)
+
+    def _changed_since(self, capture: Capture) -> Iterable[str]:
+        """The paths changed by the looks after ``capture``'s (every path, when those looks
+        are no longer all remembered)."""
+        assert self._listing is not None
+        if self._generation - capture.generation >= KEPT_LOOKS:
+            return capture.listing.keys() | self._listing.keys()
+        return {p for seen, paths in self._changes if seen > capture.generation for p in paths}
 
     def _refresh(self, *, verify: bool) -> dict[str, Entry | None]:
         """The listing brought up to date; what each changed path held before."""
@@ -458,9 +470,15 @@ class ProjectTree:
         files = loaded.get("files")
         return files if isinstance(files, dict) else {}
 
-    def _save_index(self) -> None:
+    def _save_index(self, *, now: bool = False) -> None:
+        """Write the listing for the next session: after the first look, then at most every
+        INDEX_SAVE_SECONDS (a stale index only means a few files are read again)."""
         if not self._dirty or self._listing is None:
             return
+        if not now and self._saved_at is not None and (
+                time.monotonic() - self._saved_at < INDEX_SAVE_SECONDS):
+            return
+        self._saved_at = time.monotonic()
         body = marshal.dumps({"version": INDEX_VERSION, "root": str(self.root),
                               "files": self._listing})
         temporary = self.index_path.with_name(f".{INDEX_NAME}.{os.getpid()}.tmp")

@@ -129,6 +129,7 @@ async def _run(
             print(f"warning: {warning}", file=err)
     finally:
         session.shells.stop_all()  # no thread: the loop may be shutting down after a signal
+        session.checkpointer.close()  # the project's listing kept on disk for the next run
         await agent.context.memory.cancel()  # notes nobody will read: not waited for
         await session.mcp.close()
         await session.provider.close()

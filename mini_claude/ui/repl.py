@@ -763,6 +763,7 @@ class Repl:
         await agent.context.memory.cancel()  # the user is leaving: no notes request outlives it
         agent.transcript.close()
         await asyncio.to_thread(self.session.shells.stop_all)
+        await asyncio.to_thread(self.session.checkpointer.close)  # the listing kept on disk
         if not kept:
             with contextlib.suppress(OSError):
                 agent.transcript.path.unlink()
