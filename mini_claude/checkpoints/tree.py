@@ -362,9 +362,9 @@ class ProjectTree:
         key = relative + "/" if is_dir else relative
         verdict = self._verdicts.get(key)
         if verdict is None:
-            name = relative.rsplit("/", 1)[-1]
-            verdict = (is_dir and name in ALWAYS_SKIPPED_DIRS) or self._rules.ignored(
-                self.root / relative, is_dir=is_dir)
+            parent, _, name = relative.rpartition("/")
+            verdict = (is_dir and name in ALWAYS_SKIPPED_DIRS) or self._rules.ignored_name(
+                self.root / parent if parent else self.root, name, is_dir=is_dir)
             self._verdicts[key] = verdict
         return verdict
 

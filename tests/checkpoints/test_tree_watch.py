@@ -235,3 +235,26 @@ def test_a_folder_replaced_by_a_new_one_is_listed_whole(make_tree: Any, project:
     changes = by_path(records, project)
     assert changes["a/b/c/d/e/deep.txt"]["after"] == "absent"
     assert changes["a/b/c/new.txt"]["after"] == content_id(b"new\n")
+
+
+def test_ignore_rules_looked_up_per_folder_agree_with_the_per_path_rules(
+        tmp_path: Path) -> None:
+    """Nested .gitignore files, a negation and a folder pattern: both ways say the same."""
+    from mini_claude.tools.ignore import IgnoreRules
+
+    root = tmp_path / "tree"
+    (root / "src" / "gen" / "deep").mkdir(parents=True)
+    (root / "build").mkdir()
+    (root / ".gitignore").write_text("*.log\nbuild/\n!keep.log\n")
+    (root / "src" / ".gitignore").write_text("gen/*.py\n!gen/main.py\n")
+    (root / "src" / "gen" / "deep" / ".gitignore").write_text("keep.log\n")
+    names = ["a.log", "keep.log", "main.py", "other.py", "x.txt", "build", "gen", "deep"]
+    folders = [root, root / "src", root / "src" / "gen", root / "src" / "gen" / "deep"]
+    verdicts = []
+    for folder in folders:
+        for name in names:
+            for is_dir in (False, True):
+                per_path = IgnoreRules(root).ignored(folder / name, is_dir=is_dir)
+                assert IgnoreRules(root).ignored_name(folder, name, is_dir=is_dir) == per_path
+                verdicts.append(per_path)
+    assert True in verdicts and False in verdicts
