@@ -79,7 +79,7 @@ class FolderWatch:
         if fd < 0:
             number = ctypes.get_errno()
             raise OSError(number, os.strerror(number))
-        self.root = root
+        self.root = Path(os.path.realpath(root))  # a link to the project is followed once here
         self._libc = libc
         self._fd = fd
         self._paths: dict[int, str] = {}  # watch -> folder relative to the root
@@ -95,7 +95,8 @@ class FolderWatch:
         if wd < 0:
             # Gone or unreadable already: its parent's notices and listing say so. Any
             # other failure (the user's watch limit) loses notices: list everything next.
-            self._lost = self._lost or ctypes.get_errno() not in _NOT_THERE
+            missing = ctypes.get_errno() in _NOT_THERE and relative != ""
+            self._lost = self._lost or not missing
             return
         self._paths[wd] = relative
         if ignored:

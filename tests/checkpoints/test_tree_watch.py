@@ -258,3 +258,19 @@ def test_ignore_rules_looked_up_per_folder_agree_with_the_per_path_rules(
                 assert IgnoreRules(root).ignored_name(folder, name, is_dir=is_dir) == per_path
                 verdicts.append(per_path)
     assert True in verdicts and False in verdicts
+
+
+def test_a_project_reached_through_a_link_is_watched_where_it_really_is(
+        tmp_path: Path, project: Path) -> None:
+    link = tmp_path / "link-to-project"
+    link.symlink_to(project)
+    records: Records = []
+    tree = ProjectTree(link, CheckpointStore(tmp_path / "store"), "s1", records.append,
+                       max_file_bytes=1_000_000)
+    try:
+        command(tree, lambda: None)
+        command(tree, lambda: (project / "new.txt").write_text("at the top\n"))
+        assert [Path(r["path"]).name for r in records] == ["new.txt"]
+        assert tree.full_listings == 1
+    finally:
+        tree.close()
