@@ -7,8 +7,9 @@ created, changed, deleted, renamed or re-moded gets a ``checkpoint`` record, as 
 does: ``/rewind`` restores both alike.
 
 The listing is kept on disk between sessions (``tree-index``): a file whose size, mtime
-and inode are unchanged is never read again, so a command costs two listings, plus the
-reading of what changed. Files .gitignore ignores (whole ignored folders are not entered),
+and inode are unchanged is never read again. After the first look of a session the folders
+are watched (``watch.py``), so a command costs the listing of the folders it changed, plus
+the reading of what changed; without notices it costs two listings of the whole project. Files .gitignore ignores (whole ignored folders are not entered),
 files over the size limit and links are listed but not stored: a change to one is
 recorded as "not checkpointed", with the reason, never skipped in silence.
 """
