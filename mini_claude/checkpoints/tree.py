@@ -9,9 +9,10 @@ does: ``/rewind`` restores both alike.
 The listing is kept on disk between sessions (``tree-index``): a file whose size, mtime
 and inode are unchanged is never read again. After the first look of a session the folders
 are watched (``watch.py``), so a command costs the listing of the folders it changed, plus
-the reading of what changed; without notices it costs two listings of the whole project. Files .gitignore ignores (whole ignored folders are not entered),
-files over the size limit and links are listed but not stored: a change to one is
-recorded as "not checkpointed", with the reason, never skipped in silence.
+the reading of what changed; without notices it costs two listings of the whole project.
+Files .gitignore ignores (whole ignored folders are not entered), files over the size limit
+and links are listed but not stored: a change to one is recorded as "not checkpointed",
+with the reason, never skipped in silence.
 """
 
 from __future__ import annotations
@@ -175,16 +176,17 @@ class ProjectTree:
         """The listing brought up to date; what each changed path held before."""
         rules_changed = self._refresh_ignore_rules()
         notices = self._notices()
+        forced = notices[1] if notices is not None else set()  # read again whatever happens
         if notices is None or verify or rules_changed:
-            return self._apply(*self._list_all(), verify=verify)
-        folders, forced = notices
+            return self._apply(*self._list_all(), verify=verify, forced=forced)
+        folders = notices[0]
         if not folders:
             return {}
         found, scope = self._relist(folders, deep=False)
         if any(p == ".gitignore" or p.endswith("/.gitignore") for p in found.keys() | scope
                if self._listing_differs(p, found)):
             self._refresh_ignore_rules()
-            return self._apply(*self._list_all(), verify=False)
+            return self._apply(*self._list_all(), forced=forced)
         return self._apply(found, scope, forced=forced)
 
     def _listing_differs(self, relative: str, found: Listing) -> bool:
