@@ -69,6 +69,11 @@ class Checkpointer(Checkpoints):
         self.tree = (ProjectTree(root, store, session_id, self._record_locked,
                                  max_file_bytes=max_file_bytes) if root is not None else None)
 
+    def close(self) -> None:
+        """Stop watching the project's folders (this checkpointer is no longer used)."""
+        if self.tree is not None:
+            self.tree.close()
+
     def _record_locked(self, record: dict[str, Any]) -> None:
         with self._lock:
             self.record(record)
@@ -148,12 +153,13 @@ class Checkpointer(Checkpoints):
             notices, self._notices = self._notices, []
         return notices
 
-    def snapshot(self, path: Path) -> dict[str, Any]:
-        """The file's state as a checkpoint records it (also what a rewind keeps first)."""
+    def snapshot(self, path: Path, *, durable: bool = True) -> dict[str, Any]:
+        """The file's state as a checkpoint records it (also what a rewind keeps first;
+        ``durable=False``: the caller flushes the store to disk itself, once for all)."""
         with self._lock:
-            return self._capture(path)
+            return self._capture(path, durable=durable)
 
-    def _capture(self, path: Path) -> dict[str, Any]:
+    def _capture(self, path: Path, *, durable: bool = True) -> dict[str, Any]:
         try:
             info = path.lstat()
         except FileNotFoundError:
@@ -166,7 +172,7 @@ class Checkpointer(Checkpoints):
             return _not_checkpointed(f"over {_megabytes(self.max_file_bytes)}")
         try:
             data = path.read_bytes()
-            digest, added = self.store.put(data)
+            digest, added = self.store.put(data, durable=durable)
             self.store.refer(self.session_id, [digest])
         except OSError as exc:
             return _not_checkpointed(f"could not be stored: {exc.strerror or exc}")

@@ -3,7 +3,8 @@
 1. The journal (which files, which contents) is written and flushed to disk.
 2. Every new content is written to a temporary file beside its target, through the
    target's folder opened and checked to be inside the project (a file whose folder now
-   leads elsewhere is left alone, and said so).
+   leads elsewhere is left alone, and said so); then the project's and the store's file
+   systems are flushed to disk once, not file by file.
 3. The commit: the rewind record is appended to the transcript.
 4. The temporary files are renamed over the targets; files to remove are removed.
 5. The journal is deleted.
@@ -15,8 +16,12 @@ after 3, it finishes 4 from the journal: the new state. The transcript decides w
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import functools
 import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,37 +84,80 @@ def restore_files(store: CheckpointStore, rewind_id: str, transcript: Path,
     """
     _write_journal(store, rewind_id, transcript, files, root)
     refused: list[Refused] = []
-    staged: list[tuple[FileRestore, int | None]] = []
+    staged: list[FileRestore] = []
+    folders = _OpenFolders(root)
     try:
-        for change in files:
-            try:
-                staged.append((change, _stage(store, rewind_id, change, root)))
-            except OutsideProject as exc:
-                refused.append(Refused(change.path, str(exc)))
-        kept = [change for change, _ in staged]
-        if refused:
-            _write_journal(store, rewind_id, transcript, kept, root, replace=True)
-        commit(kept)
-    except BaseException:
-        _roll_back_staged(rewind_id, staged)
-        _remove_journal(store)
-        raise
-    try:
-        for index, (change, folder) in enumerate(staged):
-            try:
-                _place(rewind_id, change, folder, root)
-            except OutsideProject as exc:
-                refused.append(Refused(change.path, str(exc)))
-            finally:
-                staged[index] = (change, None)
-                _close(folder)
-    except OSError as exc:  # recorded: the journal stays, and the next start finishes it
-        raise RestoreIncomplete(f"{exc.filename or change.path}: {exc.strerror or exc}") from None
+        try:
+            for change in files:
+                try:
+                    _stage(store, rewind_id, change, folders)
+                    staged.append(change)
+                except OutsideProject as exc:
+                    refused.append(Refused(change.path, str(exc)))
+            sync_to_disk([root, store.folder])  # what was staged, once for all, before the commit
+            if refused:
+                _write_journal(store, rewind_id, transcript, staged, root, replace=True)
+            commit(staged)
+        except BaseException:
+            _roll_back_staged(rewind_id, staged, folders)
+            _remove_journal(store)
+            raise
+        try:
+            for change in staged:
+                try:
+                    _place(rewind_id, change, folders)
+                except OutsideProject as exc:
+                    refused.append(Refused(change.path, str(exc)))
+        except OSError as exc:  # recorded: the journal stays, and the next start finishes it
+            raise RestoreIncomplete(
+                f"{exc.filename or change.path}: {exc.strerror or exc}") from None
     finally:
-        for _, folder in staged:
-            _close(folder)
+        folders.close()
     _remove_journal(store)
     return refused
+
+
+class _OpenFolders:
+    """Each target folder made, opened and checked to be inside the project once per
+    restore (not once per file), and checked again once before its files are put in place."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._open: dict[Path, int] = {}
+        self._placing: dict[Path, OutsideProject | None] = {}  # checked again: the outcome
+
+    def for_staging(self, path: Path) -> int:
+        folder = self._open.get(path.parent)
+        if folder is None:
+            _make_folders(path, self.root)
+            folder = open_folder_inside(path, self.root)
+            self._open[path.parent] = folder
+        return folder
+
+    def for_placing(self, path: Path) -> int:
+        """The folder, still inside the project and still the one ``path`` names."""
+        folder = self._open.get(path.parent)
+        if folder is None:
+            folder = open_folder_inside(path, self.root)
+            self._open[path.parent] = folder
+        if path.parent not in self._placing:
+            try:
+                _check_still_inside(folder, path, self.root)
+                self._placing[path.parent] = None
+            except OutsideProject as exc:
+                self._placing[path.parent] = exc
+        refused = self._placing[path.parent]
+        if refused is not None:
+            raise OutsideProject(str(refused))
+        return folder
+
+    def staged_in(self, path: Path) -> int | None:
+        return self._open.get(path.parent)
+
+    def close(self) -> None:
+        for folder in self._open.values():
+            _close(folder)
+        self._open.clear()
 
 
 def recover(store: CheckpointStore, root: Path) -> str | None:
@@ -138,6 +186,7 @@ def recover(store: CheckpointStore, root: Path) -> str | None:
             _finish(store, rewind_id, change, root)
         except OutsideProject as exc:
             left.append(f"{change.path} ({exc})")
+    sync_to_disk([root])
     _remove_journal(store)
     done = f"a rewind interrupted half-way was completed ({len(files) - len(left)} files)"
     return done + (f"; left as they are: {', '.join(left)}" if left else "")
@@ -159,22 +208,50 @@ def _write_journal(store: CheckpointStore, rewind_id: str, transcript: Path,
     atomic_write(store.journal, json.dumps(body).encode("utf-8"), JOURNAL_MODE)
 
 
-def _stage(store: CheckpointStore, rewind_id: str, change: FileRestore, root: Path) -> int | None:
+def _stage(store: CheckpointStore, rewind_id: str, change: FileRestore,
+           folders: _OpenFolders) -> None:
     """The new content written beside its target, through the target's open folder (kept
-    open for the rename); None for a file to remove, which has nothing to stage."""
+    open for the rename); a file to remove has nothing to stage."""
     if change.content is None:
-        return None
+        return
     data = store.get(change.content)
     if data is None:
         raise RestoreError(f"the content of {change.path} is no longer in the checkpoint store")
-    _make_folders(change.path, root)
-    folder = open_folder_inside(change.path, root)
+    folder = folders.for_staging(change.path)
+    _write_temporary(folder, change.temporary(rewind_id).name, data, change.mode)
+
+
+def sync_to_disk(paths: list[Path]) -> None:
+    """Flush the file systems holding ``paths`` (each once): ``syncfs`` where the system
+    has it, else a whole-system sync. What was written before is then on disk."""
+    libc = _libc()
+    done: set[int] = set()
+    for path in paths:
+        try:
+            fd = os.open(path, _FOLDER)
+        except OSError:
+            continue
+        try:
+            device = os.fstat(fd).st_dev
+            if device in done:
+                continue
+            done.add(device)
+            if libc is None or libc.syncfs(fd) != 0:
+                os.sync()
+        finally:
+            os.close(fd)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
     try:
-        _write_temporary(folder, change.temporary(rewind_id).name, data, change.mode)
-    except BaseException:
-        _close(folder)
-        raise
-    return folder
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.syncfs.argtypes = [ctypes.c_int]
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
 def _write_temporary(folder: int, name: str, data: bytes, mode: int | None) -> None:
@@ -185,36 +262,37 @@ def _write_temporary(folder: int, name: str, data: bytes, mode: int | None) -> N
         handle.write(data)
         handle.flush()
         os.fchmod(handle.fileno(), mode if mode is not None else 0o644)
-        os.fsync(handle.fileno())
 
 
-def _place(rewind_id: str, change: FileRestore, folder: int | None, root: Path) -> None:
+def _place(rewind_id: str, change: FileRestore, folders: _OpenFolders) -> None:
     """The one step per file after the commit: a rename, or a removal, in the folder checked
     when it was staged and checked again now."""
-    if folder is None:
-        folder = open_folder_inside(change.path, root)
+    try:
+        folder = folders.for_placing(change.path)
+    except OutsideProject:
+        staged_in = folders.staged_in(change.path)
+        if change.content is not None and staged_in is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(change.temporary(rewind_id).name, dir_fd=staged_in)
+        raise
+    if change.content is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(change.path.name, dir_fd=folder)
+        return
+    temporary = change.temporary(rewind_id).name
+    os.replace(temporary, change.path.name, src_dir_fd=folder, dst_dir_fd=folder)
+
+
+def _finish(store: CheckpointStore, rewind_id: str, change: FileRestore, root: Path) -> None:
+    """After a kill past the commit: a rename not done yet is done now."""
+    folder = open_folder_inside(change.path, root)
+    if change.content is None:
         try:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(change.path.name, dir_fd=folder)
         finally:
             _close(folder)
         return
-    temporary = change.temporary(rewind_id).name
-    try:
-        _check_still_inside(folder, change.path, root)
-    except OutsideProject:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=folder)
-        raise
-    os.replace(temporary, change.path.name, src_dir_fd=folder, dst_dir_fd=folder)
-
-
-def _finish(store: CheckpointStore, rewind_id: str, change: FileRestore, root: Path) -> None:
-    """After a kill past the commit: a rename not done yet is done now."""
-    if change.content is None:
-        _place(rewind_id, change, None, root)
-        return
-    folder = open_folder_inside(change.path, root)
     try:
         temporary = change.temporary(rewind_id).name
         if not _exists_in(folder, temporary):
@@ -296,12 +374,13 @@ def _regular_content(folder: int, name: str) -> bytes | None:
         return handle.read()
 
 
-def _roll_back_staged(rewind_id: str, staged: list[tuple[FileRestore, int | None]]) -> None:
-    for change, folder in staged:
-        if folder is not None:
+def _roll_back_staged(rewind_id: str, staged: list[FileRestore],
+                      folders: _OpenFolders) -> None:
+    for change in staged:
+        folder = folders.staged_in(change.path)
+        if folder is not None and change.content is not None:
             with contextlib.suppress(OSError):
                 os.unlink(change.temporary(rewind_id).name, dir_fd=folder)
-        _close(folder)
 
 
 def _remove_temporary(rewind_id: str, change: FileRestore, root: Path) -> None:

@@ -72,12 +72,9 @@ class Timeline:
         folders = {f for c in self.changes if c.line >= point.line for f in c.created_folders}
         return sorted(folders, key=lambda f: (-f.count("/"), f))
 
-    def last_written(self, path: str) -> str | None:
-        """What the agent (or a rewind) last left in ``path``: a content id, ABSENT, or None."""
-        for change in reversed(self.changes):
-            if change.path == path:
-                return change.after
-        return None
+    def last_writes(self) -> dict[str, str | None]:
+        """What the agent (or a rewind) last left in each path: a content id, ABSENT, or None."""
+        return {change.path: change.after for change in self.changes}
 
 
 def build_timeline(records: list[TranscriptLine]) -> Timeline:

@@ -113,6 +113,8 @@ class Rewinder:
     def plan(self, point: Point) -> CodePlan:
         """Which files would change, which were changed outside the agent, which cannot be."""
         plan = CodePlan()
+        last_writes = self.timeline.last_writes()
+        folder_problems: dict[Path, str] = {}  # each folder checked once, not once per file
         for name, target in self.timeline.state_at(point).items():
             path = Path(name)
             current, special = _current_id(path)
@@ -121,9 +123,11 @@ class Rewinder:
                             and _mode(path) != target.get("mode"))
             if current == wanted and not mode_differs:
                 continue
-            last = self.timeline.last_written(name)
+            last = last_writes.get(name)
             outside = last is not None and last != current
-            problem = special or self._problem(target) or _outside_problem(path, self.root)
+            if path.parent not in folder_problems:
+                folder_problems[path.parent] = _outside_problem(path, self.root)
+            problem = special or self._problem(target) or folder_problems[path.parent]
             plan.files.append(PlannedFile(path, target, current, outside, problem))
         return plan
 
@@ -274,7 +278,7 @@ class Rewinder:
         entries: list[dict[str, Any]] = []
         unsaved: list[Path] = []
         for planned in wanted:
-            before = self.checkpointer.snapshot(planned.path)
+            before = self.checkpointer.snapshot(planned.path, durable=False)  # see restore
             if before.get("state") == "not_checkpointed":
                 unsaved.append(planned.path)
                 continue

@@ -132,15 +132,19 @@ class Session:
 
         The agent first (no notes request is left to write to the transcript or use the
         provider), then the MCP servers and the background shells (their last output and
-        checkpoints may still be recorded), then the provider's connections; the
-        transcript last, and the session lock with it, so no other process takes the
-        session over while anything could still write to it."""
+        checkpoints may still be recorded), the checkpointer (its listing of the project kept
+        for the next run), then the provider's connections; the transcript last, and the
+        session lock with it, so no other process takes the session over while anything could
+        still write to it."""
         agent: Agent | None = getattr(self, "agent", None)
         try:
             if agent is not None:
                 await agent.close()
             await self.mcp.close()
             self.shells.stop_all()  # no thread: the loop may be shutting down after a signal
+            checkpointer: Checkpointer | None = getattr(self, "checkpointer", None)
+            if checkpointer is not None:
+                checkpointer.close()
             await self.provider.close()
         finally:
             if agent is not None:
@@ -187,6 +191,9 @@ class Session:
             self.warnings.append(done)
 
     def _checkpointer_for(self, transcript: Transcript) -> Checkpointer:
+        replaced: Checkpointer | None = getattr(self, "checkpointer", None)
+        if replaced is not None:
+            replaced.close()  # its watch on the project's folders goes with it
         self.checkpointer = Checkpointer(
             self.checkpoints, self.session_id, transcript.write,
             max_file_bytes=self.settings.checkpoint_max_file_bytes,

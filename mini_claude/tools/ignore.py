@@ -32,6 +32,35 @@ class IgnoreRules:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._specs: dict[Path, GitIgnoreSpec | None] = {}
+        self._chains: dict[Path, list[tuple[str, GitIgnoreSpec]]] = {}
+
+    def ignored_name(self, folder: Path, name: str, *, is_dir: bool) -> bool:
+        """``ignored(folder / name)``, with the rules that apply in ``folder`` found once
+        per folder rather than once per file (for listing a whole tree)."""
+        suffix = name + ("/" if is_dir else "")
+        for prefix, spec in self._chain(folder):
+            verdict = spec.check_file(prefix + suffix).include
+            if verdict is not None:
+                return verdict
+        return False
+
+    def _chain(self, folder: Path) -> list[tuple[str, GitIgnoreSpec]]:
+        """The ignore files deciding for paths in ``folder``, nearest first, each with the
+        folder's path relative to it."""
+        chain = self._chains.get(folder)
+        if chain is None:
+            chain = []
+            current = folder
+            while current.is_relative_to(self.root):
+                spec = self._spec_for(current)
+                if spec is not None:
+                    below = folder.relative_to(current).as_posix()
+                    chain.append(("" if below == "." else below + "/", spec))
+                if current == self.root:
+                    break
+                current = current.parent
+            self._chains[folder] = chain
+        return chain
 
     def ignored(self, path: Path, *, is_dir: bool) -> bool:
         folder = path.parent

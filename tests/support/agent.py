@@ -78,6 +78,7 @@ class Run:
         if self.loop.is_closed():
             return
         self.agent.transcript.close()
+        self.session.checkpointer.close()  # its watch on the project (a per-user kernel limit)
         self.run(self.session.provider.close())
         self.loop.close()
 

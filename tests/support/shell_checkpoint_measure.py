@@ -1,6 +1,7 @@
 """What checkpointing shell commands costs, on a generated project and on this repository.
 
-    .venv/bin/python -m tests.support.shell_checkpoint_measure [--files 10000 --mb 60]
+    make bench-undo     (or: .venv/bin/python -m tests.support.shell_checkpoint_measure
+                         [--files 10000 --mb 60])
 
 A session against the simulator runs `true` through run_shell many times (the added
 cost: the listing before and after, against `true`'s own time), then `sed -i` on 1,000
@@ -164,12 +165,14 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--mb", type=int, default=60)
     args = parser.parse_args()
+    print("load average at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         generate(root / "generated", args.files, args.mb)
         measure("generated project", root / "generated", root / "home", with_changes=True)
         copy_of_repository(root / "repository")
         measure("this repository", root / "repository", root / "home2", with_changes=False)
+    print("load average at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":
