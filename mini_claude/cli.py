@@ -56,7 +56,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from mini_claude.models import PROVIDERS
-    from mini_claude.tools.mode_table import BYPASS_MODE, MODES
+    from mini_claude.permissions.mode_table import BYPASS_MODE, MODES
 
     parser = OneLineParser(
         prog="mini-claude",
@@ -349,7 +349,7 @@ def _refuse_print_only_flags(args: argparse.Namespace) -> None:
 
 def _check_rules(args: argparse.Namespace, cwd: Path) -> None:
     """A bad --allowed-tools / --disallowed-tools rule is a usage error before anything starts."""
-    from mini_claude.tools.permission_rules import RuleError, flag_rules
+    from mini_claude.permissions.rules import RuleError, flag_rules
 
     try:
         flag_rules(args.allowed_tools, args.disallowed_tools, cwd)
@@ -358,7 +358,7 @@ def _check_rules(args: argparse.Namespace, cwd: Path) -> None:
 
 
 def _permission_mode(text: str) -> str:
-    from mini_claude.tools.mode_table import parse_mode
+    from mini_claude.permissions.mode_table import parse_mode
 
     try:
         return parse_mode(text)
@@ -367,7 +367,7 @@ def _permission_mode(text: str) -> str:
 
 
 def _check_permission_flags(args: argparse.Namespace) -> None:
-    from mini_claude.tools.mode_table import mode_from_flags
+    from mini_claude.permissions.mode_table import mode_from_flags
 
     try:
         mode_from_flags(args)

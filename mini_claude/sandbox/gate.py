@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from mini_claude.sandbox.network import Asker
 
 if TYPE_CHECKING:
+    from mini_claude.permissions.modes import Permissions
     from mini_claude.sandbox.state import SandboxState
     from mini_claude.tools.base import ToolContext
-    from mini_claude.tools.permission_modes import Permissions
 
 LEAVE_ARGUMENT = "dangerouslyDisableSandbox"
 REASON_ARGUMENT = "reason"

@@ -20,9 +20,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from mini_claude.permissions.mode_table import PermissionMode, mode_row
+from mini_claude.permissions.protected_paths import GIT_FOLDER, protected_paths
 from mini_claude.sandbox.config import SandboxConfig
-from mini_claude.tools.mode_table import PermissionMode, mode_row
-from mini_claude.tools.protected_paths import GIT_FOLDER, protected_paths
 
 # The parts of .git that git runs or obeys: the rest (objects, index, refs) stays writable,
 # so commits work in the sandbox.

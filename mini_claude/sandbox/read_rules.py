@@ -13,8 +13,8 @@ import itertools
 import os
 from pathlib import Path
 
+from mini_claude.permissions.rules import Rule
 from mini_claude.tools.kinds import known_tools
-from mini_claude.tools.permission_rules import Rule
 
 READ_NAME = "Read"  # Claude Code's name: our tools that answer to it are the readers
 GLOB_LIMIT = 200

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from mini_claude.permissions.mode_table import PermissionMode, mode_row
+from mini_claude.permissions.rules import Rule
 from mini_claude.sandbox import stand_ins
 from mini_claude.sandbox.bwrap import (
     PROXY_SOCKET_NAME,
@@ -26,8 +28,6 @@ from mini_claude.sandbox.policy import Policy, make_policy
 from mini_claude.sandbox.proxy import DomainProxy
 from mini_claude.sandbox.read_rules import read_deny_paths
 from mini_claude.settings import Settings
-from mini_claude.tools.mode_table import PermissionMode, mode_row
-from mini_claude.tools.permission_rules import Rule
 
 MARKER = "sandboxed"
 

@@ -34,20 +34,20 @@ from typing import Any, Literal
 
 from mini_claude.agent.hooks import HookCommand, hook_commands
 from mini_claude.atomic_files import atomic_write
-from mini_claude.private_dirs import make_private_dirs
-from mini_claude.project.trust import ProjectTrust, TrustStatus
-from mini_claude.safe_read import read_limited
-from mini_claude.sandbox.config import SandboxConfig, merge, read_sandbox
-from mini_claude.session.json_edit import JsonEditError, append_to_list
-from mini_claude.tools.kinds import known_tools
-from mini_claude.tools.mode_table import MODES, PermissionMode
-from mini_claude.tools.permission_rules import (
+from mini_claude.permissions.mode_table import MODES, PermissionMode
+from mini_claude.permissions.rules import (
     CLAUDE_TOOL_NAMES,
     PermissionRules,
     Rule,
     RuleError,
     parse_rule,
 )
+from mini_claude.private_dirs import make_private_dirs
+from mini_claude.project.trust import ProjectTrust, TrustStatus
+from mini_claude.safe_read import read_limited
+from mini_claude.sandbox.config import SandboxConfig, merge, read_sandbox
+from mini_claude.session.json_edit import JsonEditError, append_to_list
+from mini_claude.tools.kinds import known_tools
 from mini_claude.tools.run_shell import SECRET_VARIABLES
 
 Scope = Literal["user", "project"]

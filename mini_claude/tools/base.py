@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mini_claude.checkpoints.recorder import Checkpoints
+from mini_claude.permissions.modes import Permissions
+from mini_claude.permissions.rules import PermissionDenied
 from mini_claude.plan import Plan
 from mini_claude.project.skills import LoadedSkills, SkillCatalog
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
 from mini_claude.tools.background import BackgroundShells
 from mini_claude.tools.kinds import ToolTraits
-from mini_claude.tools.permission_modes import Permissions
-from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.progress import CallProgress
 
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.session.permission_setup import PermissionSetup
-from mini_claude.settings import Settings
-from mini_claude.tools.permission_rules import (
+from mini_claude.permissions.rules import (
     PermissionRules,
     RuleError,
     parse_rule,
     parse_rule_list,
     split_rule_list,
 )
+from mini_claude.session.permission_setup import PermissionSetup
+from mini_claude.settings import Settings
 
 TOOLS = ("read_file", "grep_search", "list_files", "run_shell", "write_file", "edit_file")
 

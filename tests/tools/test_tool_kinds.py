@@ -14,6 +14,10 @@ import pytest
 from mini_claude.context.ledger import LedgerState, update
 from mini_claude.context.rebuild import path_key, touched_paths
 from mini_claude.conversation import Message, ToolResultBlock, ToolUseBlock
+from mini_claude.permissions.mode_table import PermissionMode
+from mini_claude.permissions.modes import Permissions
+from mini_claude.permissions.protected_paths import is_protected_path, protected_paths
+from mini_claude.permissions.rules import CLAUDE_TOOL_NAMES, PermissionRules, parse_rule
 from mini_claude.project.claude_tools import our_tool_names
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools import kinds
@@ -24,10 +28,6 @@ from mini_claude.tools.base import (
     ToolContext,
 )
 from mini_claude.tools.kinds import ToolTraits
-from mini_claude.tools.mode_table import PermissionMode
-from mini_claude.tools.permission_modes import Permissions
-from mini_claude.tools.permission_rules import CLAUDE_TOOL_NAMES, PermissionRules, parse_rule
-from mini_claude.tools.protected_paths import is_protected_path, protected_paths
 from mini_claude.tools.registry import ToolRegistry, default_registry, tools_of_kind
 from tests.support.tools import ScriptedApprover, run, tool_context
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from mini_claude.permissions.rules import parse_rule
 from mini_claude.protocol import ToolOutput
 from mini_claude.tools.base import NOTHING_TO_ASK, ToolContext
-from mini_claude.tools.permission_rules import parse_rule
 from mini_claude.tools.web_fetch import WebFetchTool
 from mini_claude.tools.web_guard import PrivateAllowance, checked_url, refused
 from tests.support.tools import run, tool_context

@@ -5,7 +5,7 @@ backticks, subshells and function bodies, behind a path (``/bin/rm``), a
 backslash or quotes (``\\rm``, ``r''m``, ``"rm"``), behind the commands that
 run another command (``sudo``, ``env``, ``timeout``, ``flock``, ``su -c``,
 ``xargs``, ``eval``, ``sh -c``, ``find -exec``…; see
-:mod:`mini_claude.tools.shell_wrappers`), and in the lines other commands run later
+:mod:`mini_claude.permissions.shell_wrappers`), and in the lines other commands run later
 or through a setting (``trap '…' EXIT``, ``git -c alias.x='!…'``,
 ``GIT_EXTERNAL_DIFF=…``). The line is parsed with tree-sitter's bash grammar (a
 maintained, MIT-licensed parser) and the tree is walked for every command.
@@ -27,7 +27,7 @@ from functools import lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from mini_claude.tools.shell_wrappers import WRAPPERS, unwrap
+from mini_claude.permissions.shell_wrappers import WRAPPERS, unwrap
 
 MAX_DEPTH = 8  # sh -c "sh -c '…'" nesting we follow before calling it uncertain
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"})

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from mini_claude.tools.shell_parse import analyse, command_name, command_words, parse, walk
-from mini_claude.tools.shell_wrappers import unwrap
+from mini_claude.permissions.shell_parse import analyse, command_name, command_words, parse, walk
+from mini_claude.permissions.shell_wrappers import unwrap
 
 Words = Sequence[str | None]
 

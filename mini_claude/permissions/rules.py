@@ -18,7 +18,7 @@ Rules are checked deny first, then ask, then allow; the first that matches decid
 Allowing a command by prefix is only safe for one plain command, so a prefix or
 wildcard allow rule never matches a line with a list, pipe, substitution or
 redirection in it. A deny rule is checked against every command the line would run
-(see :mod:`mini_claude.tools.shell_parse`); a word known only at run time may be any
+(see :mod:`mini_claude.permissions.shell_parse`); a word known only at run time may be any
 word, and a line whose commands cannot all be known matches every command deny rule.
 """
 
@@ -36,8 +36,8 @@ from urllib.parse import urlsplit
 
 import pathspec
 
+from mini_claude.permissions.shell_parse import Words, analyse, command_name, single_command_words
 from mini_claude.tools.kinds import READING_KINDS, SpecifierKind, ToolKind, known_tools
-from mini_claude.tools.shell_parse import Words, analyse, command_name, single_command_words
 
 RuleKind = Literal["any", "command", "path", "domain", "name"]
 Behavior = Literal["allow", "ask", "deny"]

@@ -3,7 +3,7 @@ the project, and what prefix rule fits it.
 
 Plan mode runs only commands that certainly change nothing: every command on the
 line is a known reader given only options known to read (``ls``, ``cat``, ``grep``,
-``git status``…; see :mod:`mini_claude.tools.shell_reach`), nothing is redirected
+``git status``…; see :mod:`mini_claude.permissions.shell_reach`), nothing is redirected
 into a file, and nothing is left for run time to decide.
 
 "Don't ask again" proposes a rule for the command's family rather than the one
@@ -18,9 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mini_claude.tools.shell_parse import SHELLS, analyse, parse, single_command_words, walk
-from mini_claude.tools.shell_reach import file_command_paths, read_only_problem, redirect_problem
-from mini_claude.tools.shell_wrappers import WRAPPERS
+from mini_claude.permissions.shell_parse import SHELLS, analyse, parse, single_command_words, walk
+from mini_claude.permissions.shell_reach import (
+    file_command_paths,
+    read_only_problem,
+    redirect_problem,
+)
+from mini_claude.permissions.shell_wrappers import WRAPPERS
 
 EXPANDING = frozenset("$*?[{~`")
 # First words whose second word is a subcommand worth keeping in a proposed rule.

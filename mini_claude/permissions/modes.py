@@ -1,6 +1,6 @@
 """The session's permission state that tools and the UI share.
 
-What each mode allows is the mode table's (:mod:`mini_claude.tools.mode_table`).
+What each mode allows is the mode table's (:mod:`mini_claude.permissions.mode_table`).
 
 One :class:`Permissions` object lives for a session and is shared by its
 sub-agents, so a mode switch (Shift+Tab, an approved plan) reaches every agent
@@ -14,8 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mini_claude.tools.mode_table import DEFAULT_MODE, MODES, ModeRow, PermissionMode, mode_row
-from mini_claude.tools.permission_rules import Behavior, PermissionRules, Rule, Verdict
+from mini_claude.permissions.mode_table import (
+    DEFAULT_MODE,
+    MODES,
+    ModeRow,
+    PermissionMode,
+    mode_row,
+)
+from mini_claude.permissions.rules import Behavior, PermissionRules, Rule, Verdict
 
 if TYPE_CHECKING:
     from mini_claude.sandbox.state import SandboxState
