@@ -37,10 +37,10 @@ from mini_claude.tools.base import (
     Tool,
     ToolContext,
 )
+from mini_claude.tools.builtin.task import TOOL_NAME, TaskRequest, TaskTool
 from mini_claude.tools.common import error_output
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL
 from mini_claude.tools.registry import ToolRegistry
-from mini_claude.tools.task import TOOL_NAME, TaskRequest, TaskTool
 from mini_claude.transcript import Transcript
 
 NO_ANSWER = "(the sub-agent finished without a final answer)"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mini_claude.sandbox.bwrap import unavailable_reason
 from mini_claude.sandbox.state import SandboxState
-from mini_claude.tools.run_shell import execute
+from mini_claude.tools.builtin.run_shell import execute
 
 DEFAULT_COMMANDS = 200
 

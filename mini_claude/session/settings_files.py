@@ -47,8 +47,8 @@ from mini_claude.project.trust import ProjectTrust, TrustStatus
 from mini_claude.safe_read import read_limited
 from mini_claude.sandbox.config import SandboxConfig, merge, read_sandbox
 from mini_claude.session.json_edit import JsonEditError, append_to_list
+from mini_claude.tools.builtin.run_shell import SECRET_VARIABLES
 from mini_claude.tools.kinds import known_tools
-from mini_claude.tools.run_shell import SECRET_VARIABLES
 
 Scope = Literal["user", "project"]
 RuleScope = Literal["local", "project", "user"]  # where a rule is written, as Claude Code says

@@ -48,9 +48,9 @@ from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
 from mini_claude.tools.background import BackgroundShells
 from mini_claude.tools.base import Approver, ToolContext
+from mini_claude.tools.builtin.run_shell import child_environment
+from mini_claude.tools.builtin.task import TOOL_NAME as TASK_TOOL
 from mini_claude.tools.registry import ToolRegistry, default_registry
-from mini_claude.tools.run_shell import child_environment
-from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
 from mini_claude.transcript import (
     LoadedSession,
     Transcript,

@@ -26,7 +26,7 @@ from mini_claude.tools.base import (
     Prepared,
     ToolContext,
 )
-from mini_claude.tools.grep_search import PythonBackend
+from mini_claude.tools.builtin.grep_search import PythonBackend
 from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.registry import ToolRegistry, check_arguments, default_registry
 from tests.support.tools import ScriptedApprover, run, tool_context

@@ -7,9 +7,9 @@ from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
+from mini_claude.tools.builtin.shell_output import shell_header
 from mini_claude.tools.common import reports_tool_errors
 from mini_claude.tools.kinds import ToolTraits
-from mini_claude.tools.shell_output import shell_header
 
 SPEC = ToolSpec(
     name="kill_shell",

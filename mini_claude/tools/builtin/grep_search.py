@@ -150,7 +150,7 @@ class PythonBackend:
             max_columns=MAX_COLUMNS,
             kept_out=str(request.kept_out) if request.kept_out else None,
         )
-        package_parent = str(Path(__file__).resolve().parents[2])
+        package_parent = str(Path(__file__).resolve().parents[3])
         boot = (
             f"import sys; sys.path.insert(0, {package_parent!r}); "
             "from mini_claude.tools.grep_worker import main; sys.exit(main(sys.argv[1:]))"
