@@ -21,6 +21,7 @@ from mini_claude.claude_flags import (
 )
 from mini_claude.headless.options import HeadlessOptions
 from mini_claude.mcp.config import ConfigFile, parse_config
+from mini_claude.permissions.asking import Approver
 from mini_claude.permissions.mode_table import mode_from_flags
 from mini_claude.permissions.rules import RuleError
 from mini_claude.project.agent_types import AgentType
@@ -29,7 +30,6 @@ from mini_claude.project.imports import held_lines
 from mini_claude.protocol import ProviderError
 from mini_claude.session.settings_files import SettingsFile, settings_from_json
 from mini_claude.settings import Settings
-from mini_claude.tools.base import Approver
 from mini_claude.visible import visible
 
 if TYPE_CHECKING:

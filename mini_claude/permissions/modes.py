@@ -24,7 +24,7 @@ from mini_claude.permissions.mode_table import (
 from mini_claude.permissions.rules import Behavior, PermissionRules, Rule, Verdict
 
 if TYPE_CHECKING:
-    from mini_claude.sandbox.state import SandboxState
+    from mini_claude.permissions.sandbox.state import SandboxState
 
 SESSION_SOURCE = "this session"
 

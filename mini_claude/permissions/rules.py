@@ -8,7 +8,7 @@ A rule names a tool, and may narrow it with a specifier in parentheses:
   in gitignore syntax (``//`` absolute, ``~/`` the user's home, anything else from the
   project folder); ``Read`` covers every tool that reads files (read, search and listing
   kinds: read_file, grep_search, list_files), ``Edit`` and ``Write`` every tool that edits
-  (edit_file, write_file), as the tools declare themselves (:mod:`mini_claude.tools.kinds`);
+  (edit_file, write_file), as the tools declare themselves (:mod:`mini_claude.tool_kinds`);
 - ``WebFetch(domain:example.com)``: the host of a ``web_fetch`` URL (``*.example.com``
   for its subdomains);
 - ``mcp__server`` (every tool of that MCP server), ``mcp__server__tool``;
@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 import pathspec
 
 from mini_claude.permissions.shell_parse import Words, analyse, command_name, single_command_words
-from mini_claude.tools.kinds import READING_KINDS, SpecifierKind, ToolKind, known_tools
+from mini_claude.tool_kinds import READING_KINDS, SpecifierKind, ToolKind, known_tools
 
 RuleKind = Literal["any", "command", "path", "domain", "name"]
 Behavior = Literal["allow", "ask", "deny"]

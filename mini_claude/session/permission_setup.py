@@ -24,8 +24,8 @@ from mini_claude.permissions.rules import (
     Rule,
     parse_rule,
 )
+from mini_claude.permissions.sandbox.state import session_sandbox
 from mini_claude.project.trust import ProjectTrust
-from mini_claude.sandbox.state import session_sandbox
 from mini_claude.session.settings_files import (
     RuleScope,
     SettingsFile,

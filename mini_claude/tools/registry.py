@@ -15,6 +15,7 @@ from typing import Any
 from mini_claude.protocol import ARGUMENTS_REFUSED_KEY, RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
 from mini_claude.sanitize import has_non_finite
 from mini_claude.text import shorten
+from mini_claude.tool_kinds import OTHER, ToolKind, ToolTraits, declare, known_tools
 from mini_claude.tools.base import Tool, ToolContext
 from mini_claude.tools.builtin.compact import CompactTool
 from mini_claude.tools.builtin.edit_file import EditFileTool
@@ -33,7 +34,6 @@ from mini_claude.tools.builtin.todo_write import TodoWriteTool
 from mini_claude.tools.builtin.web_fetch import WebFetchTool
 from mini_claude.tools.builtin.write_file import WriteFileTool
 from mini_claude.tools.common import error_output
-from mini_claude.tools.kinds import OTHER, ToolKind, ToolTraits, declare, known_tools
 from mini_claude.tools.permission_gate import check_permission
 
 _JSON_TYPE_NAMES = {
@@ -52,9 +52,17 @@ BUILTIN_TOOLS = (
     CompactTool, SearchHistoryTool, TodoWriteTool, SkillTool, ShellOutputTool, KillShellTool,
     WebFetchTool, ExitPlanModeTool,
 )
-for _builtin in BUILTIN_TOOLS:
-    declare(_builtin.spec.name, _builtin.traits)
-declare(TASK_TOOL_NAME, TaskTool.traits)
+
+
+def declare_builtin_tools() -> None:
+    """Tell the process's view of tool kinds what each built-in tool is, so that rules, plan
+    mode and the Claude Code name table know them before any registry is built."""
+    for builtin in BUILTIN_TOOLS:
+        declare(builtin.spec.name, builtin.traits)
+    declare(TASK_TOOL_NAME, TaskTool.traits)
+
+
+declare_builtin_tools()
 
 
 def tools_of_kind(*kinds: ToolKind) -> tuple[str, ...]:
@@ -67,7 +75,7 @@ class ToolRegistry:
 
     The specs are part of the prompt-cache prefix, so they are built once
     and never rebuilt: callers must not mutate them. Every tool given or added is
-    declared to the process's view of tool kinds (:mod:`mini_claude.tools.kinds`).
+    declared to the process's view of tool kinds (:mod:`mini_claude.tool_kinds`).
     """
 
     def __init__(self, tools: Iterable[Tool]) -> None:

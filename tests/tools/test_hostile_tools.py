@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 
 from mini_claude import events as ev
+from mini_claude.permissions.asking import (
+    PermissionDecision,
+    PermissionRequest,
+    allow_all,
+    deny_all,
+)
 from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session, SessionError
 from mini_claude.settings import Settings
 from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
-from mini_claude.tools.base import (
-    PermissionDecision,
-    PermissionRequest,
-    ToolContext,
-    allow_all,
-    deny_all,
-)
+from mini_claude.tools.base import ToolContext
 from mini_claude.tools.builtin.edit_file import EditFileTool
 from mini_claude.tools.builtin.write_file import WriteFileTool
 from mini_claude.tools.registry import default_registry

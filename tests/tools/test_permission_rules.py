@@ -194,9 +194,9 @@ def test_a_session_reads_the_settings_files_and_shares_one_permissions_object(
     tmp_path: Path,
 ) -> None:
     """The REPL builds its session this way: the files' rules and warnings come with it."""
+    from mini_claude.permissions.asking import deny_all
     from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session
-    from mini_claude.tools.base import deny_all
 
     project, home = tmp_path / "repo", tmp_path / "home"
     write_settings(project / ".mini-claude" / "settings.json", ["write_file"], ["run_shell"])

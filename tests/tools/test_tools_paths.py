@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.tools.base import NOTHING_TO_ASK, PermissionDecision
+from mini_claude.permissions.asking import PermissionDecision
+from mini_claude.tools.base import NOTHING_TO_ASK
 from mini_claude.tools.builtin.grep_search import GrepSearchTool, PythonBackend
 from mini_claude.tools.builtin.list_files import ListFilesTool
 from mini_claude.tools.builtin.read_file import ReadFileTool

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from mini_claude.protocol import CompactionRequested, ToolOutput, ToolSpec
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
-from mini_claude.tools.kinds import ToolTraits
 
 SPEC = ToolSpec(
     name="compact",

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mini_claude.permissions.asking import PermissionRequest
 from mini_claude.permissions.mode_table import DEFAULT_MODE, mode_row, parse_mode
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import NeverAsks, PermissionRequest, Prepared, ToolContext
+from mini_claude.tool_kinds import ToolTraits
+from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import error_output
-from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL, permissions_of
 
 MAX_PLAN_CHARS = 20_000

@@ -22,13 +22,13 @@ from typing import Any, Protocol
 
 from pathspec import GitIgnoreSpec
 
+from mini_claude.project.ignore import ALWAYS_SKIPPED_DIRS
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.text import shorten
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.grep_worker import WorkerQuery
-from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS
-from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.paths import home_kept_out, project_root, read_permission, resolve
 from mini_claude.tools.permission_gate import withheld_by_rules
 from mini_claude.tools.process import HeadTailBuffer, pump, terminate_group

@@ -6,10 +6,10 @@ import asyncio
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.builtin.shell_output import shell_header
 from mini_claude.tools.common import reports_tool_errors
-from mini_claude.tools.kinds import ToolTraits
 
 SPEC = ToolSpec(
     name="kill_shell",

@@ -8,11 +8,11 @@ from typing import Any
 
 from pathspec import GitIgnoreSpec
 
+from mini_claude.project.ignore import rules_for, walk_files
 from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
-from mini_claude.tools.ignore import rules_for, walk_files
-from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.paths import (
     home_kept_out,
     project_root,

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from mini_claude.project.ignore import BINARY_SNIFF_BYTES, looks_binary
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
 from mini_claude.tools.file_stamps import file_stamp
-from mini_claude.tools.ignore import BINARY_SNIFF_BYTES, looks_binary
 from mini_claude.tools.images import describe, is_image_path, load_image
-from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.paths import read_permission, resolve
 from mini_claude.tools.special_files import open_regular, refuse_special
 

@@ -19,14 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mini_claude.permissions.asking import PermissionRequest
+from mini_claude.permissions.sandbox.gate import failure_note, sandbox_prefix
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.sandbox.gate import failure_note, sandbox_prefix
 from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.background import BackgroundShell
-from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
+from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, error_output
-from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.paths import project_root
 from mini_claude.tools.process import (
     EXIT_POLL_SECONDS,
@@ -136,7 +137,7 @@ class RunShellTool:
             if not command.strip():
                 raise ToolError("command must not be empty")
             env = ctx.env if ctx.env is not None else child_environment(os.environ, ctx.settings)
-            sandbox = sandbox_prefix(args, ctx, project_root(ctx))
+            sandbox = sandbox_prefix(args, ctx.rules, ctx.root, project_root(ctx), ctx.approve)
             if args.get("run_in_background"):
                 return await start_in_background(command, env, ctx, sandbox)
             timeout = _timeout(args.get("timeout"), ctx.settings)
@@ -161,7 +162,7 @@ class RunShellTool:
             return error_output(exc.message)
         if result.moved_to is not None:
             return _render_moved(result.moved_to, _render_parts(result))
-        return _render(result, timeout, failure_note(ctx) if sandbox else "")
+        return _render(result, timeout, failure_note(ctx.rules, ctx.root) if sandbox else "")
 
 
 def _adopter(command: str, ctx: ToolContext) -> Adopt:

@@ -27,10 +27,10 @@ from typing import Any
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.secrets import api_keys, mask, secret_values
 from mini_claude.text import shorten
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.builtin.grep_search import GrepBackend, GrepSearchTool, SearchRequest
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
-from mini_claude.tools.kinds import ToolTraits
 from mini_claude.transcript_check import read_record
 
 DEFAULT_LIMIT = 50

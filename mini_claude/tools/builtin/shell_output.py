@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.background import BackgroundShell, ShellRead
 from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import ToolError, plural, reports_tool_errors
-from mini_claude.tools.kinds import ToolTraits
 
 SPEC = ToolSpec(
     name="shell_output",

@@ -10,9 +10,9 @@ from typing import Any
 
 from mini_claude.project.skills import load_text
 from mini_claude.protocol import SkillLoaded, ToolOutput, ToolSpec
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import error_output
-from mini_claude.tools.kinds import ToolTraits
 
 SPEC = ToolSpec(
     name="skill",

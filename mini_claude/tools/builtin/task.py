@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import error_output
-from mini_claude.tools.kinds import ToolTraits
 
 TOOL_NAME = "task"
 MAX_DESCRIPTION_CHARS = 80

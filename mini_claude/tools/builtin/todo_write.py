@@ -11,9 +11,9 @@ from typing import Any
 
 from mini_claude.plan import MAX_ITEMS, PlanError, parse_todos
 from mini_claude.protocol import PlanChanged, ToolOutput, ToolSpec
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.base import NeverAsks, Prepared, ToolContext
 from mini_claude.tools.common import error_output
-from mini_claude.tools.kinds import ToolTraits
 
 SPEC = ToolSpec(
     name="todo_write",

@@ -19,12 +19,13 @@ import httpx2
 from bs4 import BeautifulSoup
 from markdownify import MarkdownConverter
 
+from mini_claude.permissions.asking import PermissionRequest
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
 from mini_claude.text import human_size
-from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
+from mini_claude.tool_kinds import ToolTraits
+from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.common import ToolError, reports_tool_errors
-from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.web_guard import (
     PrivateAllowance,
     check_host,

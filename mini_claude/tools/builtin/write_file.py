@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_claude.atomic_files import atomic_write
+from mini_claude.permissions.asking import PermissionRequest
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import NOTHING_TO_ASK, PermissionRequest, Prepared, ToolContext
+from mini_claude.tool_kinds import ToolTraits
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.common import (
     ToolError,
     change_counts,
@@ -20,7 +22,6 @@ from mini_claude.tools.common import (
     unified_diff,
 )
 from mini_claude.tools.file_stamps import file_stamp
-from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.paths import ResolvedPath, hard_links, writable
 from mini_claude.tools.special_files import refuse_file_parent, refuse_special
 

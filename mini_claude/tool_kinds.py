@@ -7,7 +7,6 @@ here, and a tool added later (an MCP server's, a test's) is declared when it is 
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -91,9 +90,8 @@ _KNOWN = ToolKinds()
 
 
 def known_tools() -> ToolKinds:
-    """The process's view, with the built-in tools declared: the registry declares them
-    when it is first imported, which a rule read from the command line may precede."""
-    importlib.import_module("mini_claude.tools.registry")
+    """The process's view. The built-in tools are in it once the tool registry is loaded
+    (``declare_builtin_tools``): each front end loads it before it reads a rule."""
     return _KNOWN
 
 

@@ -18,8 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from mini_claude.sandbox.bridge import bridge_argv
-from mini_claude.sandbox.policy import Policy
+from mini_claude.permissions.sandbox.bridge import bridge_argv
+from mini_claude.permissions.sandbox.policy import Policy
 
 PROBE_TIMEOUT_SECONDS = 15.0
 BASE_FLAGS = ("--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mini_claude.sandbox.policy import real
+from mini_claude.permissions.sandbox.policy import real
 
 BRIDGE_SOURCE = r"""
 import os, socket, sys, threading

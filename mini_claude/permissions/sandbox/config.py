@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from mini_claude.sandbox.domains import entry_problem
+from mini_claude.permissions.sandbox.domains import entry_problem
 
 TOP_KEYS = {
     "enabled": "enabled",

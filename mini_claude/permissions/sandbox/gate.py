@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from mini_claude.sandbox.network import Asker
+from mini_claude.permissions.sandbox.network import Asker
 
 if TYPE_CHECKING:
+    from mini_claude.permissions.asking import Approver
     from mini_claude.permissions.modes import Permissions
-    from mini_claude.sandbox.state import SandboxState
-    from mini_claude.tools.base import ToolContext
 
 LEAVE_ARGUMENT = "dangerouslyDisableSandbox"
 REASON_ARGUMENT = "reason"
@@ -61,32 +60,29 @@ def leave_reason(args: dict[str, Any]) -> str | None:
     return reason or "no reason given"
 
 
-def sandbox_prefix(args: dict[str, Any], ctx: ToolContext, cwd: Path) -> list[str]:
+def sandbox_prefix(args: dict[str, Any], permissions: Permissions | None, root: Path, cwd: Path,
+                   approve: Approver) -> list[str]:
     """The bubblewrap command line before ``bash -c`` (empty: not sandboxed)."""
-    state = _state(ctx)
-    decided = boxing(args, ctx.rules)
-    if state is None or ctx.rules is None or decided is None or decided.how != "sandboxed":
+    decided = boxing(args, permissions)
+    if permissions is None or permissions.sandbox is None or decided is None \
+            or decided.how != "sandboxed":
         return []
-    rules = ctx.rules
-    return state.prefix(rules.mode, ctx.root, rules.additional_directories, cwd, _asker(ctx))
+    return permissions.sandbox.prefix(permissions.mode, root, permissions.additional_directories,
+                                      cwd, _asker(approve))
 
 
-def _asker(ctx: ToolContext) -> Asker | None:
+def _asker(approve: Approver) -> Asker | None:
     """The session's question on the loop this command runs on (a new domain is asked about
     while the command waits for it)."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return None
-    return Asker(ctx.approve, loop)
+    return Asker(approve, loop)
 
 
-def failure_note(ctx: ToolContext) -> str:
-    state = _state(ctx)
-    if state is None or ctx.rules is None:
+def failure_note(permissions: Permissions | None, root: Path) -> str:
+    if permissions is None or permissions.sandbox is None:
         return ""
-    return state.failure_note(ctx.rules.mode, ctx.root, ctx.rules.additional_directories)
-
-
-def _state(ctx: ToolContext) -> SandboxState | None:
-    return ctx.rules.sandbox if ctx.rules is not None else None
+    return permissions.sandbox.failure_note(permissions.mode, root,
+                                            permissions.additional_directories)

@@ -18,11 +18,11 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mini_claude.sandbox.config import SandboxConfig
-from mini_claude.sandbox.domains import is_address, matches_any
-from mini_claude.sandbox.proxy import Admission
-from mini_claude.tools.base import Approver, PermissionRequest
-from mini_claude.tools.web_guard import refused
+from mini_claude.permissions.addresses import refused
+from mini_claude.permissions.asking import Approver, PermissionRequest
+from mini_claude.permissions.sandbox.config import SandboxConfig
+from mini_claude.permissions.sandbox.domains import is_address, matches_any
+from mini_claude.permissions.sandbox.proxy import Admission
 
 QUESTION_TOOL = "run_shell"
 NOBODY_TO_ASK = "nobody can be asked here"

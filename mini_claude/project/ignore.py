@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from mini_claude.tools.special_files import is_regular_file
+from mini_claude.safe_read import is_regular_file
 
 ALWAYS_SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
 BINARY_SNIFF_BYTES = 8 * 1024

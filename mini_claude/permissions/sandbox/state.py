@@ -15,18 +15,19 @@ from pathlib import Path
 
 from mini_claude.permissions.mode_table import PermissionMode, mode_row
 from mini_claude.permissions.rules import Rule
-from mini_claude.sandbox import stand_ins
-from mini_claude.sandbox.bwrap import (
+from mini_claude.permissions.sandbox import stand_ins
+from mini_claude.permissions.sandbox.bwrap import (
     PROXY_SOCKET_NAME,
     ProxyRoute,
     bwrap_argv,
     unavailable_reason,
 )
-from mini_claude.sandbox.config import SandboxConfig
-from mini_claude.sandbox.network import Asker, NetworkGate
-from mini_claude.sandbox.policy import Policy, make_policy
-from mini_claude.sandbox.proxy import DomainProxy
-from mini_claude.sandbox.read_rules import read_deny_paths
+from mini_claude.permissions.sandbox.config import SandboxConfig
+from mini_claude.permissions.sandbox.network import Asker, NetworkGate
+from mini_claude.permissions.sandbox.policy import Policy, make_policy
+from mini_claude.permissions.sandbox.proxy import DomainProxy
+from mini_claude.permissions.sandbox.read_rules import read_deny_paths
+from mini_claude.project.boundary import claude_user_dir
 from mini_claude.settings import Settings
 
 MARKER = "sandboxed"
@@ -266,8 +267,6 @@ class SandboxState:
 def session_sandbox(settings: Settings) -> SandboxState:
     """The session's sandbox from its settings (the files' ``sandbox`` object is set on it
     when they are read, and again when the project's files are approved)."""
-    from mini_claude.session.settings_files import claude_user_dir
-
     stand_ins.sweep(settings.home)  # what a killed session left
     return SandboxState(enabled_by_setting=settings.sandbox, bwrap=settings.sandbox_bwrap_path,
                         fail_by_setting=settings.sandbox_fail_if_unavailable,

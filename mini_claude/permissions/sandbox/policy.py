@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mini_claude.permissions.mode_table import PermissionMode, mode_row
 from mini_claude.permissions.protected_paths import GIT_FOLDER, protected_paths
-from mini_claude.sandbox.config import SandboxConfig
+from mini_claude.permissions.sandbox.config import SandboxConfig
 
 # The parts of .git that git runs or obeys: the rest (objects, index, refs) stays writable,
 # so commits work in the sandbox.

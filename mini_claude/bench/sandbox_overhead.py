@@ -1,4 +1,4 @@
-"""What the sandbox costs per command: ``python -m mini_claude.sandbox.overhead [N]``.
+"""What the sandbox costs per command: ``python -m mini_claude.bench.sandbox_overhead [N]``.
 
 Runs N short commands (``true``) through run_shell's own ``execute`` (guard included),
 alternating sandbox on and off so both see the same machine load, and prints the median and
@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from mini_claude.sandbox.bwrap import unavailable_reason
-from mini_claude.sandbox.state import SandboxState
+from mini_claude.permissions.sandbox.bwrap import unavailable_reason
+from mini_claude.permissions.sandbox.state import SandboxState
 from mini_claude.tools.builtin.run_shell import execute
 
 DEFAULT_COMMANDS = 200

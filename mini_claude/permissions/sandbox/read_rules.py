@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from mini_claude.permissions.rules import Rule
-from mini_claude.tools.kinds import known_tools
+from mini_claude.tool_kinds import known_tools
 
 READ_NAME = "Read"  # Claude Code's name: our tools that answer to it are the readers
 GLOB_LIMIT = 200
