@@ -44,10 +44,12 @@ def modules() -> Iterator[Path]:
 def imported_rooms(module: Path) -> Iterator[tuple[str, int]]:
     """Every room of the package this module imports, with the line, wherever the import is."""
     for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif node.module and node.level == 0:
             names = ([f"{node.module}.{alias.name}" for alias in node.names]
                      if node.module == "mini_claude" else [node.module])
         for name in names:
