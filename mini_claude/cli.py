@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, NoReturn
 from mini_claude import __version__
 
 if TYPE_CHECKING:
-    from mini_claude.settings import Settings
+    pass
 
 from mini_claude.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
+from mini_claude.settings_loading import UsageError, load_settings
 
 DESCRIPTION = """\
 A terminal coding agent for Anthropic or any OpenAI-compatible endpoint that keeps long
@@ -43,10 +44,6 @@ subcommands:
 """
 
 
-class UsageError(Exception):
-    """Bad flags or configuration; printed as one line, exit code 2."""
-
-
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors are one line (what was wrong, and where help is), not the whole usage."""
 
@@ -56,7 +53,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from mini_claude.models import PROVIDERS
-    from mini_claude.tools.mode_table import BYPASS_MODE, MODES
+    from mini_claude.permissions.mode_table import BYPASS_MODE, MODES
 
     parser = OneLineParser(
         prog="mini-claude",
@@ -349,7 +346,7 @@ def _refuse_print_only_flags(args: argparse.Namespace) -> None:
 
 def _check_rules(args: argparse.Namespace, cwd: Path) -> None:
     """A bad --allowed-tools / --disallowed-tools rule is a usage error before anything starts."""
-    from mini_claude.tools.permission_rules import RuleError, flag_rules
+    from mini_claude.permissions.rules import RuleError, flag_rules
 
     try:
         flag_rules(args.allowed_tools, args.disallowed_tools, cwd)
@@ -358,7 +355,7 @@ def _check_rules(args: argparse.Namespace, cwd: Path) -> None:
 
 
 def _permission_mode(text: str) -> str:
-    from mini_claude.tools.mode_table import parse_mode
+    from mini_claude.permissions.mode_table import parse_mode
 
     try:
         return parse_mode(text)
@@ -367,7 +364,7 @@ def _permission_mode(text: str) -> str:
 
 
 def _check_permission_flags(args: argparse.Namespace) -> None:
-    from mini_claude.tools.mode_table import mode_from_flags
+    from mini_claude.permissions.mode_table import mode_from_flags
 
     try:
         mode_from_flags(args)
@@ -385,49 +382,6 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def load_settings(args: argparse.Namespace, cwd: Path) -> Settings:
-    """Settings from flags > environment > .env files."""
-    from mini_claude.claude_flags import settings_overrides
-    from mini_claude.project.dotenv_rule import layered_environment
-    from mini_claude.settings import SettingsError, from_environment
-
-    layered = layered_environment(cwd, os.environ)
-    for warning in layered.warnings:
-        print(f"mini-claude: warning: {warning}", file=sys.stderr)
-    for note in layered.notes:
-        print(f"mini-claude: {note}", file=sys.stderr)
-    environ = dict(layered.values)
-    environ.update(settings_overrides(args))
-    environ, helper = _key_from_helper(environ, args, cwd)
-    try:
-        settings = from_environment(environ, provider=args.provider, model=args.model,
-                                    fallback_model=args.fallback_model)
-    except SettingsError as exc:
-        raise UsageError(str(exc)) from None
-    return settings.with_overrides(api_key_helper=helper) if helper else settings
-
-
-def _key_from_helper(environ: dict[str, str], args: argparse.Namespace,
-                     cwd: Path) -> tuple[dict[str, str], str | None]:
-    """With no key set, the user's ``apiKeyHelper`` (if any) supplies it."""
-    from mini_claude.models import DEFAULT_PROVIDER, PROVIDERS
-    from mini_claude.project.dotenv_rule import home_folder
-    from mini_claude.providers.key_helper import KeyHelperError, run_key_helper
-    from mini_claude.session.settings_files import user_api_key_helper
-
-    if any(environ.get(row.key_variable) for row in PROVIDERS.values()):
-        return environ, None
-    helper = user_api_key_helper(cwd, home_folder(os.environ))
-    if helper is None:
-        return environ, None
-    name = args.provider or environ.get("MINI_CLAUDE_PROVIDER") or DEFAULT_PROVIDER
-    row = PROVIDERS.get(name, PROVIDERS[DEFAULT_PROVIDER])
-    try:
-        return {**environ, row.key_variable: run_key_helper(helper)}, helper
-    except KeyHelperError as exc:
-        raise UsageError(str(exc)) from None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "bench":
@@ -443,6 +397,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return export_atif(argv[1:])
     args = build_parser().parse_intermixed_args(argv)
+    from mini_claude.tools.registry import declare_builtin_tools
+
+    declare_builtin_tools()  # before any rule is read: rules name tools by what they are
     try:
         return _dispatch(args)
     except UsageError as exc:

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mini_claude.exit_codes import EXIT_USAGE
+from mini_claude.permissions.asking import allow_all
 from mini_claude.scenario.policy import ReplyMaker, SavedOutputPager
 from mini_claude.scenario.script import Call, Script, Step, Turn, build_script, without_needs
 from mini_claude.scenario.workload import plan_project, write_project
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import Reply, SimClock, SimConversation, Simulator, TextPart
-from mini_claude.tools.base import allow_all
 
 DEMO_WINDOW = 24_000
 DEMO_MODEL = "sim-sonnet"

@@ -8,9 +8,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from mini_claude.tools.registry import declare_builtin_tools
+
 if TYPE_CHECKING:
     from mini_claude.settings import Settings
     from mini_claude.simulator import Simulator
+
+declare_builtin_tools()  # as every front end does before it reads a rule
 
 # Variables that could point a test at a real account or a real server.
 REAL_ENDPOINT_VARIABLES = (

@@ -59,8 +59,8 @@ from mini_claude.settings import Settings
 from mini_claude.simulator import anthropic_wire, openai_wire
 from mini_claude.simulator.types import WireError
 from mini_claude.simulator.wire import parse_strict_json
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
-from mini_claude.tools.kinds import ToolTraits
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript, load_session
 from tests.test_properties import FUZZ, TIME_LIMIT, VERDICT_ONLY, MemoryStore

@@ -50,7 +50,7 @@ from mini_claude import events as ev
 from mini_claude.acp import updates
 from mini_claude.acp.questions import EditorApprover, OpenCalls
 from mini_claude.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from mini_claude.tools.mode_table import MODES, parse_mode
+from mini_claude.permissions.mode_table import MODES, parse_mode
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -154,13 +154,13 @@ class EditorAgent:
     # ---- sessions ------------------------------------------------------------------------
 
     async def _open(self, cwd: str, session_id: str | None) -> EditorSession:
-        from mini_claude.cli import UsageError, load_settings
         from mini_claude.headless.options import HeadlessOptions
         from mini_claude.headless.printmode import start_mcp_servers
+        from mini_claude.permissions.mode_table import mode_from_flags
+        from mini_claude.permissions.rules import RuleError
         from mini_claude.protocol import ProviderError
         from mini_claude.session.wiring import Session, SessionError
-        from mini_claude.tools.mode_table import mode_from_flags
-        from mini_claude.tools.permission_rules import RuleError
+        from mini_claude.settings_loading import UsageError, load_settings
 
         folder = Path(cwd)
         if not folder.is_absolute() or not folder.is_dir():

@@ -17,8 +17,8 @@ from acp.schema import (
 )
 
 from mini_claude.acp.updates import Update, running, text, tool_kind
-from mini_claude.tools.base import PermissionDecision, PermissionRequest
-from mini_claude.tools.mode_table import ACCEPT_EDITS_MODE, DEFAULT_MODE, PermissionMode
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
+from mini_claude.permissions.mode_table import ACCEPT_EDITS_MODE, DEFAULT_MODE, PermissionMode
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL
 
 ALLOW, ALLOW_ALWAYS, REJECT = "allow", "allow_always", "reject"

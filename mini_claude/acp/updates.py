@@ -19,7 +19,7 @@ from acp.schema import (
 )
 
 from mini_claude import events as ev
-from mini_claude.tools.kinds import ToolKind, known_tools
+from mini_claude.tool_kinds import ToolKind, known_tools
 
 Update = (
     AgentMessageChunk

@@ -9,9 +9,9 @@ once after the mode changed.
 from __future__ import annotations
 
 from mini_claude.conversation import Message, TextBlock
+from mini_claude.permissions.modes import Permissions
 from mini_claude.plan import REMINDER_TAG
 from mini_claude.tools.base import ToolContext
-from mini_claude.tools.permission_modes import Permissions
 
 
 def with_mode_reminder(message: Message, permissions: Permissions | None) -> Message:

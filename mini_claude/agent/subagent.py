@@ -24,23 +24,18 @@ from mini_claude.agent.loop import Agent
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import Conversation
 from mini_claude.models import resolve_model
+from mini_claude.permissions.asking import Approver, PermissionDecision, PermissionRequest
 from mini_claude.pricing import CostTracker
 from mini_claude.project.agent_types import DEFAULT_TYPE, AgentCatalog, AgentType, load_catalog
 from mini_claude.project.instructions import ProjectInstructions, build_system_prompt
 from mini_claude.protocol import Provider, ToolOutput, Usage
 from mini_claude.secrets import api_keys
 from mini_claude.settings import Settings
-from mini_claude.tools.base import (
-    Approver,
-    PermissionDecision,
-    PermissionRequest,
-    Tool,
-    ToolContext,
-)
+from mini_claude.tools.base import Tool, ToolContext
+from mini_claude.tools.builtin.task import TOOL_NAME, TaskRequest, TaskTool
 from mini_claude.tools.common import error_output
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL
 from mini_claude.tools.registry import ToolRegistry
-from mini_claude.tools.task import TOOL_NAME, TaskRequest, TaskTool
 from mini_claude.transcript import Transcript
 
 NO_ANSWER = "(the sub-agent finished without a final answer)"

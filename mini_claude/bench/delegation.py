@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import FunctionPolicy, Reply, Simulator, ToolCall
 from mini_claude.simulator.policies import RoutedPolicy, files_in_listing, system_contains
 from mini_claude.simulator.types import SimConversation, SimMessage
-from mini_claude.tools.base import allow_all
 
 Mode = Literal["inline", "task"]
 ProviderName = Literal["anthropic", "openai"]

@@ -37,6 +37,7 @@ from mini_claude.bench.runner import (
     explain_losses,
     recovery_cost,
 )
+from mini_claude.permissions.mode_table import BYPASS_MODE
 from mini_claude.prompts import SUMMARY_HEADING
 from mini_claude.scenario.policy import ScriptPolicy
 from mini_claude.scenario.script import Call, Script
@@ -51,7 +52,6 @@ from mini_claude.simulator.types import (
     ToolResultPart,
     ToolUsePart,
 )
-from mini_claude.tools.mode_table import BYPASS_MODE
 
 CLAUDE_ENV = "MINI_CLAUDE_BENCH_CLAUDE"  # the CLI to run; else the one the agent SDK bundles
 CLAUDE_MODEL = "claude-sonnet-4-5"

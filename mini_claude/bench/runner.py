@@ -21,6 +21,7 @@ from mini_claude.bench.peer_prompts import PromptedProvider
 from mini_claude.bench.strategies import Strategy
 from mini_claude.bench.timing import usage_seconds
 from mini_claude.models import SONNET, Price
+from mini_claude.permissions.asking import allow_all
 from mini_claude.protocol import Usage
 from mini_claude.providers import create_provider
 from mini_claude.scenario.policy import HISTORY_TOOL, ScriptPolicy
@@ -30,7 +31,6 @@ from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, SimClock, Simulator
 from mini_claude.simulator.summary import REALISTIC, SummaryStyle
-from mini_claude.tools.base import allow_all
 from mini_claude.tools.registry import ToolRegistry, default_registry
 
 MODEL = "sim-sonnet"

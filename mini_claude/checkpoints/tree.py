@@ -31,7 +31,7 @@ from typing import Any
 
 from mini_claude.checkpoints.store import CheckpointStore
 from mini_claude.checkpoints.watch import FolderWatch
-from mini_claude.tools.ignore import ALWAYS_SKIPPED_DIRS, IgnoreRules
+from mini_claude.project.ignore import ALWAYS_SKIPPED_DIRS, IgnoreRules
 
 Record = Callable[[dict[str, Any]], None]
 INDEX_NAME = "tree-index"

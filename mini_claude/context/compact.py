@@ -59,7 +59,7 @@ from mini_claude.protocol import (
 )
 from mini_claude.sanitize import clean_text
 from mini_claude.settings import Settings
-from mini_claude.tools.kinds import known_tools
+from mini_claude.tool_kinds import known_tools
 
 REASONS = frozenset(get_args(CompactReason))
 

@@ -32,7 +32,7 @@ from mini_claude.context.summary_request import is_boundary
 from mini_claude.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from mini_claude.settings import Settings
 from mini_claude.text import human_size
-from mini_claude.tools.kinds import known_tools
+from mini_claude.tool_kinds import known_tools
 
 SOURCE = "ledger"
 TITLE = "ledger of what this session has seen, newest first"

@@ -21,7 +21,7 @@ from mini_claude.context.placeholders import (
 from mini_claude.conversation import ResultState, ToolResultBlock, ToolUseBlock, target_of
 from mini_claude.protocol import TierName, TierReport, ToolOutput
 from mini_claude.settings import Settings
-from mini_claude.tools.kinds import known_tools
+from mini_claude.tool_kinds import known_tools
 
 
 def admit_result(

@@ -39,7 +39,7 @@ from mini_claude.conversation import (
 )
 from mini_claude.plan import without_reminders
 from mini_claude.steering import steering_text
-from mini_claude.tools.kinds import known_tools
+from mini_claude.tool_kinds import known_tools
 
 ACK_TEXT = (
     "I have the summary of the earlier part of this session and the material attached to it; "

@@ -21,7 +21,7 @@ from mini_claude.context.tier import HistoryWatch, PassContext
 from mini_claude.conversation import Conversation, ResultRef, ResultState, ToolResultBlock
 from mini_claude.protocol import TierReport
 from mini_claude.settings import Settings
-from mini_claude.tools.kinds import ToolKind, known_tools
+from mini_claude.tool_kinds import ToolKind, known_tools
 
 REREAD = "read again later"
 OLD_SEARCH = "newer results of this tool follow"

@@ -23,8 +23,8 @@ from typing import Any
 from mini_claude.agent.current_call import CURRENT_CALL
 from mini_claude.agent.hooks import HOOK_EVENTS, HookCommand, HookRun
 from mini_claude.headless.claude_names import claude_input, claude_tool_name, our_input
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
 from mini_claude.session.settings_files import SettingsFile, with_our_tool_names
-from mini_claude.tools.base import PermissionDecision, PermissionRequest
 
 Line = dict[str, Any]
 Write = Callable[[Line], None]

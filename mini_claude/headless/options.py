@@ -6,8 +6,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from mini_claude.permissions.rules import Rule, flag_rules
 from mini_claude.safe_read import read_limited
-from mini_claude.tools.permission_rules import Rule, flag_rules
 
 MAX_SYSTEM_PROMPT_CHARS = 100_000
 

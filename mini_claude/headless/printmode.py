@@ -22,10 +22,10 @@ from mini_claude.headless import HeadlessReporter, RunInfo, stop_signals
 from mini_claude.headless.options import HeadlessOptions
 from mini_claude.headless.safe_json import OutputClosed, write_or_close
 from mini_claude.headless.session_setup import SetupFailed, open_session, start_agent
+from mini_claude.permissions.asking import deny_all
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE
 from mini_claude.settings import Settings
 from mini_claude.text import format_tokens, shorten_at_word
-from mini_claude.tools.base import deny_all
 from mini_claude.tools.process import kill_live_groups
 from mini_claude.visible import visible
 

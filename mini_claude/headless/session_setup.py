@@ -21,15 +21,15 @@ from mini_claude.claude_flags import (
 )
 from mini_claude.headless.options import HeadlessOptions
 from mini_claude.mcp.config import ConfigFile, parse_config
+from mini_claude.permissions.asking import Approver
+from mini_claude.permissions.mode_table import mode_from_flags
+from mini_claude.permissions.rules import RuleError
 from mini_claude.project.agent_types import AgentType
 from mini_claude.project.claude_tools import our_tool_names
 from mini_claude.project.imports import held_lines
 from mini_claude.protocol import ProviderError
 from mini_claude.session.settings_files import SettingsFile, settings_from_json
 from mini_claude.settings import Settings
-from mini_claude.tools.base import Approver
-from mini_claude.tools.mode_table import mode_from_flags
-from mini_claude.tools.permission_rules import RuleError
 from mini_claude.visible import visible
 
 if TYPE_CHECKING:

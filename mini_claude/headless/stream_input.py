@@ -41,9 +41,9 @@ from mini_claude.headless.control import (
 from mini_claude.headless.options import HeadlessOptions
 from mini_claude.headless.safe_json import OutputClosed, dumps_line, write_or_close
 from mini_claude.headless.session_setup import SetupFailed, open_session, start_agent
+from mini_claude.permissions.asking import Approver, deny_all
+from mini_claude.permissions.mode_table import parse_mode
 from mini_claude.settings import Settings
-from mini_claude.tools.base import Approver, deny_all
-from mini_claude.tools.mode_table import parse_mode
 from mini_claude.tools.process import kill_live_groups
 
 if TYPE_CHECKING:

@@ -8,10 +8,11 @@ from typing import Any
 
 from mini_claude.mcp.connection import McpCallError, RemoteTool, ServerConnection
 from mini_claude.mcp.results import BinarySaver, ImageLoader, result_output
+from mini_claude.permissions.asking import PermissionRequest
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import PermissionRequest, Prepared, ToolContext
+from mini_claude.tool_kinds import ToolTraits
+from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.images import image_from_bytes, vision_refusal
-from mini_claude.tools.kinds import ToolTraits
 
 TOOL_PREFIX = "mcp__"
 MAX_TOOL_NAME = 64  # what both providers accept

@@ -30,7 +30,7 @@ from mini_claude.project.boundary import ProjectBoundary
 from mini_claude.project.claude_tools import our_tool_names
 from mini_claude.project.front_matter import FrontMatterError, split, string_list
 from mini_claude.safe_read import read_text_limited
-from mini_claude.tools.kinds import READING_KINDS, known_tools
+from mini_claude.tool_kinds import READING_KINDS, known_tools
 
 TEMPLATE_PACKAGE = "mini_claude.templates"
 DEFAULT_TYPE = "explore"

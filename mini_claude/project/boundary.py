@@ -23,6 +23,12 @@ class OutsideProject(UnsafeFile):
     """A project's file that reaches outside the project; it was not read."""
 
 
+def claude_user_dir() -> Path:
+    """Claude Code's user folder: ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
+    return Path(configured).expanduser() if configured else Path.home() / ".claude"
+
+
 @dataclass(frozen=True)
 class ProjectBoundary:
     """The project's top folder and the folders no project file may reach without asking."""

@@ -22,6 +22,7 @@ from mini_claude import events as ev
 from mini_claude.context.persist import admit_result
 from mini_claude.conversation import ImageBlock, ToolUseBlock
 from mini_claude.models import resolve_model
+from mini_claude.permissions.rules import Rule, RuleError, parse_rule
 from mini_claude.project.boundary import ProjectBoundary
 from mini_claude.project.commands import (
     SHELL_LINE,
@@ -38,7 +39,6 @@ from mini_claude.project.trust import ProjectTrust
 from mini_claude.secrets import api_keys, mask
 from mini_claude.session.mentions import attachment_targets
 from mini_claude.tools.permission_gate import permissions_of
-from mini_claude.tools.permission_rules import Rule, RuleError, parse_rule
 
 if TYPE_CHECKING:
     from mini_claude.agent.loop import Agent

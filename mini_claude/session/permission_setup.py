@@ -15,8 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mini_claude.agent.hooks import HookCommand
+from mini_claude.permissions.mode_table import DEFAULT_MODE, PermissionMode, mode_row
+from mini_claude.permissions.modes import Permissions
+from mini_claude.permissions.rules import (
+    MCP_PREFIX,
+    Behavior,
+    PermissionRules,
+    Rule,
+    parse_rule,
+)
+from mini_claude.permissions.sandbox.state import session_sandbox
 from mini_claude.project.trust import ProjectTrust
-from mini_claude.sandbox.state import session_sandbox
 from mini_claude.session.settings_files import (
     RuleScope,
     SettingsFile,
@@ -29,15 +38,6 @@ from mini_claude.session.settings_files import (
     rule_file,
 )
 from mini_claude.settings import Settings
-from mini_claude.tools.mode_table import DEFAULT_MODE, PermissionMode, mode_row
-from mini_claude.tools.permission_modes import Permissions
-from mini_claude.tools.permission_rules import (
-    MCP_PREFIX,
-    Behavior,
-    PermissionRules,
-    Rule,
-    parse_rule,
-)
 
 FLAG_ALLOW_SOURCE = "--allowed-tools"
 FLAG_DENY_SOURCE = "--disallowed-tools"

@@ -26,7 +26,6 @@ the file's other keys and layout stay as they were, and replaced in one step.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,21 +33,22 @@ from typing import Any, Literal
 
 from mini_claude.agent.hooks import HookCommand, hook_commands
 from mini_claude.atomic_files import atomic_write
-from mini_claude.private_dirs import make_private_dirs
-from mini_claude.project.trust import ProjectTrust, TrustStatus
-from mini_claude.safe_read import read_limited
-from mini_claude.sandbox.config import SandboxConfig, merge, read_sandbox
-from mini_claude.session.json_edit import JsonEditError, append_to_list
-from mini_claude.tools.kinds import known_tools
-from mini_claude.tools.mode_table import MODES, PermissionMode
-from mini_claude.tools.permission_rules import (
+from mini_claude.permissions.mode_table import MODES, PermissionMode
+from mini_claude.permissions.rules import (
     CLAUDE_TOOL_NAMES,
     PermissionRules,
     Rule,
     RuleError,
     parse_rule,
 )
-from mini_claude.tools.run_shell import SECRET_VARIABLES
+from mini_claude.permissions.sandbox.config import SandboxConfig, merge, read_sandbox
+from mini_claude.private_dirs import make_private_dirs
+from mini_claude.project.boundary import claude_user_dir
+from mini_claude.project.trust import ProjectTrust, TrustStatus
+from mini_claude.safe_read import read_limited
+from mini_claude.session.json_edit import JsonEditError, append_to_list
+from mini_claude.tool_kinds import known_tools
+from mini_claude.tools.builtin.run_shell import SECRET_VARIABLES
 
 Scope = Literal["user", "project"]
 RuleScope = Literal["local", "project", "user"]  # where a rule is written, as Claude Code says
@@ -56,12 +56,6 @@ RULE_SCOPES: tuple[RuleScope, ...] = ("local", "project", "user")
 RULE_KEYS = ("allow", "ask", "deny")
 SETTINGS_NAME = "settings.json"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def claude_user_dir() -> Path:
-    """Claude Code's user folder: ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``."""
-    configured = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
-    return Path(configured).expanduser() if configured else Path.home() / ".claude"
 
 
 def settings_paths(cwd: Path, home: Path, *, claude_files: bool = True) -> list[tuple[Path, Scope]]:

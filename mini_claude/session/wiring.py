@@ -23,6 +23,9 @@ from mini_claude.conversation import Conversation
 from mini_claude.mcp.manager import McpManager
 from mini_claude.model_facts import ModelLookup
 from mini_claude.models import resolve_model
+from mini_claude.permissions.asking import Approver
+from mini_claude.permissions.mode_table import PermissionMode
+from mini_claude.permissions.rules import Rule
 from mini_claude.private_dirs import ensure_private_dir
 from mini_claude.project.agent_types import AgentType
 from mini_claude.project.commands import CommandCatalog, find_commands
@@ -45,12 +48,10 @@ from mini_claude.session.settings_files import SettingsFile
 from mini_claude.session.state import read_saved_state
 from mini_claude.settings import Settings
 from mini_claude.tools.background import BackgroundShells
-from mini_claude.tools.base import Approver, ToolContext
-from mini_claude.tools.mode_table import PermissionMode
-from mini_claude.tools.permission_rules import Rule
+from mini_claude.tools.base import ToolContext
+from mini_claude.tools.builtin.run_shell import child_environment
+from mini_claude.tools.builtin.task import TOOL_NAME as TASK_TOOL
 from mini_claude.tools.registry import ToolRegistry, default_registry
-from mini_claude.tools.run_shell import child_environment
-from mini_claude.tools.task import TOOL_NAME as TASK_TOOL
 from mini_claude.transcript import (
     LoadedSession,
     Transcript,

@@ -3,42 +3,21 @@ that carries it out and never raises."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from mini_claude.checkpoints.recorder import Checkpoints
+from mini_claude.permissions.asking import Approver, PermissionRequest, deny_all
+from mini_claude.permissions.modes import Permissions
+from mini_claude.permissions.rules import PermissionDenied
 from mini_claude.plan import Plan
 from mini_claude.project.skills import LoadedSkills, SkillCatalog
 from mini_claude.protocol import ToolOutput, ToolSpec
 from mini_claude.settings import Settings
+from mini_claude.tool_kinds import ToolTraits
 from mini_claude.tools.background import BackgroundShells
-from mini_claude.tools.kinds import ToolTraits
-from mini_claude.tools.permission_modes import Permissions
-from mini_claude.tools.permission_rules import PermissionDenied
 from mini_claude.tools.progress import CallProgress
-
-
-@dataclass(frozen=True, slots=True)
-class PermissionRequest:
-    tool_name: str
-    summary: str  # one line: the command, or the path being written
-    subject: str  # what "allow for the session" remembers: the command, or the tool name
-    detail: str | None = None  # e.g. the diff of an edit
-    rule: str | None = None  # what "don't ask again" would allow instead: ``run_shell(cat:*)``
-    # Asked even under bypassPermissions (reads of mini-claude's home: other sessions, the
-    # home .env); only the user at a prompt or an explicit allow rule lets it through.
-    beyond_yes: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class PermissionDecision:
-    allowed: bool
-    remember: bool = False  # allow this subject for the rest of the session
-    reason: str | None = None  # given to the model on a denial
-    asked: bool = True  # False: a rule said no, nobody was asked
-    mode: str | None = None  # exit_plan_mode: the permission mode the user chose
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,22 +45,6 @@ class NeverAsks:
 
     def permission(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
         return NOTHING_TO_ASK
-
-Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
-
-
-async def deny_all(request: PermissionRequest) -> PermissionDecision:
-    return PermissionDecision(
-        False,
-        reason="print mode does not ask; run mini-claude with --yes to allow "
-        "run_shell, write_file, edit_file and web_fetch",
-        asked=False,
-    )
-
-
-async def allow_all(request: PermissionRequest) -> PermissionDecision:
-    return PermissionDecision(True)
-
 
 @dataclass
 class ToolContext:

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from mini_claude.project.ignore import BINARY_SNIFF_BYTES, looks_binary, rules_for, walk_files
+from mini_claude.safe_read import is_regular_file
 from mini_claude.tools.common import ToolError
-from mini_claude.tools.ignore import BINARY_SNIFF_BYTES, looks_binary, rules_for, walk_files
-from mini_claude.tools.special_files import is_regular_file, open_regular
+from mini_claude.tools.special_files import open_regular
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from mini_claude.tools.base import PermissionRequest, ToolContext
+from mini_claude.permissions.asking import PermissionRequest
+from mini_claude.permissions.protected_paths import is_protected_path
+from mini_claude.tools.base import ToolContext
 from mini_claude.tools.common import ToolError
-from mini_claude.tools.protected_paths import is_protected_path
 
 
 @dataclass(frozen=True, slots=True)

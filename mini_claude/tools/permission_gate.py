@@ -26,36 +26,31 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mini_claude.protocol import ToolOutput
-from mini_claude.sandbox.gate import boxing, leave_reason
-from mini_claude.text import shorten
-from mini_claude.tools.base import (
-    PermissionDecision,
-    PermissionRequest,
-    Prepared,
-    Tool,
-    ToolContext,
-)
-from mini_claude.tools.command_kinds import (
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
+from mini_claude.permissions.command_kinds import (
     is_read_only_command,
     is_workspace_file_command,
     suggest_rule,
 )
-from mini_claude.tools.common import error_output
-from mini_claude.tools.kinds import known_tools
-from mini_claude.tools.mode_table import DEFAULT_MODE
-from mini_claude.tools.paths import write_caution
-from mini_claude.tools.permission_modes import SESSION_SOURCE, Permissions
-from mini_claude.tools.permission_rules import (
+from mini_claude.permissions.mode_table import DEFAULT_MODE
+from mini_claude.permissions.modes import SESSION_SOURCE, Permissions
+from mini_claude.permissions.protected_paths import is_protected_path
+from mini_claude.permissions.rules import (
     PermissionDenied,
     RuleError,
     Verdict,
     parse_rule,
     url_host,
 )
-from mini_claude.tools.protected_paths import is_protected_path
-from mini_claude.tools.shell_parse import analyse
-from mini_claude.tools.shell_reach import read_only_problem
+from mini_claude.permissions.sandbox.gate import boxing, leave_reason
+from mini_claude.permissions.shell_parse import analyse
+from mini_claude.permissions.shell_reach import read_only_problem
+from mini_claude.protocol import ToolOutput
+from mini_claude.text import shorten
+from mini_claude.tool_kinds import known_tools
+from mini_claude.tools.base import Prepared, Tool, ToolContext
+from mini_claude.tools.common import error_output
+from mini_claude.tools.paths import write_caution
 
 EXIT_PLAN_TOOL = "exit_plan_mode"
 PLAN_MODE_REFUSAL = (

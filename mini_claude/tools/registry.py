@@ -15,26 +15,26 @@ from typing import Any
 from mini_claude.protocol import ARGUMENTS_REFUSED_KEY, RAW_ARGUMENTS_KEY, ToolOutput, ToolSpec
 from mini_claude.sanitize import has_non_finite
 from mini_claude.text import shorten
+from mini_claude.tool_kinds import OTHER, ToolKind, ToolTraits, declare, known_tools
 from mini_claude.tools.base import Tool, ToolContext
+from mini_claude.tools.builtin.compact import CompactTool
+from mini_claude.tools.builtin.edit_file import EditFileTool
+from mini_claude.tools.builtin.exit_plan_mode import ExitPlanModeTool
+from mini_claude.tools.builtin.grep_search import GrepBackend, GrepSearchTool
+from mini_claude.tools.builtin.kill_shell import KillShellTool
+from mini_claude.tools.builtin.list_files import ListFilesTool
+from mini_claude.tools.builtin.read_file import ReadFileTool
+from mini_claude.tools.builtin.run_shell import RunShellTool
+from mini_claude.tools.builtin.search_history import SearchHistoryTool
+from mini_claude.tools.builtin.shell_output import ShellOutputTool
+from mini_claude.tools.builtin.skill import SkillTool
+from mini_claude.tools.builtin.task import TOOL_NAME as TASK_TOOL_NAME
+from mini_claude.tools.builtin.task import TaskTool
+from mini_claude.tools.builtin.todo_write import TodoWriteTool
+from mini_claude.tools.builtin.web_fetch import WebFetchTool
+from mini_claude.tools.builtin.write_file import WriteFileTool
 from mini_claude.tools.common import error_output
-from mini_claude.tools.compact import CompactTool
-from mini_claude.tools.edit_file import EditFileTool
-from mini_claude.tools.exit_plan_mode import ExitPlanModeTool
-from mini_claude.tools.grep_search import GrepBackend, GrepSearchTool
-from mini_claude.tools.kill_shell import KillShellTool
-from mini_claude.tools.kinds import OTHER, ToolKind, ToolTraits, declare, known_tools
-from mini_claude.tools.list_files import ListFilesTool
 from mini_claude.tools.permission_gate import check_permission
-from mini_claude.tools.read_file import ReadFileTool
-from mini_claude.tools.run_shell import RunShellTool
-from mini_claude.tools.search_history import SearchHistoryTool
-from mini_claude.tools.shell_output import ShellOutputTool
-from mini_claude.tools.skill import SkillTool
-from mini_claude.tools.task import TOOL_NAME as TASK_TOOL_NAME
-from mini_claude.tools.task import TaskTool
-from mini_claude.tools.todo_write import TodoWriteTool
-from mini_claude.tools.web_fetch import WebFetchTool
-from mini_claude.tools.write_file import WriteFileTool
 
 _JSON_TYPE_NAMES = {
     bool: "boolean",
@@ -52,9 +52,17 @@ BUILTIN_TOOLS = (
     CompactTool, SearchHistoryTool, TodoWriteTool, SkillTool, ShellOutputTool, KillShellTool,
     WebFetchTool, ExitPlanModeTool,
 )
-for _builtin in BUILTIN_TOOLS:
-    declare(_builtin.spec.name, _builtin.traits)
-declare(TASK_TOOL_NAME, TaskTool.traits)
+
+
+def declare_builtin_tools() -> None:
+    """Tell the process's view of tool kinds what each built-in tool is, so that rules, plan
+    mode and the Claude Code name table know them before any registry is built."""
+    for builtin in BUILTIN_TOOLS:
+        declare(builtin.spec.name, builtin.traits)
+    declare(TASK_TOOL_NAME, TaskTool.traits)
+
+
+declare_builtin_tools()
 
 
 def tools_of_kind(*kinds: ToolKind) -> tuple[str, ...]:
@@ -67,7 +75,7 @@ class ToolRegistry:
 
     The specs are part of the prompt-cache prefix, so they are built once
     and never rebuilt: callers must not mutate them. Every tool given or added is
-    declared to the process's view of tool kinds (:mod:`mini_claude.tools.kinds`).
+    declared to the process's view of tool kinds (:mod:`mini_claude.tool_kinds`).
     """
 
     def __init__(self, tools: Iterable[Tool]) -> None:

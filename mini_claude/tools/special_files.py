@@ -46,13 +46,6 @@ def refuse_special(path: Path, shown: str) -> None:
         raise _refusal(shown, kind)
 
 
-def is_regular_file(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
 def open_regular(path: Path, shown: str) -> BinaryIO:
     """Open a regular file for reading without ever blocking on a special one."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

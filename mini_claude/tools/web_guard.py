@@ -13,9 +13,9 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from mini_claude.permissions.addresses import IpAddress, refused
 from mini_claude.tools.common import ToolError
 
-IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -76,21 +76,6 @@ def checked_url(url: str, allowance: PrivateAllowance) -> str:
     if parts.scheme == "http" and not allowance.allows_host(parts.hostname):
         parts = parts._replace(scheme="https")
     return urlunsplit(parts)
-
-
-def refused(address: IpAddress) -> str | None:
-    """Why an address is off limits, or None for a public one."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    if address.is_loopback:
-        return "loopback"
-    if address.is_link_local:
-        return "link-local"
-    if address.is_private or address.is_reserved or address.is_unspecified:
-        return "private"
-    if address.is_multicast:
-        return "multicast"
-    return None
 
 
 def refused_without_lookup(url: str, allowance: PrivateAllowance) -> bool:

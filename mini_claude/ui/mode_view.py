@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the status line is drawn before the tools are imported
-    from mini_claude.tools.permission_modes import Permissions
+    from mini_claude.permissions.modes import Permissions
 
 CYCLE_HINT = "(shift+tab to cycle)"
 

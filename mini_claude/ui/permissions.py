@@ -20,9 +20,9 @@ from rich.panel import Panel
 from rich.text import Text
 
 from mini_claude.mcp.tool import TOOL_PREFIX
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
+from mini_claude.permissions.mode_table import ACCEPT_EDITS_MODE, DEFAULT_MODE
 from mini_claude.text import short_target
-from mini_claude.tools.base import PermissionDecision, PermissionRequest
-from mini_claude.tools.mode_table import ACCEPT_EDITS_MODE, DEFAULT_MODE
 from mini_claude.tools.permission_gate import EXIT_PLAN_TOOL
 from mini_claude.ui.choice import ChoiceInterrupted, choose, keys_typed_before_kept
 from mini_claude.ui.live import KEY_TIMEOUT_SECONDS

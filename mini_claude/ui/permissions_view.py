@@ -79,8 +79,8 @@ def remove_rule(repl: ReplHost, which: str) -> None:
 
 def add_rule_command(repl: ReplHost, argument: str) -> None:
     """``add allow|ask|deny RULE [--scope S]``: the rule is written and counts at once."""
+    from mini_claude.permissions.rules import Behavior
     from mini_claude.session.settings_files import RULE_SCOPES
-    from mini_claude.tools.permission_rules import Behavior
 
     try:
         words = shlex.split(argument)
@@ -106,8 +106,8 @@ def save_rule_line(session: Session, behavior: str, rule: str, scope: str, *,
     """Write the rule to its scope's settings file; one line saying where, or why not.
 
     ``answered``: from "don't ask again", which keeps the rule for the session anyway."""
+    from mini_claude.permissions.rules import RuleError
     from mini_claude.session.settings_files import SettingsWriteError
-    from mini_claude.tools.permission_rules import RuleError
 
     try:
         saved = session.permission_setup.save_rule(behavior, rule, scope)  # type: ignore[arg-type]

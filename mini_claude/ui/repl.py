@@ -78,9 +78,9 @@ if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     from mini_claude import events as ev
     from mini_claude.agent.loop import Agent
     from mini_claude.conversation import ImageBlock
+    from mini_claude.permissions.asking import PermissionRequest
     from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
-    from mini_claude.tools.base import PermissionRequest
 
 NOT_A_TERMINAL = ("the REPL needs a terminal; use -p \"PROMPT\" (or pipe the prompt in) "
                   "for non-interactive use")

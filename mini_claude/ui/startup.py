@@ -55,9 +55,9 @@ def new_session(settings: Settings, cwd: Path, args: argparse.Namespace) -> Sess
     tool flags (parsed as print mode parses them; the CLI checked them already)."""
     from mini_claude.claude_flags import agents_flag
     from mini_claude.headless.session_setup import agent_types, flag_mcp_configs, flag_settings
+    from mini_claude.permissions.mode_table import mode_from_flags
+    from mini_claude.permissions.rules import flag_rules
     from mini_claude.session.wiring import Session, startup_housekeeping
-    from mini_claude.tools.mode_table import mode_from_flags
-    from mini_claude.tools.permission_rules import flag_rules
     from mini_claude.ui.permissions import TerminalApprover
 
     startup_housekeeping(settings)

@@ -15,10 +15,10 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.styles import Style
 from prompt_toolkit.utils import get_cwidth
 
+from mini_claude.permissions.mode_table import MODES
 from mini_claude.pricing import CostTracker
 from mini_claude.protocol import ContextStatus
 from mini_claude.text import format_tokens
-from mini_claude.tools.mode_table import MODES
 
 Pressure = Literal["calm", "steady", "warning", "alert"]
 

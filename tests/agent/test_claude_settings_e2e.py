@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.simulator.policies import user_contains
-from mini_claude.tools.base import PermissionDecision, PermissionRequest
 from tests.support.agent import PROVIDERS, Run, last_results, request_text
 from tests.support.subagent import route, task_call
 

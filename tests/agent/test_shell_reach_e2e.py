@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import PermissionDecision, PermissionRequest
 from tests.support.agent import PROVIDERS, Run, Runs, last_results, run_factory
 
 

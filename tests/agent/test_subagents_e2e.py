@@ -14,11 +14,11 @@ from mini_claude import events as ev
 from mini_claude.agent.subagent import task_transcripts_dir
 from mini_claude.cli import main
 from mini_claude.conversation import INTERRUPTED_RESULT, validate
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
 from mini_claude.session.wiring import Session
 from mini_claude.simulator import Fault, FunctionPolicy, Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.simulator.policies import system_contains, user_contains
 from mini_claude.simulator.types import SimConversation
-from mini_claude.tools.base import PermissionDecision, PermissionRequest
 from mini_claude.transcript import load_session
 from tests.support.printing import point_at
 from tests.support.reliability import PROVIDERS, Provider, session_settings

@@ -11,10 +11,10 @@ from pathlib import Path
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
 from mini_claude.conversation import ThinkingBlock, validate
+from mini_claude.permissions.asking import allow_all
 from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session
 from mini_claude.simulator import SimClock, Simulator
-from mini_claude.tools.base import allow_all
 from tests.support.long_session import (
     LongSessionPolicy,
     RunRecord,

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from mini_claude import events as ev
+from mini_claude import tool_kinds as kinds
 from mini_claude.agent.context_steps import ContextSteps
 from mini_claude.agent.history import History
 from mini_claude.agent.hooks import HookCommand, HookEvent, HookRunner
@@ -20,18 +21,15 @@ from mini_claude.agent.tool_calls import ToolCalls
 from mini_claude.context.compact import SummaryContext
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
-from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools import kinds
-from mini_claude.tools.base import (
-    NOTHING_TO_ASK,
+from mini_claude.permissions.asking import (
     Approver,
     PermissionDecision,
     PermissionRequest,
-    Prepared,
-    ToolContext,
     allow_all,
 )
-from mini_claude.tools.kinds import ToolTraits
+from mini_claude.protocol import ToolOutput, ToolSpec
+from mini_claude.tool_kinds import ToolTraits
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.registry import ToolRegistry
 from mini_claude.transcript import Transcript
 from tests.support.tools import ScriptedApprover, tool_context

@@ -9,10 +9,10 @@ import pytest
 
 from mini_claude.checkpoints.timeline import Point
 from mini_claude.conversation import SummaryBlock, message_to_dict
+from mini_claude.permissions.asking import allow_all
 from mini_claude.session.wiring import Session
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.simulator.policies import user_contains
-from mini_claude.tools.base import allow_all
 from mini_claude.transcript import load_session
 from tests.support.agent import PROVIDERS, Run
 from tests.support.repl import running_repl, sim_settings

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session
 from mini_claude.simulator import Simulator
-from mini_claude.tools.base import allow_all
 from mini_claude.transcript import read_records
 from tests.support.rewind import TURNS, file_state, make_run, scripted_policy, write_project
 

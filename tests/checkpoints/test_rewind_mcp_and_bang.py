@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import allow_all
 from tests.support.agent import PROVIDERS
 from tests.support.mcp import write_config
 from tests.support.repl import ReplDriver, running_repl, sim_settings

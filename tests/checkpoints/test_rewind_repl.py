@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator
-from mini_claude.tools.base import allow_all
 from tests.support.repl import running_repl, sim_settings, until
 from tests.support.rewind import TURNS, scripted_policy, write_project
 

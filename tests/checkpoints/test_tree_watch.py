@@ -240,7 +240,7 @@ def test_a_folder_replaced_by_a_new_one_is_listed_whole(make_tree: Any, project:
 def test_ignore_rules_looked_up_per_folder_agree_with_the_per_path_rules(
         tmp_path: Path) -> None:
     """Nested .gitignore files, a negation and a folder pattern: both ways say the same."""
-    from mini_claude.tools.ignore import IgnoreRules
+    from mini_claude.project.ignore import IgnoreRules
 
     root = tmp_path / "tree"
     (root / "src" / "gen" / "deep").mkdir(parents=True)

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from mini_claude import events as ev
+from mini_claude.permissions.asking import deny_all
 from mini_claude.project.commands import CustomCommand
 from mini_claude.session.custom_commands import prompt_events
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import deny_all
 from tests.support.agent import PROVIDERS, Run, last_results, run_factory
 from tests.support.claude_project import (
     claude_project,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mini_claude.cli import main
+from mini_claude.permissions.asking import allow_all
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator
-from mini_claude.tools.base import allow_all
 from tests.support.printing import PROVIDERS, run_from
 from tests.support.repl import running_repl, sim_settings, until
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mini_claude.sandbox.bwrap import unavailable_reason
-from mini_claude.tools.base import PermissionDecision, PermissionRequest
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
+from mini_claude.permissions.sandbox.bwrap import unavailable_reason
 
 CANNOT_SANDBOX = unavailable_reason("bwrap")
 # CI installs bubblewrap (.ci/run), so these run there; only a machine that truly cannot

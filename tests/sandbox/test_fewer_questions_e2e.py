@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import PermissionDecision, PermissionRequest
 from tests.sandbox.support import needs_bwrap
 from tests.support.agent import PROVIDERS, Run
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from mini_claude.sandbox.config import SandboxConfig
-from mini_claude.sandbox.state import SandboxState
+from mini_claude.permissions.sandbox.config import SandboxConfig
+from mini_claude.permissions.sandbox.state import SandboxState
 from tests.sandbox.support import needs_bwrap
 
 

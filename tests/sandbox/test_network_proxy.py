@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.sandbox.config import read_sandbox
-from mini_claude.sandbox.domains import matches
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
+from mini_claude.permissions.sandbox.config import read_sandbox
+from mini_claude.permissions.sandbox.domains import matches
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import PermissionDecision, PermissionRequest
 from tests.sandbox.support import needs_bwrap
 from tests.support.agent import PROVIDERS, Run, last_results
 

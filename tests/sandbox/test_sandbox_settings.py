@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mini_claude.sandbox.config import SandboxConfig
-from mini_claude.sandbox.policy import make_policy
+from mini_claude.permissions.sandbox.config import SandboxConfig
+from mini_claude.permissions.sandbox.policy import make_policy
 from mini_claude.session.settings_files import load_settings_layers
 
 

@@ -10,15 +10,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-from mini_claude.sandbox.state import session_sandbox
+from mini_claude.permissions.sandbox.state import session_sandbox
 from mini_claude.settings import Settings
 from tests.sandbox.support import needs_bwrap
 
 KILLED_SESSION = textwrap.dedent("""
     import os, signal, subprocess, sys
     from pathlib import Path
-    from mini_claude.sandbox.config import SandboxConfig
-    from mini_claude.sandbox.state import SandboxState
+    from mini_claude.permissions.sandbox.config import SandboxConfig
+    from mini_claude.permissions.sandbox.state import SandboxState
     project, home = Path(sys.argv[1]), Path(sys.argv[2])
     state = SandboxState(config=SandboxConfig(enabled=True), home=home / "user",
                          records_home=home)

@@ -12,12 +12,12 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.models import window_for_model
+from mini_claude.permissions.asking import allow_all
 from mini_claude.providers import create_provider
 from mini_claude.session.custom_commands import prompt_events
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import Simulator
-from mini_claude.tools.base import allow_all
 
 # A command model whose window differs from the session model's ("sim-" rows: 200K).
 WIDE_MODEL = {"anthropic": "claude-opus-4-6", "openai": "gpt-4o"}

@@ -12,12 +12,12 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
+from mini_claude.permissions.asking import Approver, allow_all
+from mini_claude.permissions.mode_table import PermissionMode
 from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, Simulator
-from mini_claude.tools.base import Approver, allow_all
-from mini_claude.tools.mode_table import PermissionMode
 
 PROVIDERS = ("anthropic", "openai")
 T = TypeVar("T")

@@ -10,11 +10,11 @@ from typing import TypeVar
 
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
+from mini_claude.permissions.asking import allow_all
 from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import Reply, SimClock, SimConversation, Simulator, ToolCall
-from mini_claude.tools.base import allow_all
 
 WORDS = ("alpha", "beta", "gamma", "delta", "value", "result", "config", "parser", "token", "cache")
 

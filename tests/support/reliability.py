@@ -16,11 +16,11 @@ from typing import Any, Literal
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
 from mini_claude.conversation import Message, message_to_dict, validate
+from mini_claude.permissions.asking import allow_all
 from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, Simulator
-from mini_claude.tools.base import allow_all
 
 Provider = Literal["anthropic", "openai"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai")

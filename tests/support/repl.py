@@ -21,12 +21,12 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
+from mini_claude.permissions.asking import Approver
+from mini_claude.permissions.mode_table import PermissionMode
 from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import Simulator
-from mini_claude.tools.base import Approver
-from mini_claude.tools.mode_table import PermissionMode
 from mini_claude.ui.permissions import TerminalApprover
 from mini_claude.ui.repl import Repl
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from mini_claude.checkpoints import restore
+from mini_claude.permissions.asking import allow_all
 from mini_claude.providers import create_provider
 from mini_claude.session.rewind import Rewinder
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
-from mini_claude.tools.base import allow_all
 
 
 def kill_before(step: str, nth: int) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from mini_claude.checkpoints.recorder import Checkpointer, Checkpoints
 from mini_claude.checkpoints.tree import Capture
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.run_shell import execute
+from mini_claude.tools.builtin.run_shell import execute
 from tests.support.agent import Run
 from tests.support.rewind import rewinder
 

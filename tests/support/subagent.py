@@ -10,13 +10,13 @@ from typing import Any
 
 from mini_claude.agent.loop import Agent
 from mini_claude.conversation import ToolResultBlock
+from mini_claude.permissions.asking import Approver, allow_all
 from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.simulator.policies import Match, RoutedPolicy
 from mini_claude.simulator.types import Policy
-from mini_claude.tools.base import Approver, allow_all
 
 PARENT_SYSTEM = "You are mini-claude, a coding agent"
 EXPLORE_SYSTEM = "You are an exploring sub-agent"

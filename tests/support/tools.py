@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mini_claude.settings import Settings
-from mini_claude.tools.base import (
+from mini_claude.permissions.asking import (
     Approver,
     PermissionDecision,
     PermissionRequest,
-    ToolContext,
     allow_all,
 )
+from mini_claude.settings import Settings
+from mini_claude.tools.base import ToolContext
 
 T = TypeVar("T")
 

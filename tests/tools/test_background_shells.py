@@ -9,9 +9,9 @@ from pathlib import Path
 from mini_claude.protocol import ToolOutput
 from mini_claude.tools.background import BackgroundShells
 from mini_claude.tools.base import NOTHING_TO_ASK, ToolContext
-from mini_claude.tools.kill_shell import KillShellTool
-from mini_claude.tools.run_shell import RunShellTool
-from mini_claude.tools.shell_output import ShellOutputTool
+from mini_claude.tools.builtin.kill_shell import KillShellTool
+from mini_claude.tools.builtin.run_shell import RunShellTool
+from mini_claude.tools.builtin.shell_output import ShellOutputTool
 from tests.support.tools import process_alive, run, tool_context, wait_until
 
 

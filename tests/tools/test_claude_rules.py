@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.tools.command_kinds import is_read_only_command, suggest_rule
-from mini_claude.tools.permission_rules import PermissionRules, RuleError, parse_rule
+from mini_claude.permissions.command_kinds import is_read_only_command, suggest_rule
+from mini_claude.permissions.rules import PermissionRules, RuleError, parse_rule
 
 
 def rules(project: Path, *, allow: tuple[str, ...] = (), deny: tuple[str, ...] = (),

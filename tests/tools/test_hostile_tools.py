@@ -18,20 +18,20 @@ from pathlib import Path
 import pytest
 
 from mini_claude import events as ev
+from mini_claude.permissions.asking import (
+    PermissionDecision,
+    PermissionRequest,
+    allow_all,
+    deny_all,
+)
 from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session, SessionError
 from mini_claude.settings import Settings
 from mini_claude.simulator import Reply, ScriptedPolicy, SimConversation, Simulator, ToolCall
-from mini_claude.tools.base import (
-    PermissionDecision,
-    PermissionRequest,
-    ToolContext,
-    allow_all,
-    deny_all,
-)
-from mini_claude.tools.edit_file import EditFileTool
+from mini_claude.tools.base import ToolContext
+from mini_claude.tools.builtin.edit_file import EditFileTool
+from mini_claude.tools.builtin.write_file import WriteFileTool
 from mini_claude.tools.registry import default_registry
-from mini_claude.tools.write_file import WriteFileTool
 from tests.support.hostile import wait_for
 from tests.support.reliability import (
     PROVIDERS,
@@ -180,7 +180,7 @@ def test_case7_pipes_and_devices_are_refused_without_being_opened(
 
 STUCK_TOOL_SCRIPT = """
 import os, sys, time
-from mini_claude.tools.read_file import ReadFileTool
+from mini_claude.tools.builtin.read_file import ReadFileTool
 ReadFileTool._read = lambda self, args, ctx: (open("stuck", "w").close(), time.sleep(120))
 from mini_claude.cli import main
 sys.exit(main(["-p", "read it"]))

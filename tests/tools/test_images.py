@@ -16,6 +16,7 @@ from mini_claude.models import ImageLimits
 from mini_claude.session.mentions import image_paths_in
 from mini_claude.settings import Settings
 from mini_claude.tools.base import NOTHING_TO_ASK
+from mini_claude.tools.builtin.read_file import ReadFileTool
 from mini_claude.tools.common import ToolError
 from mini_claude.tools.images import (
     _fitted,
@@ -23,7 +24,6 @@ from mini_claude.tools.images import (
     image_tokens,
     load_image,
 )
-from mini_claude.tools.read_file import ReadFileTool
 from tests.support.tools import run, tool_context
 
 

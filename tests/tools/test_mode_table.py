@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import get_args
 
 import mini_claude
-from mini_claude.tools.mode_table import MODES, PermissionMode
-from mini_claude.tools.permission_modes import Permissions
+from mini_claude.permissions.mode_table import MODES, PermissionMode
+from mini_claude.permissions.modes import Permissions
 
 PACKAGE = Path(mini_claude.__file__).parent
-TABLE_FILE = PACKAGE / "tools" / "mode_table.py"
+TABLE_FILE = PACKAGE / "permissions" / "mode_table.py"
 PLAIN_WORDS = {"default", "plan"}  # also ordinary words: a spelling only beside a mode
 
 

@@ -5,19 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest, deny_all
+from mini_claude.permissions.mode_table import PermissionMode
+from mini_claude.permissions.modes import Permissions
+from mini_claude.permissions.rules import PermissionRules, parse_rule
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools.base import (
-    PermissionDecision,
-    PermissionRequest,
-    Prepared,
-    ToolContext,
-    deny_all,
-)
-from mini_claude.tools.kinds import ToolTraits
-from mini_claude.tools.mode_table import PermissionMode
+from mini_claude.tool_kinds import ToolTraits
+from mini_claude.tools.base import Prepared, ToolContext
 from mini_claude.tools.permission_gate import users_own
-from mini_claude.tools.permission_modes import Permissions
-from mini_claude.tools.permission_rules import PermissionRules, parse_rule
 from mini_claude.tools.registry import ToolRegistry, default_registry
 from tests.support.tools import ScriptedApprover, run, tool_context
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.session.permission_setup import PermissionSetup
-from mini_claude.settings import Settings
-from mini_claude.tools.permission_rules import (
+from mini_claude.permissions.rules import (
     PermissionRules,
     RuleError,
     parse_rule,
     parse_rule_list,
     split_rule_list,
 )
+from mini_claude.session.permission_setup import PermissionSetup
+from mini_claude.settings import Settings
 
 TOOLS = ("read_file", "grep_search", "list_files", "run_shell", "write_file", "edit_file")
 
@@ -194,9 +194,9 @@ def test_a_session_reads_the_settings_files_and_shares_one_permissions_object(
     tmp_path: Path,
 ) -> None:
     """The REPL builds its session this way: the files' rules and warnings come with it."""
+    from mini_claude.permissions.asking import deny_all
     from mini_claude.providers import create_provider
     from mini_claude.session.wiring import Session
-    from mini_claude.tools.base import deny_all
 
     project, home = tmp_path / "repo", tmp_path / "home"
     write_settings(project / ".mini-claude" / "settings.json", ["write_file"], ["run_shell"])

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mini_claude.tools.permission_rules import PermissionRules, parse_rule
-from mini_claude.tools.shell_parse import analyse
+from mini_claude.permissions.rules import PermissionRules, parse_rule
+from mini_claude.permissions.shell_parse import analyse
 
 DENY_RM = PermissionRules(deny=(parse_rule("run_shell(rm:*)", "test"),))
 DENY_RM_CLAUDE = PermissionRules(deny=(parse_rule("Bash(rm:*)", "test"),))

@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from mini_claude.permissions.asking import PermissionDecision
+from mini_claude.permissions.command_kinds import is_read_only_command
+from mini_claude.permissions.mode_table import PermissionMode
+from mini_claude.permissions.modes import Permissions
+from mini_claude.permissions.rules import PermissionRules, parse_rule
+from mini_claude.permissions.shell_parse import analyse
 from mini_claude.protocol import ToolOutput
-from mini_claude.tools.base import PermissionDecision, ToolContext
-from mini_claude.tools.command_kinds import is_read_only_command
-from mini_claude.tools.mode_table import PermissionMode
-from mini_claude.tools.permission_modes import Permissions
-from mini_claude.tools.permission_rules import PermissionRules, parse_rule
+from mini_claude.tools.base import ToolContext
 from mini_claude.tools.registry import default_registry
-from mini_claude.tools.shell_parse import analyse
 from tests.support.tools import ScriptedApprover, run, tool_context
 
 REGISTRY = default_registry()

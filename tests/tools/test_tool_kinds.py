@@ -11,23 +11,19 @@ from typing import Any
 
 import pytest
 
+from mini_claude import tool_kinds as kinds
 from mini_claude.context.ledger import LedgerState, update
 from mini_claude.context.rebuild import path_key, touched_paths
 from mini_claude.conversation import Message, ToolResultBlock, ToolUseBlock
+from mini_claude.permissions.asking import PermissionDecision
+from mini_claude.permissions.mode_table import PermissionMode
+from mini_claude.permissions.modes import Permissions
+from mini_claude.permissions.protected_paths import is_protected_path, protected_paths
+from mini_claude.permissions.rules import CLAUDE_TOOL_NAMES, PermissionRules, parse_rule
 from mini_claude.project.claude_tools import our_tool_names
 from mini_claude.protocol import ToolOutput, ToolSpec
-from mini_claude.tools import kinds
-from mini_claude.tools.base import (
-    NOTHING_TO_ASK,
-    PermissionDecision,
-    Prepared,
-    ToolContext,
-)
-from mini_claude.tools.kinds import ToolTraits
-from mini_claude.tools.mode_table import PermissionMode
-from mini_claude.tools.permission_modes import Permissions
-from mini_claude.tools.permission_rules import CLAUDE_TOOL_NAMES, PermissionRules, parse_rule
-from mini_claude.tools.protected_paths import is_protected_path, protected_paths
+from mini_claude.tool_kinds import ToolTraits
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
 from mini_claude.tools.registry import ToolRegistry, default_registry, tools_of_kind
 from tests.support.tools import ScriptedApprover, run, tool_context
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from mini_claude.tools.base import NOTHING_TO_ASK, PermissionDecision
-from mini_claude.tools.grep_search import GrepSearchTool, PythonBackend
-from mini_claude.tools.list_files import ListFilesTool
-from mini_claude.tools.read_file import ReadFileTool
+from mini_claude.permissions.asking import PermissionDecision
+from mini_claude.tools.base import NOTHING_TO_ASK
+from mini_claude.tools.builtin.grep_search import GrepSearchTool, PythonBackend
+from mini_claude.tools.builtin.list_files import ListFilesTool
+from mini_claude.tools.builtin.read_file import ReadFileTool
 from mini_claude.tools.registry import default_registry
 from tests.support.tools import ScriptedApprover, run, tool_context
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mini_claude.protocol import ToolOutput
 from mini_claude.tools.base import NOTHING_TO_ASK
-from mini_claude.tools.read_file import ReadFileTool
+from mini_claude.tools.builtin.read_file import ReadFileTool
 from tests.support.tools import run, tool_context
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from mini_claude.context.persist import admit_result
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import ToolUseBlock
-from mini_claude.tools.read_file import page_bytes
+from mini_claude.tools.builtin.read_file import page_bytes
 from mini_claude.tools.registry import default_registry
 from tests.support.tools import run, tool_context
 

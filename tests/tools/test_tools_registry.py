@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from mini_claude.permissions.asking import PermissionDecision, PermissionRequest
 from mini_claude.project.skills import Skill, SkillCatalog
 from mini_claude.protocol import (
     RAW_ARGUMENTS_KEY,
@@ -19,15 +20,9 @@ from mini_claude.protocol import (
     ToolOutput,
     ToolSpec,
 )
-from mini_claude.tools.base import (
-    NOTHING_TO_ASK,
-    PermissionDecision,
-    PermissionRequest,
-    Prepared,
-    ToolContext,
-)
-from mini_claude.tools.grep_search import PythonBackend
-from mini_claude.tools.kinds import ToolTraits
+from mini_claude.tool_kinds import ToolTraits
+from mini_claude.tools.base import NOTHING_TO_ASK, Prepared, ToolContext
+from mini_claude.tools.builtin.grep_search import PythonBackend
 from mini_claude.tools.registry import ToolRegistry, check_arguments, default_registry
 from tests.support.tools import ScriptedApprover, run, tool_context
 

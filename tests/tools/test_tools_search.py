@@ -12,7 +12,7 @@ import pytest
 
 from mini_claude.protocol import ToolOutput
 from mini_claude.tools.base import NOTHING_TO_ASK
-from mini_claude.tools.grep_search import (
+from mini_claude.tools.builtin.grep_search import (
     GrepBackend,
     GrepSearchTool,
     PythonBackend,
@@ -20,7 +20,7 @@ from mini_claude.tools.grep_search import (
     SearchRequest,
     choose_backend,
 )
-from mini_claude.tools.list_files import ListFilesTool
+from mini_claude.tools.builtin.list_files import ListFilesTool
 from tests.support.tools import process_alive, run, tool_context, wait_until
 
 

@@ -12,7 +12,7 @@ from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import Message, ResultState, TextBlock, ToolResultBlock, ToolUseBlock
 from mini_claude.settings import Settings
 from mini_claude.tools.base import ToolContext
-from mini_claude.tools.grep_search import PythonBackend
+from mini_claude.tools.builtin.grep_search import PythonBackend
 from mini_claude.tools.registry import default_registry
 from mini_claude.transcript import Transcript
 from tests.support.tools import run

@@ -16,8 +16,8 @@ from mini_claude.protocol import ToolOutput
 from mini_claude.secrets import MASK
 from mini_claude.settings import Settings
 from mini_claude.tools.base import NOTHING_TO_ASK
+from mini_claude.tools.builtin.run_shell import RunShellTool, child_environment, execute
 from mini_claude.tools.progress import CallProgress
-from mini_claude.tools.run_shell import RunShellTool, child_environment, execute
 from tests.support.tools import group_members, process_alive, run, tool_context, wait_until
 
 
@@ -211,7 +211,7 @@ def test_output_over_the_cap_is_spilled_whole_to_disk(tmp_path: Path) -> None:
     import asyncio
     import re
 
-    from mini_claude.tools.run_shell import execute
+    from mini_claude.tools.builtin.run_shell import execute
 
     spill = tmp_path / "spill"
     result = asyncio.run(execute("seq 1 50000", tmp_path, {"PATH": "/usr/bin:/bin"}, 30, 20_000,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from mini_claude.protocol import ToolOutput
-from mini_claude.tools.edit_file import EditFileTool
-from mini_claude.tools.write_file import WriteFileTool
+from mini_claude.tools.builtin.edit_file import EditFileTool
+from mini_claude.tools.builtin.write_file import WriteFileTool
 from tests.support.tools import run, tool_context
 
 

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from mini_claude.permissions.addresses import refused
+from mini_claude.permissions.rules import parse_rule
 from mini_claude.protocol import ToolOutput
 from mini_claude.tools.base import NOTHING_TO_ASK, ToolContext
-from mini_claude.tools.permission_rules import parse_rule
-from mini_claude.tools.web_fetch import WebFetchTool
-from mini_claude.tools.web_guard import PrivateAllowance, checked_url, refused
+from mini_claude.tools.builtin.web_fetch import WebFetchTool
+from mini_claude.tools.web_guard import PrivateAllowance, checked_url
 from tests.support.tools import run, tool_context
 from tests.support.web_server import WebServer, web_server
 

@@ -11,8 +11,8 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import allow_all
 from tests.support.claude_project import (
     PY,
     claude_project,

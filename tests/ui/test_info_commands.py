@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from prompt_toolkit.enums import EditingMode
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import allow_all
 from tests.support.repl import ReplDriver, running_repl, sim_settings, until
 
 

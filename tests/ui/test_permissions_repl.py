@@ -7,8 +7,8 @@ import asyncio
 import json
 from pathlib import Path
 
+from mini_claude.permissions.asking import PermissionRequest
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import PermissionRequest
 from mini_claude.ui.permissions import answer_labels
 from mini_claude.ui.statusbar import status_text
 from tests.support.repl import ReplDriver, running_repl, sim_settings, until

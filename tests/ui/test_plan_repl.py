@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import allow_all
 from tests.support.repl import ReplDriver, running_repl, sim_settings
 
 

@@ -17,8 +17,8 @@ from prompt_toolkit.application.current import get_app_or_none
 from prompt_toolkit.layout.controls import BufferControl
 
 from mini_claude.conversation import SummaryBlock, validate
+from mini_claude.permissions.asking import Approver, allow_all
 from mini_claude.simulator import Fault, Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import Approver, allow_all
 from mini_claude.ui.repl import run_repl
 from mini_claude.ui.statusbar import format_money
 from tests.support.repl import ReplDriver, running_repl, sim_settings, until

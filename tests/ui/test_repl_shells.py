@@ -7,8 +7,8 @@ import asyncio
 import json
 from pathlib import Path
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import allow_all
 from mini_claude.visible import visible
 from tests.support.repl import ReplDriver, running_repl, sim_settings, until
 

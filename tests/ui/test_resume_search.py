@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator
-from mini_claude.tools.base import allow_all
 from mini_claude.transcript import SessionInfo
 from mini_claude.ui.commands import _session_label
 from tests.support.repl import ReplDriver, running_repl, sim_settings

@@ -7,9 +7,9 @@ import asyncio
 import json
 from pathlib import Path
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.session.settings_files import load_settings_layers
 from mini_claude.simulator import Simulator
-from mini_claude.tools.base import allow_all
 from tests.support.repl import running_repl, sim_settings
 
 PROJECT_ENV = {"TEAM_REGION": "eu-1", "ANTHROPIC_API_KEY": "sk-planted",

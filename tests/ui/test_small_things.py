@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mini_claude.permissions.asking import allow_all
 from mini_claude.simulator import Simulator
-from mini_claude.tools.base import allow_all
 from mini_claude.ui.paste import PastedTexts
 from mini_claude.ui.render import main_argument
 from tests.support.repl import ReplDriver, running_repl, sim_settings

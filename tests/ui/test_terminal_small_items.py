@@ -95,7 +95,7 @@ def test_the_todo_tool_line_reads_as_words_not_json() -> None:
 def test_a_permission_box_names_an_mcp_tool_once() -> None:
     from rich.console import Console
 
-    from mini_claude.tools.base import PermissionRequest
+    from mini_claude.permissions.asking import PermissionRequest
     from mini_claude.ui.permissions import permission_box
 
     def title(tool: str) -> str:

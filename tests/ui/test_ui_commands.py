@@ -8,7 +8,7 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from mini_claude.tools.base import PermissionRequest
+from mini_claude.permissions.asking import PermissionRequest
 from mini_claude.ui.commands import COMMANDS, find_command, parse_command, suggest
 from mini_claude.ui.permissions import NOT_ATTACHED, TerminalApprover, answer_labels
 from mini_claude.ui.prompt_input import SlashCommandCompleter

@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from mini_claude.cli import main
+from mini_claude.permissions.asking import PermissionRequest, allow_all
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator, ToolCall
-from mini_claude.tools.base import PermissionRequest, allow_all
 from mini_claude.ui.permissions import permission_box
 from mini_claude.ui.screen_guard import guard_console
 from mini_claude.visible import visible
