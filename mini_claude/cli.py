@@ -345,8 +345,16 @@ def _refuse_print_only_flags(args: argparse.Namespace) -> None:
 
 
 def _check_rules(args: argparse.Namespace, cwd: Path) -> None:
-    """A bad --allowed-tools / --disallowed-tools rule is a usage error before anything starts."""
+    """A bad --allowed-tools / --disallowed-tools rule is a usage error before anything starts.
+
+    Rules name tools by what they are, so the built-in tools are declared first; without
+    rule flags nothing is loaded here (the REPL's first prompt is drawn before the tools)."""
+    if not (args.allowed_tools or args.disallowed_tools):
+        return
     from mini_claude.permissions.rules import RuleError, flag_rules
+    from mini_claude.tools.registry import declare_builtin_tools
+
+    declare_builtin_tools()
 
     try:
         flag_rules(args.allowed_tools, args.disallowed_tools, cwd)
@@ -397,9 +405,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return export_atif(argv[1:])
     args = build_parser().parse_intermixed_args(argv)
-    from mini_claude.tools.registry import declare_builtin_tools
-
-    declare_builtin_tools()  # before any rule is read: rules name tools by what they are
     try:
         return _dispatch(args)
     except UsageError as exc:
