@@ -63,7 +63,8 @@ def test_sandboxed_children_end_when_mini_claude_is_killed(
         cli = start_cli(project, tmp_path / "home", sim, provider)
         try:
             wait_for(lambda: len(marked_pids(marker)) == 5, "the background four and the hang")
-            assert not any(marked_pids(f"{marker}{tag}") for tag in (5, 6, 7))
+            wait_for(lambda: not any(marked_pids(f"{marker}{tag}") for tag in (5, 6, 7)),
+                     "the foreground command's detached children to end with it")
             cli.kill()
             cli.wait(timeout=WAIT_SECONDS)
         finally:
