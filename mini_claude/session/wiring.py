@@ -6,8 +6,8 @@ import contextlib
 import glob
 import os
 import time
-from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Collection
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,7 @@ from mini_claude.session.mentions import PreparedMessage, prepare
 from mini_claude.session.permission_setup import PermissionSetup
 from mini_claude.session.settings_files import SettingsFile
 from mini_claude.session.state import read_saved_state
+from mini_claude.session.user_shell import PendingContext, run_user_shell
 from mini_claude.settings import Settings
 from mini_claude.tools.background import BackgroundShells
 from mini_claude.tools.base import ToolContext
@@ -64,6 +65,7 @@ from mini_claude.transcript import (
 DEFAULT_THINKING_TOKENS = 8_000
 
 if TYPE_CHECKING:  # the agent chain is imported when the first agent is built
+    from mini_claude import events as ev
     from mini_claude.agent.loop import Agent
 
 
@@ -112,6 +114,8 @@ class Session:
     shells: BackgroundShells = field(default_factory=BackgroundShells)
     checkpoints: CheckpointStore = field(init=False)
     checkpointer: Checkpointer = field(init=False)
+    # `!command` output and `#` notes, sent before the user's next message.
+    pending: PendingContext = field(default_factory=PendingContext)
 
     @classmethod
     def open(cls, settings: Settings, cwd: Path, approver: Approver, *,
@@ -125,8 +129,14 @@ class Session:
                       withheld: Collection[Path] = ()) -> PreparedMessage:
         """A message as the model gets it, the same in every front end and for a custom
         command: its ``@path`` files attached and its images read (nothing under
-        ``withheld``, held for the user's approval)."""
-        return await prepare(self.agent, text, withheld=withheld)
+        ``withheld``, held for the user's approval), and the output of the user's own
+        ``!commands`` and ``#`` notes put before it (mentions are read from ``text`` alone)."""
+        prepared = await prepare(self.agent, text, withheld=withheld)
+        return replace(prepared, text=self.pending.with_message(prepared.text))
+
+    def run_user_shell(self, command: str) -> AsyncIterator[ev.Event]:
+        """``!command``: run as the user's own; its output waits for the next message."""
+        return run_user_shell(self.agent, command, self.pending)
 
     async def aclose(self) -> None:
         """End the session, in one order for every front end.

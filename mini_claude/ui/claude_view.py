@@ -145,8 +145,7 @@ async def remember(repl: ReplHost, text: str) -> bool:
     except OSError as exc:
         repl.console.print(note(f"cannot write {target}: {exc.strerror or exc}", "error"))
         return True
-    repl.shell_context.pending.append(f"[I added this to my memory file {target.name}: "
-                                      f"{note_text}]")
+    repl.session.pending.add(f"[I added this to my memory file {target.name}: {note_text}]")
     repl.console.print(note(f"saved to {target}; the model reads it with your next message"))
     return True
 

@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # the agent chain is imported after the first prompt is drawn
     from mini_claude.conversation import ImageBlock
     from mini_claude.session.wiring import Session
     from mini_claude.settings import Settings
-    from mini_claude.ui.conveniences import ShellContext
     from mini_claude.ui.live import LiveView, TurnActivity
     from mini_claude.ui.recall import Recall
 
@@ -34,7 +33,6 @@ class ReplHost(Protocol):
     view: LiveView  # the live area of a running turn
     activity: TurnActivity  # the spinner's label
     at_prompt: asyncio.Event  # set while waiting for input
-    shell_context: ShellContext  # what goes before the next message (``!`` output, # notes)
 
     @property
     def session(self) -> Session: ...

@@ -34,6 +34,7 @@ from rich.text import Text
 from mini_claude import __version__
 from mini_claude.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from mini_claude.project.memory import memory_note
+from mini_claude.session.user_shell import is_shell_command
 from mini_claude.ui.claude_view import (
     CustomCommandCompleter,
     ask_held_imports,
@@ -41,13 +42,7 @@ from mini_claude.ui.claude_view import (
     remember,
 )
 from mini_claude.ui.commands import COMMANDS, Outcome, dispatch, parse_command
-from mini_claude.ui.conveniences import (
-    ModelCompleter,
-    PathCompleter,
-    ShellContext,
-    is_shell_command,
-    run_user_shell,
-)
+from mini_claude.ui.conveniences import ModelCompleter, PathCompleter
 from mini_claude.ui.hooks_view import ask_project_settings
 from mini_claude.ui.live import LiveView, TurnActivity
 from mini_claude.ui.mode_view import mode_marker
@@ -184,7 +179,6 @@ class Repl:
         # Typed during a turn, sent when it ends; the command line's prompt is the first.
         self.queued: list[str] = [first_message] if first_message else []
         self.pastes = PastedTexts()  # long pastes, shown as placeholders, sent in full
-        self.shell_context = ShellContext()
         self.exit_requested = False
         self.terminated = False
         self._expanding: asyncio.Future[None] | None = None
@@ -339,8 +333,7 @@ class Repl:
                     if await remember(self, text):
                         continue
                     if is_shell_command(text):
-                        await self.run_events(run_user_shell(self.agent, text[1:].strip(),
-                                                             self.shell_context),
+                        await self.run_events(self.session.run_user_shell(text[1:].strip()),
                                               label="running your command…")
                         continue
                     await self.run_events(self._turn(text))
@@ -356,7 +349,7 @@ class Repl:
     def send(self, text: str, images: Sequence[ImageBlock] = ()) -> AsyncIterator[ev.Event]:
         """A turn for text whose files are attached already (a custom command's prompt)."""
         self._steerable = True
-        return self.agent.turn(self.shell_context.with_message(text), images=images)
+        return self.agent.turn(text, images=images)
 
     def _turn(self, text: str) -> AsyncIterator[ev.Event]:
         """A model turn: from now until it ends, what is typed steers it."""
