@@ -100,12 +100,14 @@ def parent(mode: Mode, follow_ups: int) -> FunctionPolicy:
 
 async def _play(session: Session, follow_ups: int) -> None:
     agent = session.agent
-    async for _ in agent.turn(QUESTION):
-        pass
-    if follow_ups:
-        async for _ in agent.turn(FOLLOW_UP):
+    try:
+        async for _ in agent.turn(QUESTION):
             pass
-    await session.provider.close()
+        if follow_ups:
+            async for _ in agent.turn(FOLLOW_UP):
+                pass
+    finally:
+        await session.aclose()
 
 
 def run(mode: Mode, provider: ProviderName, *, files: int = 8, lines: int = 300,
@@ -122,10 +124,7 @@ def run(mode: Mode, provider: ProviderName, *, files: int = 8, lines: int = 300,
         )
         session = Session.open(settings, root / "repo", allow_all)
         session.start_new()
-        try:
-            asyncio.run(_play(session, follow_ups))
-        finally:
-            session.agent.transcript.close()
+        asyncio.run(_play(session, follow_ups))
         answered = [r for r in sim.requests if r.status == 200 and r.conversation is not None]
         parents = [r for r in answered if PARENT_MARKER in r.conversation.system  # type: ignore[union-attr]
                    and not r.is_side_request]

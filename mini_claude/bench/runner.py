@@ -235,16 +235,15 @@ async def run_strategy(
             session = Session.open(settings, project, allow_all, provider=provider,
                                    clock=clock.now, wall_clock=clock.now,
                                    registry=registry_for(strategy))
-            agent = session.start_new(SESSION_ID)
-            agent.steps.notes_arrive_after(usage_seconds)  # as a real reply would
             try:
+                agent = session.start_new(SESSION_ID)
+                agent.steps.notes_arrive_after(usage_seconds)  # as a real reply would
                 turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
             finally:
-                await agent.close()  # an update still running at the end
-                agent.transcript.close()
+                await session.aclose()  # as every front end ends a session
             records = list(sim.requests)
         finally:
-            await provider.close()
+            await provider.close()  # also when the session could not open
     result.requests = _join(records, result.marks, turn_starts)
     checks = _check_needs(script, records, turn_starts)
     checks = _check_recoveries(checks, policy, script, records, turn_starts)
