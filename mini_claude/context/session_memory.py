@@ -14,9 +14,11 @@ the history re-bases them, notes still on their way included: a fold maps the ex
 took out to the message that holds their lines; after a summary the notes whose anchor is in
 the kept tail still describe everything up to it.
 
-When an update starts is measured, not guessed: the time the last updates took and the
-history's growth per step say how far below the summary threshold one must start to land
-before it; none starts that the next compaction could not use, nor in a run's last steps.
+When an update starts is measured, not guessed: the replies the last updates took to arrive
+and the history's growth per reply say how far below the summary threshold one must start to
+land before it. One update per history between compactions (of several, only the last would be
+used); a second only when the notes in hand could not stand in; none that the next compaction
+could not use, nor in a run's last steps.
 """
 
 from __future__ import annotations
@@ -51,9 +53,9 @@ from mini_claude.settings import Settings
 
 # Notes kept per history: the newest, and two earlier ones that stand in while it is on its way.
 KEPT_NOTES = 3
-# Steps an update should land before the threshold, beyond its measured time (jitter).
+# Replies an update should land before the threshold, beyond its measured flight (jitter).
 LEAD_SPARE_STEPS = 2
-# Weight of the newest measurement in the running averages of growth, step time and latency.
+# Weight of the newest measurement in the running averages of growth and replies per update.
 AVERAGE_WEIGHT = 0.3
 # The earliest an update starts, as a share of the summary threshold, however slow updates are.
 EARLIEST_START_SHARE = 0.3
