@@ -55,6 +55,9 @@ from mini_claude.settings import Settings
 KEPT_NOTES = 3
 # Replies an update should land before the threshold, beyond its measured flight (jitter).
 LEAD_SPARE_STEPS = 2
+# Replies of measured growth kept free below the window while a summary is held back for
+# notes: the next one, and one more for a reply larger than the average.
+DEFER_GROWTH_STEPS = 2
 # Weight of the newest measurement in the running averages of growth and replies per update.
 AVERAGE_WEIGHT = 0.3
 # The earliest an update starts, as a share of the summary threshold, however slow updates are.
@@ -188,9 +191,16 @@ class SessionMemory:
 
     def deferral_limit(self) -> float:
         """Up to where a due summary is held back for notes on their way (see
-        ``ContextSteps.defer_summary``): the effective window less the deferral margin."""
+        ``ContextSteps.defer_summary``): the effective window less what the next steps are
+        expected to add (the measured growth per reply, ``DEFER_GROWTH_STEPS`` of them), so
+        the request is sent as is while it still fits; before growth is measured, and never
+        lower than, the effective window less the fixed deferral margin."""
         settings = self.settings
-        return settings.effective_window * (1 - settings.session_memory_defer_margin_pct)
+        window = settings.effective_window
+        fixed = window * (1 - settings.session_memory_defer_margin_pct)
+        if not self.growth_per_step or settings.session_memory_defer_margin_pct >= 1:
+            return fixed  # a margin of 1 turns holding back off
+        return max(fixed, window - DEFER_GROWTH_STEPS * self.growth_per_step)
 
     def _run_ends_first(self) -> bool:
         """The run ends before an update would land (its notes would go unread)."""

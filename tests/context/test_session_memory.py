@@ -124,6 +124,30 @@ def test_an_update_starts_its_measured_flight_before_the_threshold(
     assert memory.due(conversation)
 
 
+def test_a_summary_is_held_back_while_the_next_steps_still_fit_the_window(
+    tmp_path: Path,
+) -> None:
+    """At 32K the threshold is above the window less the fixed margin: measured growth per
+    reply sets the room instead, so a threshold that comes with notes on their way is passed
+    while the next steps fit; without a measurement, or with steps larger than the margin,
+    the fixed margin stays the limit."""
+    small = Settings(home=tmp_path, context_window=32_000)
+    memory = SessionMemory(small, TokenMeter(small, fixed_chars=0))
+    fixed = small.effective_window * (1 - small.session_memory_defer_margin_pct)
+    assert small.autocompact_tokens > fixed
+    assert memory.deferral_limit() == fixed
+    memory.growth_per_step = 800.0
+    assert memory.deferral_limit() == small.effective_window - 2 * 800.0
+    assert memory.deferral_limit() > small.autocompact_tokens
+    assert memory.spare_steps() == 0  # a late update is still used: the summary waits for it
+    memory.growth_per_step = small.effective_window / 2
+    assert memory.deferral_limit() == fixed
+    off = Settings(home=tmp_path, context_window=32_000, session_memory_defer_margin_pct=1.0)
+    memory = SessionMemory(off, TokenMeter(off, fixed_chars=0))
+    memory.growth_per_step = 800.0
+    assert memory.deferral_limit() == 0  # nothing is held back
+
+
 def test_no_update_while_off_or_while_a_thinking_tool_loop_is_open(
     memory_settings: Settings,
 ) -> None:
