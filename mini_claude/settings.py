@@ -196,7 +196,7 @@ class Settings:
     # Session memory (context/session_memory.py): notes about the session kept up to date in
     # the background, so that at the threshold they replace the old history without a summary
     # call. The first update comes when the history reaches this share of the summary
-    # threshold; later ones are scheduled from measured update time and growth.
+    # threshold; later ones from the measured replies an update takes and growth per reply.
     session_memory: bool = allowed(True)
     session_memory_start_pct: float = allowed(0.90)
     # Off: the loop waits for each update (the benchmark, for requests in a fixed order).

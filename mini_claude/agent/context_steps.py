@@ -131,6 +131,7 @@ class ContextSteps:
             earlier: SessionMemory | None = getattr(self, "memory", None)
             memory = SessionMemory(settings, meter, self.clock)
             memory.on_update = self._record_notes
+            memory.stands_in = self._notes_would_stand_in
             if earlier is not None:  # a simulated arrival time outlives new settings
                 memory.arrival_delay = earlier.arrival_delay
             self._per_model[settings.model] = meter, memory
@@ -311,8 +312,11 @@ class ContextSteps:
 
     def _notes_stand_in(self) -> bool:
         ready = self.memory.usable(self.conversation)
-        return bool(ready) and self.compactor.notes_fit(self.conversation,
-                                                        self.summary_context(), ready)
+        return bool(ready) and self._notes_would_stand_in(self.conversation, ready)
+
+    def _notes_would_stand_in(self, conversation: Conversation,
+                              notes: Sequence[SessionNotes]) -> bool:
+        return self.compactor.notes_fit(conversation, self.summary_context(), notes)
 
     def _still_due(self, reason: CompactReason) -> bool:
         if reason == "auto":
@@ -477,9 +481,7 @@ class ContextSteps:
     def below_hard_limit(self) -> bool:
         """The next request fits the effective window (window minus the output reserve) with
         the deferral margin to spare."""
-        effective = self.settings.effective_window
-        margin = effective * self.settings.session_memory_defer_margin_pct
-        return self.meter.status(self.conversation).tokens + margin <= effective
+        return self.meter.status(self.conversation).tokens <= self.memory.deferral_limit()
 
     async def defer_summary(self, reason: CompactReason) -> bool:
         """True when a due summary is held back: notes that fit are not here yet, an update

@@ -350,7 +350,13 @@ def _outcome(result: ToolResultBlock, long_chars: int) -> str:
 
 
 def render(state: LedgerState, max_chars: int) -> tuple[str, int]:
-    """The ledger's body, newest entries first until ``max_chars``; and how many were left out."""
+    """The ledger's body within ``max_chars``; and how many entries were left out.
+
+    Each section first gets its newest entries within an equal share of the room, so
+    a run of one kind (many saved outputs) cannot push the entries of another (the
+    files read early) out; what a section leaves of its share then goes to the
+    newest entries left, whatever their kind.
+    """
     head = f"Through tool call {state.last_call} (id {state.last_call_id})."
     intro = ' "call N": the Nth tool call of this session.'
     folder = _common_folder(state.saved.values())
@@ -360,24 +366,47 @@ def render(state: LedgerState, max_chars: int) -> tuple[str, int]:
         SavedResult: SAVED_HEADING.format(where=where),
         CommandRun: COMMANDS_HEADING,
     }
-    chosen: dict[type, list[str]] = {FileSeen: [], SavedResult: [], CommandRun: []}
-    used = len(head) + len(intro) + len(ledger_header()) + 2
     entries = state.entries()
-    kept = 0
-    for entry in entries:
-        line = entry.line(folder)
-        cost = len(line) + 1 + (0 if chosen[type(entry)] else len(headings[type(entry)]) + 1)
-        if used + cost > max_chars:
+    room = max_chars - (len(head) + len(intro) + len(ledger_header()) + 2)
+    chosen: set[int] = set()
+    used = 0
+    kinds = [kind for kind in headings if any(isinstance(e, kind) for e in entries)]
+    for kind in kinds:
+        floor = room // len(kinds)
+        share = 0
+        for index, entry in enumerate(entries):
+            if isinstance(entry, kind):
+                cost = _cost(entry, folder, headings, entries, chosen)
+                if share + cost > floor:
+                    break
+                chosen.add(index)
+                share += cost
+        used += share
+    for index, entry in enumerate(entries):
+        if index in chosen:
+            continue
+        cost = _cost(entry, folder, headings, entries, chosen)
+        if used + cost > room:
             break
-        chosen[type(entry)].append(line)
+        chosen.add(index)
         used += cost
-        kept += 1
     lines = [head + intro]
-    for kind, rendered in chosen.items():
+    for kind, heading in headings.items():
+        rendered = [e.line(folder) for i, e in enumerate(entries)
+                    if i in chosen and isinstance(e, kind)]
         if rendered:
-            lines.append(headings[kind])
+            lines.append(heading)
             lines.extend(rendered)
-    return "\n".join(lines), len(entries) - kept
+    return "\n".join(lines), len(entries) - len(chosen)
+
+
+def _cost(
+    entry: Entry, folder: str, headings: dict[type, str], entries: list[Entry], chosen: set[int]
+) -> int:
+    """Characters the entry's line adds, with its section's heading if it is the first."""
+    opened = any(isinstance(entries[i], type(entry)) for i in chosen)
+    heading = 0 if opened else len(headings[type(entry)]) + 1
+    return len(entry.line(folder)) + 1 + heading
 
 
 def _common_folder(saved: Iterable[SavedResult]) -> str:

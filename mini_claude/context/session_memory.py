@@ -14,9 +14,11 @@ the history re-bases them, notes still on their way included: a fold maps the ex
 took out to the message that holds their lines; after a summary the notes whose anchor is in
 the kept tail still describe everything up to it.
 
-When an update starts is measured, not guessed: the time the last updates took and the
-history's growth per step say how far below the summary threshold one must start to land
-before it; none starts that the next compaction could not use, nor in a run's last steps.
+When an update starts is measured, not guessed: the replies the last updates took to arrive
+and the history's growth per reply say how far below the summary threshold one must start to
+land before it. One update per history between compactions (of several, only the last would be
+used); a second only when the notes in hand could not stand in; none that the next compaction
+could not use, nor in a run's last steps.
 """
 
 from __future__ import annotations
@@ -51,9 +53,12 @@ from mini_claude.settings import Settings
 
 # Notes kept per history: the newest, and two earlier ones that stand in while it is on its way.
 KEPT_NOTES = 3
-# Steps an update should land before the threshold, beyond its measured time (jitter).
+# Replies an update should land before the threshold, beyond its measured flight (jitter).
 LEAD_SPARE_STEPS = 2
-# Weight of the newest measurement in the running averages of growth, step time and latency.
+# Replies of measured growth kept free below the window while a summary is held back for
+# notes: the next one, and one more for a reply larger than the average.
+DEFER_GROWTH_STEPS = 2
+# Weight of the newest measurement in the running averages of growth and replies per update.
 AVERAGE_WEIGHT = 0.3
 # The earliest an update starts, as a share of the summary threshold, however slow updates are.
 EARLIEST_START_SHARE = 0.3
@@ -90,13 +95,18 @@ class SessionMemory:
         self.on_update: Callable[[NotesUpdate], None] | None = None
         # Messages a fold took out -> the message that now holds their lines.
         self._aliases: dict[MessageKey, MessageKey] = {}
-        # Measured: seconds an update takes, history tokens and seconds per step.
-        self.latency_seconds: float | None = None
+        # Measured: replies an update takes to arrive, history tokens per reply.
+        self.flight_steps: float | None = None
         self.growth_per_step: float | None = None
-        self.step_seconds: float | None = None
-        self._last_step: tuple[int, float] | None = None
+        self._last_tokens: int | None = None
+        self._steps = 0
+        # The update on its way: when it was asked for and after how many replies.
+        self._awaited: tuple[float, int] | None = None
         # Steps left in a run with a known end (print mode's --max-turns); None: unbounded.
         self.steps_left: int | None = None
+        # Whether one of these notes (newest first) would stand in for a summary now (the
+        # compactor's rebuild says); None: nothing asks, and notes in hand are never replaced.
+        self.stands_in: Callable[[Conversation, Sequence[SessionNotes]], bool] | None = None
 
     # ---- when -------------------------------------------------------------------------
 
@@ -129,71 +139,90 @@ class SessionMemory:
         return not (thinking_loop_open(messages) or thinking_loop_open(sent))
 
     def due(self, conversation: Conversation) -> bool:
-        """An update now would land before the threshold and be the notes it uses: the
-        history is within the measured lead of the threshold, the notes in hand leave too
-        much after them, and nothing makes an update unsafe."""
+        """An update now would be the notes the next compaction uses. One update per history
+        between compactions, at the last moment it still lands before the threshold (one
+        sent earlier would leave more verbatim after it; sending several, only the last is
+        used). A second only when the notes in hand could not stand in, and only if it lands
+        before the threshold. Nothing makes an update unsafe."""
         if not self.may_start(conversation) or self._run_ends_first():
             return False
-        tokens = self._history_tokens(conversation)
-        if tokens < self.start_tokens():
-            return False
-        notes = self.current(conversation)
-        if notes is None:
+        to_threshold = self.settings.autocompact_tokens - self.meter.estimate(conversation)
+        if to_threshold > self.start_lead_tokens():
+            return False  # too early: a later update is fresher and still lands in time
+        notes = self._of(conversation)
+        if not notes:
             return True
-        messages = conversation.messages
-        if notes.covered >= unsent_suffix_start(messages):
+        if notes[0].covered >= unsent_suffix_start(conversation.messages):
             return False  # nothing new to describe
-        threshold = self.settings.autocompact_tokens
-        arrived = notes.ready_at <= self.clock()
-        if arrived and tokens < threshold < tokens + self._flight_tokens():
+        if to_threshold <= self.flight_tokens():
             return False  # it would land after the compaction, which takes the notes in hand
-        return self._tokens_after(conversation, notes.covered) >= self.keep_tokens()
+        return self.stands_in is not None and not self.stands_in(conversation, notes)
 
-    def start_tokens(self) -> int:
-        """Where an update starts: where the first update of a history comes, or earlier when
-        the measured lead (the growth while an update runs) says it would land too late."""
-        prior = self.first_update_tokens()
+    def start_lead_tokens(self) -> float:
+        """How far below the threshold the last update of a history starts: the measured
+        growth while one runs, with a spare step or two; before anything is measured, where
+        the first update of a history comes. Never more than the history's earliest start."""
+        threshold = self.settings.autocompact_tokens
         lead = self.lead_tokens()
         if lead is None:
-            return prior
-        threshold = self.settings.autocompact_tokens
-        return int(max(threshold * EARLIEST_START_SHARE, min(prior, threshold - lead)))
+            lead = threshold - self.first_update_tokens()
+        return min(lead, threshold * (1 - EARLIEST_START_SHARE))
 
     def lead_tokens(self) -> float | None:
-        """How much the history grows while an update runs, with a spare step or two."""
-        if self.latency_seconds is None or not self.growth_per_step or not self.step_seconds:
+        """How much the history grows while an update runs, plus the spare steps."""
+        flight = self.flight_tokens()
+        if not flight:
             return None
-        steps = self.latency_seconds / self.step_seconds + LEAD_SPARE_STEPS
-        return self.growth_per_step * steps
+        return flight + self.spare_steps() * (self.growth_per_step or 0)
 
-    def keep_tokens(self) -> int:
-        """What may stay verbatim after the notes: half the room a compaction aims to leave."""
+    def flight_tokens(self) -> float:
+        """How much the history grows while an update runs (0 until measured)."""
+        if self.flight_steps is None or not self.growth_per_step:
+            return 0.0
+        return self.growth_per_step * self.flight_steps
+
+    def spare_steps(self) -> int:
+        """Steps an update should land before the threshold beyond its measured time: none
+        where a due summary is held back for notes on their way (one landing a step late
+        only makes a step's request a little larger), else a couple for jitter (one landing
+        late is never used: the summary comes first)."""
+        held_back = self.settings.autocompact_tokens < self.deferral_limit()
+        return 0 if held_back else LEAD_SPARE_STEPS
+
+    def deferral_limit(self) -> float:
+        """Up to where a due summary is held back for notes on their way (see
+        ``ContextSteps.defer_summary``): the effective window less what the next steps are
+        expected to add (the measured growth per reply, ``DEFER_GROWTH_STEPS`` of them), so
+        the request is sent as is while it still fits; before growth is measured, and never
+        lower than, the effective window less the fixed deferral margin."""
         settings = self.settings
-        return int(settings.effective_window * settings.post_compact_target_pct / 2)
-
-    def _flight_tokens(self) -> float:
-        lead = self.lead_tokens()
-        return 0.0 if lead is None else lead - LEAD_SPARE_STEPS * (self.growth_per_step or 0)
+        window = settings.effective_window
+        fixed = window * (1 - settings.session_memory_defer_margin_pct)
+        if not self.growth_per_step or settings.session_memory_defer_margin_pct >= 1:
+            return fixed  # a margin of 1 turns holding back off
+        return max(fixed, window - DEFER_GROWTH_STEPS * self.growth_per_step)
 
     def _run_ends_first(self) -> bool:
         """The run ends before an update would land (its notes would go unread)."""
         if self.steps_left is None:
             return False
-        if self.latency_seconds is None or not self.step_seconds:
-            return self.steps_left <= LEAD_SPARE_STEPS
-        return self.steps_left <= self.latency_seconds / self.step_seconds + 1
+        return self.steps_left <= (self.flight_steps or LEAD_SPARE_STEPS)
 
     def note_step(self, conversation: Conversation) -> None:
-        """A reply is in: the history's growth and the time since the last one, measured."""
-        tokens, now = self._history_tokens(conversation), self.clock()
-        last, self._last_step = self._last_step, (tokens, now)
-        if last is None:
-            return
-        grown, seconds = tokens - last[0], now - last[1]
-        if grown > 0:  # a compaction or a clearing between them says nothing about growth
-            self.growth_per_step = _averaged(self.growth_per_step, grown)
-            if seconds > 0:
-                self.step_seconds = _averaged(self.step_seconds, seconds)
+        """A reply is in: the history's growth since the last one, and, once the last update
+        has arrived, how many replies it took (an update that runs through the user's pause
+        between turns takes one)."""
+        tokens = self._history_tokens(conversation)
+        last, self._last_tokens = self._last_tokens, tokens
+        self._steps += 1
+        if last is not None and tokens > last:
+            # a compaction or a clearing between them says nothing about growth
+            self.growth_per_step = _averaged(self.growth_per_step, tokens - last)
+        started = self._awaited
+        if started is not None and any(n.started_at == started[0] and n.ready_at <= self.clock()
+                                       for n in self._kept):
+            self._awaited = None
+            self.flight_steps = _averaged(self.flight_steps, self._steps - started[1])
 
     def first_update_tokens(self) -> int:
         """Where the first update of a history comes: at a share of the summary threshold, but
@@ -263,6 +292,7 @@ class SessionMemory:
         request = self._request(base, ctx)
         snapshot = SessionNotes("", anchor_of(base, len(base)), len(base),
                                 self._history_tokens(conversation), self.clock())
+        self._awaited = (snapshot.started_at, self._steps)
         self._pending = asyncio.ensure_future(self._run(ctx, request, snapshot))
         self._pending.add_done_callback(self._finished)
         return True
@@ -312,11 +342,10 @@ class SessionMemory:
         outcome = task.result()
         if outcome.notes is None:
             self.failures += 1
+            self._awaited = None
         else:
             self.updates += 1
             self.notes = outcome.notes
-            took = outcome.notes.ready_at - outcome.notes.started_at
-            self.latency_seconds = _averaged(self.latency_seconds, max(0.0, took))
         if self.on_update is not None:
             self.on_update(outcome)
         self._news = outcome

@@ -213,3 +213,19 @@ def test_repeated_runs_keep_only_their_newest_saved_copy() -> None:
     assert body is not None
     rows = section(body, SAVED_HEADING)
     assert [row.rsplit(" · ", 1)[1] for row in rows] == ["9-run_shell.txt", "4-run_shell.txt"]
+
+
+def test_a_run_of_newer_saved_outputs_leaves_room_for_the_files_read_before_it() -> None:
+    history: list[Message] = [user("read the notes, then run the checks")]
+    for i in range(3):
+        history.extend(read(f"notes/note-{i:02d}.md", "fact\n" * 20))
+    for i in range(30):
+        history.extend(saved(shell(f"cat work/w{i}.py", "x\n" * 9999 + "x"),
+                             f"/home/r/tool-results/s/{i + 4}-run_shell.txt"))
+    limit = 1_350  # about 450 dense tokens: a 20K window's bound
+    body = ledger_body(history, limit)
+    assert body is not None
+    assert len(f"{ledger_header()}\n{body}") <= limit
+    files = section(body, FILES_HEADING)
+    assert files and files[0].startswith('- call 3 · "notes/note-02.md"')
+    assert section(body, SAVED_HEADING)[0].startswith('- call 33 · run_shell "cat work/w29.py"')

@@ -88,21 +88,70 @@ def test_the_first_update_comes_early_enough_to_arrive_below_the_hard_limit(
         hard_limit - small.effective_window * small.session_memory_lead_pct, abs=1)
 
 
-def test_the_next_update_waits_until_the_notes_leave_too_much_after_them(
+def test_notes_that_stand_in_are_not_replaced_before_the_compaction(
     memory_settings: Settings,
 ) -> None:
-    """Notes in hand that leave little verbatim after them are what the threshold takes:
-    a new update starts only when what follows them outgrows that share."""
+    """One update per history between compactions: however much the history grows after
+    it, notes that would stand in are what the threshold takes, and an update sent now
+    would be replaced or land unread. Only notes that could not stand in are renewed, and
+    only by an update that lands before the threshold."""
     meter = TokenMeter(memory_settings, fixed_chars=0)
     memory = SessionMemory(memory_settings, meter)
+    fit = [True]
+    memory.stands_in = lambda conversation, notes: fit[0]
     conversation = Conversation()
-    grow(conversation, meter, int(memory.start_tokens() * 1.05))
-    memory.notes = notes_now(memory, conversation)
-    assert not memory.due(conversation)
-    grow(conversation, meter, int(meter.estimate(conversation) + memory.keep_tokens() * 0.5))
-    assert not memory.due(conversation)
-    grow(conversation, meter, int(meter.estimate(conversation) + memory.keep_tokens() * 0.6))
+    threshold = memory_settings.autocompact_tokens
+    grow(conversation, meter, int(threshold * memory_settings.session_memory_start_pct) + 10)
     assert memory.due(conversation)
+    memory.notes = notes_now(memory, conversation)
+    grow(conversation, meter, int(threshold * 0.97))
+    assert not memory.due(conversation)
+    fit[0] = False
+    assert memory.due(conversation)
+    memory.growth_per_step, memory.flight_steps = threshold * 0.01, 4.0  # lands past it
+    assert not memory.due(conversation)
+
+
+def test_an_update_starts_its_measured_flight_before_the_threshold(
+    memory_settings: Settings,
+) -> None:
+    """Measured: replies an update takes times the growth per reply (and a spare step or two
+    where a late one would be unused); an update starts no earlier, so it covers as much as
+    it can and still arrives in time."""
+    meter = TokenMeter(memory_settings, fixed_chars=0)
+    memory = SessionMemory(memory_settings, meter)
+    threshold = memory_settings.autocompact_tokens
+    memory.growth_per_step, memory.flight_steps = 1_000.0, 3.0
+    lead = 1_000 * (3 + memory.spare_steps())
+    conversation = Conversation()
+    grow(conversation, meter, threshold - lead - 1_500)
+    assert not memory.due(conversation)
+    grow(conversation, meter, threshold - lead)
+    assert memory.due(conversation)
+
+
+def test_a_summary_is_held_back_while_the_next_steps_still_fit_the_window(
+    tmp_path: Path,
+) -> None:
+    """At 32K the threshold is above the window less the fixed margin: measured growth per
+    reply sets the room instead, so a threshold that comes with notes on their way is passed
+    while the next steps fit; without a measurement, or with steps larger than the margin,
+    the fixed margin stays the limit."""
+    small = Settings(home=tmp_path, context_window=32_000)
+    memory = SessionMemory(small, TokenMeter(small, fixed_chars=0))
+    fixed = small.effective_window * (1 - small.session_memory_defer_margin_pct)
+    assert small.autocompact_tokens > fixed
+    assert memory.deferral_limit() == fixed
+    memory.growth_per_step = 800.0
+    assert memory.deferral_limit() == small.effective_window - 2 * 800.0
+    assert memory.deferral_limit() > small.autocompact_tokens
+    assert memory.spare_steps() == 0  # a late update is still used: the summary waits for it
+    memory.growth_per_step = small.effective_window / 2
+    assert memory.deferral_limit() == fixed
+    off = Settings(home=tmp_path, context_window=32_000, session_memory_defer_margin_pct=1.0)
+    memory = SessionMemory(off, TokenMeter(off, fixed_chars=0))
+    memory.growth_per_step = 800.0
+    assert memory.deferral_limit() == 0  # nothing is held back
 
 
 def test_no_update_while_off_or_while_a_thinking_tool_loop_is_open(
@@ -335,10 +384,12 @@ def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
     r.start()
     r.turn("read the first log parts")
     assert transcript_events(r, "session_notes"), "the first turn wrote no notes"
-    # A long answer makes the next update due at the turn's end; that update hangs, and the
-    # process is stopped while it runs. Nobody waited for it: the turn itself finished.
+    # A long answer, after which the notes in hand could not stand in, makes the next update
+    # due at the turn's end; that update hangs, and the process is stopped while it runs.
+    # Nobody waited for it: the turn itself finished.
+    r.agent.steps.memory.stands_in = lambda conversation, notes: False
     r.sim.inject(Fault("hang", when=lambda conv: conv.is_notes_request))
-    r.sim.policy = ScriptedPolicy([Reply(LOG * 12)])
+    r.sim.policy = ScriptedPolicy([Reply(LOG * 2)])
     assert isinstance(r.turn("summarize the logs at length")[-1], ev.TurnFinished)
     assert r.agent.steps.memory.updating
 
@@ -377,8 +428,9 @@ def test_a_stop_ends_the_wait_for_notes_and_leaves_the_update_running(run: Run) 
     r.sim.policy = reading_policy(14, final="first batch read")
     r.start()
     r.turn("read the first log parts")
+    r.agent.steps.memory.stands_in = lambda conversation, notes: False  # renewed at the end
     r.sim.inject(Fault("hang", when=lambda conv: conv.is_notes_request))
-    r.sim.policy = ScriptedPolicy([Reply(LOG * 12)])
+    r.sim.policy = ScriptedPolicy([Reply(LOG * 2)])
     r.turn("summarize the logs at length")
     memory = r.agent.steps.memory
     assert memory.updating
@@ -404,8 +456,9 @@ def test_print_mode_starts_no_notes_after_its_last_reply(run: Run) -> None:
     r.start()
     r.turn("read the first log parts")
     r.agent.steps.notes_at_turn_end = False
+    r.agent.steps.memory.stands_in = lambda conversation, notes: False  # renewed at the end
     sent = sum(q.is_notes_request for q in r.sim.requests)
-    r.sim.policy = ScriptedPolicy([Reply(LOG * 12)])
+    r.sim.policy = ScriptedPolicy([Reply(LOG * 2)])
     assert isinstance(r.turn("summarize the logs at length")[-1], ev.TurnFinished)
     assert r.agent.steps.memory.due(r.agent.conversation)  # the REPL would update now
     assert not r.agent.steps.memory.updating
