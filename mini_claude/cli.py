@@ -352,14 +352,27 @@ def _check_rules(args: argparse.Namespace, cwd: Path) -> None:
     if not (args.allowed_tools or args.disallowed_tools):
         return
     from mini_claude.permissions.rules import RuleError, flag_rules
-    from mini_claude.tools.registry import declare_builtin_tools
 
-    declare_builtin_tools()
+    _declare_tools()
 
     try:
         flag_rules(args.allowed_tools, args.disallowed_tools, cwd)
     except RuleError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _declare_tools() -> None:
+    """What each built-in tool is, for rules and names read before a session loads them."""
+    from mini_claude.tools.registry import declare_builtin_tools
+
+    declare_builtin_tools()
+
+
+def _starts_the_repl(args: argparse.Namespace) -> bool:
+    """The REPL draws its first prompt before the tools load; every other way in needs them."""
+    interactive = sys.stdin is not None and sys.stdin.isatty()
+    return interactive and not (args.demo or args.acp or args.print_mode
+                                or args.input_format == "stream-json")
 
 
 def _permission_mode(text: str) -> str:
@@ -450,6 +463,8 @@ def _in_worktree(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, cwd: Path) -> int:
+    if not _starts_the_repl(args):
+        _declare_tools()  # rules and Claude Code's names know the tools from the start
     if args.demo:
         return _run_demo(args)
     _refuse_empty_values(args)

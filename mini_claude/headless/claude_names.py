@@ -29,6 +29,8 @@ KEY_RENAMES: dict[str, dict[str, str]] = {
 
 
 def _claude_names() -> dict[str, str]:
+    """Asked at each use: the tools are declared when the session loads them, which may be
+    after this module is imported."""
     names: dict[str, str] = {}
     for spelling in CLAUDE_SPELLINGS:
         for ours in our_tool_names(spelling):
@@ -38,17 +40,14 @@ def _claude_names() -> dict[str, str]:
     return names
 
 
-CLAUDE_NAMES = _claude_names()
-OUR_NAMES = {claude: ours for ours, claude in CLAUDE_NAMES.items()}
-
-
 def claude_tool_name(name: str) -> str:
-    return CLAUDE_NAMES.get(name, name)
+    return _claude_names().get(name, name)
 
 
 def our_name(name: str) -> str:
     """Our name for a Claude Code tool name as this view writes it."""
-    return OUR_NAMES.get(name, name)
+    ours = {claude: ours for ours, claude in _claude_names().items()}
+    return ours.get(name, name)
 
 
 def claude_input(name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
