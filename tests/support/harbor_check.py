@@ -15,7 +15,7 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from harbor.environments.base import ExecResult
-from harbor.models.agent.steps import AgentContext
+from harbor.models.agent.context import AgentContext
 from harbor.utils.trajectory_validator import TrajectoryValidator
 
 from integrations.harbor.mini_claude_agent import TRAJECTORY_FILE, MiniClaude
