@@ -285,10 +285,12 @@ def test_a_child_compacts_on_its_own_small_window(
     route(simulator, [Reply("Delegating.", [task_call("BIG-READ: read all", "read data")])],
           [(user_contains("BIG-READ"), ScriptedPolicy(reads, final=Reply("Read six files.")))])
     # The summary at the threshold, not held back for session notes on their way; notes from
-    # early on, so that the child's last update is in well before it ends.
+    # early on, each waited for, so that none is still on its way (and cancelled, its cost
+    # never known) when the child ends.
     settings = session_settings(simulator, provider, isolated_home, context_window=12_000,
                                 session_memory_defer_margin_pct=1.0,
-                                session_memory_start_pct=0.6)
+                                session_memory_start_pct=0.6,
+                                session_memory_background=False)
     session = start(settings, project)
     try:
         run_turn(loop, session, "Read the data through a helper.")
