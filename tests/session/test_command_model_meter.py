@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,20 +15,11 @@ from mini_claude.permissions.asking import allow_all
 from mini_claude.providers import create_provider
 from mini_claude.session.custom_commands import prompt_events
 from mini_claude.session.wiring import Session
-from mini_claude.settings import Settings
 from mini_claude.simulator import Simulator
+from tests.support.reliability import Provider, session_settings
 
 # A command model whose window differs from the session model's ("sim-" rows: 200K).
 WIDE_MODEL = {"anthropic": "claude-opus-4-6", "openai": "gpt-4o"}
-
-
-def settings_for(provider: str, sim: Simulator, home: Path) -> Settings:
-    wire: dict[str, Any]
-    if provider == "anthropic":
-        wire = {"anthropic_api_key": "test-key", "anthropic_base_url": sim.anthropic_base_url}
-    else:
-        wire = {"openai_api_key": "test-key", "openai_base_url": sim.openai_base_url}
-    return Settings(provider=provider, model="sim-model", home=home, max_retries=0, **wire)
 
 
 async def statuses(session: Session, prompt: str) -> list[ev.ModelCallStarted]:
@@ -43,13 +33,14 @@ async def statuses(session: Session, prompt: str) -> list[ev.ModelCallStarted]:
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_the_meter_follows_a_commands_model_and_comes_back(
-        simulator: Simulator, isolated_home: Path, tmp_path: Path, provider: str) -> None:
+        simulator: Simulator, isolated_home: Path, tmp_path: Path, provider: Provider) -> None:
     project = tmp_path / "project"
     commands = project / ".claude" / "commands"
     commands.mkdir(parents=True)
     wide = WIDE_MODEL[provider]
     (commands / "wide.md").write_text(f"---\nmodel: {wide}\n---\nsummarize the project\n")
-    settings = settings_for(provider, simulator, isolated_home)
+    settings = session_settings(simulator, provider, isolated_home, model="sim-model",
+                                max_retries=0)
     base_window = settings.window
     assert window_for_model(wide) != base_window
 

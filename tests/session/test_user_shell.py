@@ -13,18 +13,19 @@ from mini_claude import events as ev
 from mini_claude.permissions.asking import deny_all
 from mini_claude.session.wiring import Session
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator
-from tests.session.test_command_model_meter import settings_for
+from tests.support.reliability import Provider, session_settings
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_shell_output_goes_before_the_next_prepared_message_once(
-        simulator: Simulator, isolated_home: Path, tmp_path: Path, provider: str) -> None:
+        simulator: Simulator, isolated_home: Path, tmp_path: Path, provider: Provider) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "secret.txt").write_text("NOT-FOR-THE-MODEL\n")
     (project / "notes.txt").write_text("NOTES-BODY\n")
     simulator.policy = ScriptedPolicy([Reply("Seen.")])
-    settings = settings_for(provider, simulator, isolated_home)
+    settings = session_settings(simulator, provider, isolated_home, model="sim-model",
+                                max_retries=0)
 
     async def run() -> tuple[list[ev.Event], str, str]:
         # deny_all: the user's own command is never asked about
