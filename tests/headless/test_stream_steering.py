@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import AssistantMessage, ClaudeSDKClient, ResultMessage, ToolUseBlock
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    ResultMessage,
+    ToolUseBlock,
+)
 
 from mini_claude.simulator import Reply, SimConversation, Simulator, ToolCall
 from tests.support.agent_sdk import run, sdk_options
@@ -152,6 +158,28 @@ def test_a_message_the_ending_turn_cannot_deliver_runs_as_the_next_turn(
                                            "answer to: third"]
 
 
+async def _sent_during_the_first_tool_call(
+        options: ClaudeAgentOptions, first: str, during: str,
+        *, interrupt: bool = False) -> list[ResultMessage]:
+    """Every result of a session where ``during`` is sent (and the turn interrupted, if asked)
+    as soon as ``first``'s turn shows a tool call, then "again" once that turn has ended."""
+    async with ClaudeSDKClient(options) as client:
+        await client.query(first)
+        results: list[ResultMessage] = []
+        async for message in client.receive_response():
+            if isinstance(message, AssistantMessage) and any(
+                    isinstance(b, ToolUseBlock) for b in message.content):
+                await client.query(during)
+                if interrupt:
+                    await client.interrupt()
+            if isinstance(message, ResultMessage):
+                results.append(message)
+        await client.query("again")
+        while "again" not in str(results[-1].result):
+            await _next_result(client, results)
+    return results
+
+
 async def _next_result(client: ClaudeSDKClient, results: list[ResultMessage]) -> None:
     async for message in client.receive_response():
         if isinstance(message, ResultMessage):
@@ -176,23 +204,8 @@ def test_an_interrupt_keeps_the_undelivered_message_for_the_next_turn(
     options = sdk_options(simulator, provider, tmp_path / "project",
                           permission_mode="bypassPermissions")
 
-    async def conversation() -> list[ResultMessage]:
-        async with ClaudeSDKClient(options) as client:
-            await client.query("sleep")
-            results: list[ResultMessage] = []
-            async for message in client.receive_response():
-                if isinstance(message, AssistantMessage) and any(
-                        isinstance(b, ToolUseBlock) for b in message.content):
-                    await client.query("after the interrupt")
-                    await client.interrupt()
-                if isinstance(message, ResultMessage):
-                    results.append(message)
-            await client.query("again")
-            while "again" not in str(results[-1].result):
-                await _next_result(client, results)
-        return results
-
-    interrupted, *after = run(conversation())
+    interrupted, *after = run(_sent_during_the_first_tool_call(
+        options, "sleep", "after the interrupt", interrupt=True))
     assert interrupted.is_error
     assert [(r.result, r.is_error) for r in after] == [
         ("answer to: after the interrupt", False), ("answer to: again", False)]
@@ -230,20 +243,5 @@ def test_a_command_sent_during_a_turn_waits_and_runs_as_a_turn(
     options = sdk_options(simulator, provider, tmp_path / "project",
                           permission_mode="bypassPermissions")
 
-    async def conversation() -> list[ResultMessage]:
-        async with ClaudeSDKClient(options) as client:
-            await client.query("work")
-            results: list[ResultMessage] = []
-            async for message in client.receive_response():
-                if isinstance(message, AssistantMessage) and any(
-                        isinstance(b, ToolUseBlock) for b in message.content):
-                    await client.query("/greet Ada")
-                if isinstance(message, ResultMessage):
-                    results.append(message)
-            await client.query("again")
-            while "again" not in str(results[-1].result):
-                await _next_result(client, results)
-        return results
-
-    results = run(conversation())
+    results = run(_sent_during_the_first_tool_call(options, "work", "/greet Ada"))
     assert [r.result for r in results] == ["first done", "greeted", "answer to: again"]
