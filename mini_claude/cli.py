@@ -29,7 +29,7 @@ EPILOG = """\
 environment:
   ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL   Anthropic credentials and endpoint
   OPENAI_API_KEY, OPENAI_BASE_URL         OpenAI or any compatible server (Ollama, vLLM, ...)
-  MINI_CLAUDE_PROVIDER                    anthropic | openai
+  MINI_CLAUDE_PROVIDER                    PROVIDER_NAMES
   MINI_CLAUDE_MODEL                       model name
   MINI_CLAUDE_CONTEXT_WINDOW              window in tokens (overrides the model table)
   MINI_CLAUDE_HOME                        where transcripts and results go (~/.mini-claude)
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mini-claude",
         usage="%(prog)s [options] [PROMPT]",
         description=DESCRIPTION,
-        epilog=EPILOG,
+        epilog=EPILOG.replace("PROVIDER_NAMES", " | ".join(PROVIDERS)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,  # "--system-prompt ''" is not "--system-prompt-file"
     )

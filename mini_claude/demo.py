@@ -183,8 +183,8 @@ class DemoEnvironment:
 
 
 def demo_settings(base_url: str, home: Path, window: int) -> Settings:
-    return Settings(provider="anthropic", model=DEMO_MODEL, anthropic_api_key="demo",
-                    anthropic_base_url=base_url, context_window=window, home=home)
+    return Settings(provider="anthropic", model=DEMO_MODEL, api_keys={"anthropic": "demo"},
+                    base_urls={"anthropic": base_url}, context_window=window, home=home)
 
 
 @contextmanager

@@ -83,15 +83,6 @@ class ProviderRow:
     aliases: Mapping[str, str] = field(default_factory=dict)
     alias_variables: Mapping[str, str] = field(default_factory=dict)
 
-    @property
-    def key_field(self) -> str:
-        """The Settings field that holds its key."""
-        return f"{self.name}_api_key"
-
-    @property
-    def base_url_field(self) -> str:
-        return f"{self.name}_base_url"
-
 
 # A current mid-tier model of each provider. GPT-6.1 Terra calls tools only through the
 # Responses API, so the Chat Completions default is GPT-5.6 Terra. The first row is the
@@ -138,6 +129,12 @@ DEFAULT_MODELS: dict[str, str] = {row.name: row.default_model for row in PROVIDE
 
 def provider_row(name: str) -> ProviderRow:
     return PROVIDERS[name]
+
+
+def key_variables() -> tuple[str, ...]:
+    """The variables of every provider's key, read from the table when asked (never kept
+    from start-up), so each place that hides keys hides a new provider's too."""
+    return tuple(row.key_variable for row in PROVIDERS.values())
 
 
 # ---- names a user types ----------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from mini_claude.models import PROVIDERS
 from mini_claude.settings import Settings
 
 MASK = "[redacted]"
@@ -27,7 +26,7 @@ def secret_values(candidates: Iterable[str | None]) -> tuple[str, ...]:
 
 def api_keys(settings: Settings) -> tuple[str, ...]:
     """The API keys this process holds, of every provider."""
-    return secret_values(getattr(settings, row.key_field) for row in PROVIDERS.values())
+    return secret_values(settings.api_keys.values())
 
 
 def mask(text: str, secrets: Iterable[str | None]) -> str:

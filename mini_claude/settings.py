@@ -49,6 +49,13 @@ def allowed(default: T, *, secret: bool = False) -> T:
     return _setting(default, "allowed", secret=secret)
 
 
+def per_provider(word: Policy, *, secret: bool = False) -> Mapping[str, str]:
+    """A value each provider has its own of, by provider name (empty: none set)."""
+    made: Mapping[str, str] = field(default_factory=dict, repr=not secret,
+                                    metadata=policy(word))
+    return made
+
+
 def stricter(default: T, when: Stricter) -> T:
     """A project may set it only to a value stricter than the user's."""
     return _setting(default, "stricter", when)
@@ -95,10 +102,10 @@ class Settings:
     window_reported_by: str | None = learnt(None)
     home: Path = field(default_factory=lambda: Path.home() / ".mini-claude",
                        metadata=policy("refused"))
-    anthropic_api_key: str | None = allowed(None, secret=True)
-    anthropic_base_url: str | None = own_key(None)
-    openai_api_key: str | None = allowed(None, secret=True)
-    openai_base_url: str | None = own_key(None)
+    # Each provider's key and endpoint, by its name in models.PROVIDERS, read from the
+    # variables its row names (see PER_PROVIDER): a new provider needs no field here.
+    api_keys: Mapping[str, str] = per_provider("allowed", secret=True)
+    base_urls: Mapping[str, str] = per_provider("own key")
 
     # Thinking: 0 = off, else the Anthropic budget_tokens (models with adaptive thinking
     # think adaptively instead, steered by ``effort``); OpenAI reasoning models take
@@ -383,13 +390,13 @@ class Settings:
 
     @property
     def api_key(self) -> str | None:
-        key: str | None = getattr(self, provider_row(self.provider).key_field)
-        return key
+        """The chosen provider's key."""
+        return self.api_keys.get(self.provider)
 
     @property
     def base_url(self) -> str | None:
-        url: str | None = getattr(self, provider_row(self.provider).base_url_field)
-        return url
+        """The chosen provider's endpoint (None: the SDK's default)."""
+        return self.base_urls.get(self.provider)
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -402,15 +409,32 @@ class Settings:
                        window_rejected_by=None)
 
 
-# Field name -> environment variable. Keys and base URLs use the SDKs' own names.
+# Per-provider field -> the ProviderRow attribute that names each provider's variable for it
+# (the SDKs' own names: ANTHROPIC_API_KEY, OPENAI_BASE_URL, ...).
+PER_PROVIDER: dict[str, str] = {"api_keys": "key_variable", "base_urls": "base_url_variable"}
+
+
+def provider_variables(name: str) -> dict[str, str]:
+    """Provider -> its variable for a per-provider field, read from the table when asked,
+    so a row added after start-up is read like the others."""
+    return {row.name: getattr(row, PER_PROVIDER[name]) for row in PROVIDERS.values()}
+
+
+def field_of_variable(variable: str) -> str | None:
+    """The setting an environment variable sets; None for a variable no setting reads."""
+    for name in PER_PROVIDER:
+        if variable in provider_variables(name).values():
+            return name
+    return _FIELD_OF_VARIABLE.get(variable)
+
+
+# Field name -> environment variable, for every field but the per-provider ones.
 ENV_NAMES: dict[str, str] = {
     "provider": "MINI_CLAUDE_PROVIDER",
     "model": "MINI_CLAUDE_MODEL",
     "compact_model": "MINI_CLAUDE_COMPACT_MODEL",
     "context_window": "MINI_CLAUDE_CONTEXT_WINDOW",
     "home": "MINI_CLAUDE_HOME",
-    **{row.key_field: row.key_variable for row in PROVIDERS.values()},
-    **{row.base_url_field: row.base_url_variable for row in PROVIDERS.values()},
     "auto_compact": "MINI_CLAUDE_AUTO_COMPACT",
     "autocompact_pct": "MINI_CLAUDE_AUTOCOMPACT_PCT",
     "stream_idle_timeout_seconds": "MINI_CLAUDE_STREAM_IDLE_TIMEOUT",
@@ -432,7 +456,9 @@ EFFORTS = ("low", "medium", "high", "xhigh", "max")
 SANDBOX_NETWORKS = ("auto", "proxy", "off")
 REASONING_EFFORTS = ("none", "minimal", *EFFORTS)
 for _f in fields(Settings):
-    ENV_NAMES.setdefault(_f.name, "MINI_CLAUDE_" + _f.name.upper())
+    if _f.name not in PER_PROVIDER:
+        ENV_NAMES.setdefault(_f.name, "MINI_CLAUDE_" + _f.name.upper())
+_FIELD_OF_VARIABLE = {variable: name for name, variable in ENV_NAMES.items()}
 
 _PERCENT_FIELDS = {
     "autocompact_pct",
@@ -592,6 +618,9 @@ def from_environment(
     for f in fields(Settings):
         if f.name in NOT_FROM_ENVIRONMENT:
             continue
+        if f.name in PER_PROVIDER:
+            values[f.name] = _per_provider_values(f.name, environ)
+            continue
         raw = environ.get(ENV_NAMES[f.name])
         if raw is not None and raw.strip() != "":
             values[f.name] = parse(f.name, raw, getattr(base, f.name))
@@ -608,6 +637,14 @@ def from_environment(
     settings = with_models_resolved(replace(base, **values), environ)
     check_base_url(settings)
     return settings
+
+
+def _per_provider_values(name: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """Each provider's value of a per-provider field, from the variable its row names (an
+    empty one is no value)."""
+    found = {provider: environ.get(variable, "").strip()
+             for provider, variable in provider_variables(name).items()}
+    return {provider: value for provider, value in found.items() if value}
 
 
 def with_models_resolved(settings: Settings, environ: Mapping[str, str]) -> Settings:

@@ -20,7 +20,7 @@ def test_provider_is_anthropic_when_its_key_is_set() -> None:
 def test_provider_is_openai_with_only_a_base_url() -> None:
     s = from_environment({"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"})
     assert s.provider == "openai"
-    assert s.openai_base_url == "http://127.0.0.1:11434/v1"
+    assert s.base_urls == {"openai": "http://127.0.0.1:11434/v1"}
 
 
 def test_no_provider_says_what_to_set() -> None:

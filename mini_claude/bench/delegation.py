@@ -119,8 +119,8 @@ def run(mode: Mode, provider: ProviderName, *, files: int = 8, lines: int = 300,
                                   default=parent(mode, follow_ups))
         settings = Settings(
             provider=provider, model=MODEL, home=root / "home", context_window=window,
-            anthropic_api_key="bench", anthropic_base_url=sim.anthropic_base_url,
-            openai_api_key="bench", openai_base_url=sim.openai_base_url,
+            api_keys={"anthropic": "bench", "openai": "bench"},
+            base_urls={"anthropic": sim.anthropic_base_url, "openai": sim.openai_base_url},
         )
         session = Session.open(settings, root / "repo", allow_all)
         session.start_new()

@@ -199,8 +199,8 @@ def bench_settings(strategy: Strategy, *, window: int, base_url: str, home: Path
     base = Settings(
         provider="anthropic",
         model=MODEL,
-        anthropic_api_key="bench",
-        anthropic_base_url=base_url,
+        api_keys={"anthropic": "bench"},
+        base_urls={"anthropic": base_url},
         context_window=window,
         home=home,
         # Notes updates are waited for, so every run sends its requests in one order; their

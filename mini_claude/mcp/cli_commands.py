@@ -33,6 +33,7 @@ from mini_claude.mcp.config import (
     project_key,
     read_json,
 )
+from mini_claude.models import key_variables
 from mini_claude.secrets import shown_setting
 
 SCOPES = ("local", "project", "user")
@@ -337,7 +338,7 @@ def _get(argv: list[str], project: Path) -> int:
 
 def _keys() -> tuple[str | None, ...]:
     """Our API keys, masked wherever a value shown contains one."""
-    return (os.environ.get("ANTHROPIC_API_KEY"), os.environ.get("OPENAI_API_KEY"))
+    return tuple(os.environ.get(variable) for variable in key_variables())
 
 
 def _remove(argv: list[str], project: Path) -> int:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mini_claude.models import key_variables
 from mini_claude.safe_read import read_limited
 
 PROJECT_CONFIG_NAME = ".mcp.json"
@@ -35,7 +36,6 @@ Scope = Literal["user", "project", "local"]
 Transport = Literal["stdio", "http", "sdk"]  # sdk: hosted by the controlling program
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-NEVER_EXPANDED_IN_PROJECT = frozenset({"ANTHROPIC_API_KEY", "OPENAI_API_KEY"})
 ALLOW_SETTING = "MINI_CLAUDE_MCP_PROJECT_VARIABLES"
 
 
@@ -63,7 +63,7 @@ class Expander:
         return value
 
     def _may_read(self, name: str, value: str) -> bool:
-        if name in NEVER_EXPANDED_IN_PROJECT or name not in (self.allowed or ()):
+        if name in key_variables() or name not in (self.allowed or ()):
             return False
         return not any(secret and secret in value for secret in self.secrets)
 

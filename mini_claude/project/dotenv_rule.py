@@ -33,22 +33,28 @@ from typing import Any
 from mini_claude.models import PROVIDERS
 from mini_claude.safe_read import read_text_limited
 from mini_claude.settings import (
-    ENV_NAMES,
     NOT_FROM_ENVIRONMENT,
     PROJECT_ENV_POLICY,
     STRICTER_WHEN,
     Policy,
     Settings,
     SettingsError,
+    field_of_variable,
     parse,
 )
 
-KEY_FOR_BASE_URL = {row.base_url_variable: row.key_variable for row in PROVIDERS.values()}
-KEY_FOR_PROVIDER = {row.name: row.key_variable for row in PROVIDERS.values()}
 DEFAULT_HOME = "~/.mini-claude"
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_FIELD_OF = {env: name for name, env in ENV_NAMES.items()}
+
+
+def key_for_base_url() -> dict[str, str]:
+    """Each provider's endpoint variable -> its key variable (the table read when asked)."""
+    return {row.base_url_variable: row.key_variable for row in PROVIDERS.values()}
+
+
+def key_for_provider() -> dict[str, str]:
+    return {row.name: row.key_variable for row in PROVIDERS.values()}
 
 
 @dataclass
@@ -67,7 +73,7 @@ def home_folder(environ: Mapping[str, str]) -> Path:
 
 def policy_of(env_name: str) -> Policy | None:
     """The project rule for an environment name; None for names no setting reads."""
-    name = _FIELD_OF.get(env_name)
+    name = field_of_variable(env_name)
     if name is None or name in NOT_FROM_ENVIRONMENT:
         return None
     return PROJECT_ENV_POLICY[name]
@@ -142,7 +148,8 @@ def _apply_policy(
     """The project values the table lets through; one warning per value left out."""
     project = {k: v for k, v in project.items() if v.strip()}  # empty is no value
     # The keys that will be sent because this file set them (it beats the home file only).
-    own_keys = {k for k in KEY_FOR_PROVIDER.values() if k in project and not _is_set(environ, k)}
+    own_keys = {k for k in key_for_provider().values()
+                if k in project and not _is_set(environ, k)}
     kept: dict[str, str] = {}
     for env_name, value in project.items():
         policy = policy_of(env_name)
@@ -156,7 +163,7 @@ def _apply_policy(
             continue  # the environment's own value wins anyway: nothing to warn about
         else:
             warnings.append(f"ignored {env_name} from {path}: {why}")
-    for url_name, key_name in KEY_FOR_BASE_URL.items():
+    for url_name, key_name in key_for_base_url().items():
         if url_name in kept and url_name not in environ:
             notes.append(f"using {url_name} and {key_name} from {path}")
     return kept
@@ -170,12 +177,12 @@ def _refusal(
         return "a project .env may not set it (set it in the environment or the home .env)"
     if policy == "stricter":
         return _not_stricter(env_name, value, user)
-    if env_name in KEY_FOR_BASE_URL:
-        key_name = KEY_FOR_BASE_URL[env_name]
+    key_name = key_for_base_url().get(env_name)
+    if key_name is not None:
         if key_name in own_keys:
             return None
         return f"a project .env may set a base URL only together with {key_name} in the same file"
-    key_name = KEY_FOR_PROVIDER.get(value.strip(), "")
+    key_name = key_for_provider().get(value.strip(), "")
     if key_name in own_keys:
         return None
     return (
@@ -185,7 +192,8 @@ def _refusal(
 
 
 def _not_stricter(env_name: str, value: str, user: Mapping[str, str]) -> str | None:
-    name = _FIELD_OF[env_name]
+    name = field_of_variable(env_name)
+    assert name is not None  # only a setting has a policy to be stricter by
     default = getattr(Settings(), name)
     try:
         wanted = parse(name, value, default)

@@ -26,7 +26,7 @@ from mini_claude.model_facts import (
     ModelFacts,
     facts_from_anthropic,
 )
-from mini_claude.models import wire_model
+from mini_claude.models import provider_row, wire_model
 from mini_claude.protocol import (
     CacheMiss,
     ConnectionLost,
@@ -344,6 +344,8 @@ class AnthropicProvider:
         base_url: str | None,
         timeout_seconds: float,
         cache_diagnostics: bool = True,
+        key_variable: str = "ANTHROPIC_API_KEY",
+        base_url_variable: str = "ANTHROPIC_BASE_URL",
     ) -> None:
         self._api_key = api_key
         self._base_url = base_url
@@ -354,8 +356,8 @@ class AnthropicProvider:
         self._cache_diagnostics = cache_diagnostics
         self._previous_message_id: str | None = None
         self._errors = ErrorContext(
-            key_variable="ANTHROPIC_API_KEY",
-            base_url_variable="ANTHROPIC_BASE_URL",
+            key_variable=key_variable,
+            base_url_variable=base_url_variable,
             secrets=(api_key,),
             base_url=base_url,
             timeout_seconds=timeout_seconds,
@@ -430,12 +432,16 @@ def _failure_of(exc: APIStatusError) -> Failure:
 
 
 def from_settings(settings: Settings, api_key: str, timeout_seconds: float) -> AnthropicProvider:
-    """The factory its row in ``models.PROVIDERS`` names."""
+    """The factory its row in ``models.PROVIDERS`` names; an error names the variables of
+    the provider chosen (any Anthropic-compatible one's row may name this factory)."""
+    row = provider_row(settings.provider)
     return AnthropicProvider(
         api_key=api_key,
         base_url=settings.base_url,
         timeout_seconds=timeout_seconds,
         cache_diagnostics=settings.cache_diagnostics,
+        key_variable=row.key_variable,
+        base_url_variable=row.base_url_variable,
     )
 
 
@@ -443,7 +449,7 @@ def model_facts(settings: Settings, api_key: str, now: float) -> ModelFacts:
     """``GET /v1/models/{id}``: the window, the output limit and the thinking options."""
     import anthropic
 
-    client = anthropic.Anthropic(api_key=api_key, base_url=settings.anthropic_base_url,
+    client = anthropic.Anthropic(api_key=api_key, base_url=settings.base_url,
                                  max_retries=0, timeout=LOOKUP_TIMEOUT_SECONDS)
     with client:
         info = client.models.retrieve(settings.model)

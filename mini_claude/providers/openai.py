@@ -27,7 +27,7 @@ from mini_claude.model_facts import (
     ModelFacts,
     facts_from_openai_list,
 )
-from mini_claude.models import wire_model
+from mini_claude.models import provider_row, wire_model
 from mini_claude.protocol import (
     BadRequest,
     ConnectionLost,
@@ -267,7 +267,9 @@ class OpenAIProvider:
 
     name = "openai"
 
-    def __init__(self, *, api_key: str, base_url: str | None, timeout_seconds: float) -> None:
+    def __init__(self, *, api_key: str, base_url: str | None, timeout_seconds: float,
+                 key_variable: str = "OPENAI_API_KEY",
+                 base_url_variable: str = "OPENAI_BASE_URL") -> None:
         self._api_key = api_key
         self._base_url = base_url
         self._timeout_seconds = timeout_seconds
@@ -275,8 +277,8 @@ class OpenAIProvider:
         # Learned from a 400: this server wants the older ``max_tokens``.
         self.legacy_max_tokens = False
         self._errors = ErrorContext(
-            key_variable="OPENAI_API_KEY",
-            base_url_variable="OPENAI_BASE_URL",
+            key_variable=key_variable,
+            base_url_variable=base_url_variable,
             secrets=(api_key,) if api_key != PLACEHOLDER_KEY else (),
             base_url=base_url,
             timeout_seconds=timeout_seconds,
@@ -370,9 +372,12 @@ def _rejects_max_completion_tokens(error: ProviderError) -> bool:
 
 
 def from_settings(settings: Settings, api_key: str, timeout_seconds: float) -> OpenAIProvider:
-    """The factory its row in ``models.PROVIDERS`` names."""
+    """The factory its row in ``models.PROVIDERS`` names; an error names the variables of
+    the provider chosen (any OpenAI-compatible one's row may name this factory)."""
+    row = provider_row(settings.provider)
     return OpenAIProvider(api_key=api_key, base_url=settings.base_url,
-                          timeout_seconds=timeout_seconds)
+                          timeout_seconds=timeout_seconds, key_variable=row.key_variable,
+                          base_url_variable=row.base_url_variable)
 
 
 def model_facts(settings: Settings, api_key: str, now: float) -> ModelFacts | None:
@@ -380,7 +385,7 @@ def model_facts(settings: Settings, api_key: str, now: float) -> ModelFacts | No
     reports one (vLLM, llama.cpp)."""
     import openai
 
-    client = openai.OpenAI(api_key=api_key, base_url=settings.openai_base_url, max_retries=0,
+    client = openai.OpenAI(api_key=api_key, base_url=settings.base_url, max_retries=0,
                            timeout=LOOKUP_TIMEOUT_SECONDS)
     with client:
         entries = [m.model_dump(mode="json") for m in client.models.list().data]

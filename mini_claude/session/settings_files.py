@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from mini_claude.agent.hooks import HookCommand, hook_commands
 from mini_claude.atomic_files import atomic_write
+from mini_claude.models import key_variables
 from mini_claude.permissions.mode_table import MODES, PermissionMode
 from mini_claude.permissions.rules import (
     CLAUDE_TOOL_NAMES,
@@ -48,7 +49,6 @@ from mini_claude.project.trust import ProjectTrust, TrustStatus
 from mini_claude.safe_read import read_limited
 from mini_claude.session.json_edit import JsonEditError, append_to_list
 from mini_claude.tool_kinds import known_tools
-from mini_claude.tools.builtin.run_shell import SECRET_VARIABLES
 
 Scope = Literal["user", "project"]
 RuleScope = Literal["local", "project", "user"]  # where a rule is written, as Claude Code says
@@ -178,13 +178,13 @@ class SettingsFile:
     @property
     def applied_env(self) -> dict[str, str]:
         """``env`` as commands and hooks get it: our API keys' names are refused."""
-        return {k: v for k, v in self.env.items() if k not in SECRET_VARIABLES}
+        return {k: v for k, v in self.env.items() if k not in key_variables()}
 
     @property
     def refused_env(self) -> list[str]:
         """Names in ``env`` that are never set (our API keys), to say so, not to list them
         as set."""
-        return [name for name in self.env if name in SECRET_VARIABLES]
+        return [name for name in self.env if name in key_variables()]
 
 
 @dataclass

@@ -9,6 +9,7 @@ import os
 import platform
 import shutil
 import sys
+from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +28,13 @@ from mini_claude.conversation import (
 )
 from mini_claude.models import PROVIDERS
 from mini_claude.secrets import api_keys, mask
-from mini_claude.settings import ENV_NAMES, NOT_FROM_ENVIRONMENT, Settings
+from mini_claude.settings import (
+    ENV_NAMES,
+    NOT_FROM_ENVIRONMENT,
+    PER_PROVIDER,
+    Settings,
+    provider_variables,
+)
 from mini_claude.text import format_tokens, shorten
 from mini_claude.ui.render import note
 from mini_claude.visible import visible
@@ -36,7 +43,7 @@ if TYPE_CHECKING:
     from mini_claude.ui.host import ReplHost
 
 EXPORTED_RESULT_CHARS = 4_000  # a tool result in an export; the transcript keeps the rest
-SECRET_FIELDS = frozenset(row.key_field for row in PROVIDERS.values())
+SECRET_FIELDS = frozenset(f.name for f in fields(Settings) if not f.repr)  # declared secret
 
 
 # ---- /status ---------------------------------------------------------------------------
@@ -89,23 +96,34 @@ def _mcp_line(repl: ReplHost) -> str:
 def config_table(settings: Settings, environ: dict[str, str] | os._Environ[str],
                  dotenv: dict[str, str] | None = None) -> Table:
     """Every setting that is not at its default, and where it came from."""
-    defaults = Settings()
     table = _table(("setting", "value", "from"))
-    for f in fields(Settings):
-        value = getattr(settings, f.name)
-        if f.name in ("home",) or value == getattr(defaults, f.name):
-            continue
-        shown = "(set)" if f.name in SECRET_FIELDS else str(value)
-        table.add_row(f.name, Text(visible(shorten(shown, 60), one_line=True)),
-                      _origin(f.name, environ, dotenv or {}))
+    for label, name, value, variable in _changed_settings(settings):
+        shown = "(set)" if name in SECRET_FIELDS else str(value)
+        table.add_row(label, Text(visible(shorten(shown, 60), one_line=True)),
+                      _origin(name, variable, environ, dotenv or {}))
     return table
 
 
-def _origin(name: str, environ: dict[str, str] | os._Environ[str],
+def _changed_settings(settings: Settings) -> Iterator[tuple[str, str, object, str | None]]:
+    """(label, field, value, its variable) of each setting not at its default; a setting
+    each provider has its own of gives a line per provider (``api_keys[anthropic]``)."""
+    defaults = Settings()
+    for f in fields(Settings):
+        value = getattr(settings, f.name)
+        if f.name == "home" or value == getattr(defaults, f.name):
+            continue
+        if f.name in PER_PROVIDER:
+            variables = provider_variables(f.name)
+            for provider, one in value.items():
+                yield f"{f.name}[{provider}]", f.name, one, variables.get(provider)
+        else:
+            yield f.name, f.name, value, ENV_NAMES.get(f.name)
+
+
+def _origin(name: str, variable: str | None, environ: dict[str, str] | os._Environ[str],
             dotenv: dict[str, str]) -> str:
-    if name in NOT_FROM_ENVIRONMENT:
+    if name in NOT_FROM_ENVIRONMENT or variable is None:
         return "learnt this session"
-    variable = ENV_NAMES[name]
     if variable in dotenv and environ.get(variable) != dotenv[variable]:
         return f".env ({variable})"
     if variable in environ:
@@ -122,7 +140,7 @@ def doctor_rows(repl: ReplHost) -> list[tuple[str, str, bool]]:
     """(check, what was found, fine?) for the install, the key, the tools and the terminal."""
     settings = repl.settings
     row = PROVIDERS[settings.provider]
-    key = getattr(settings, row.key_field)
+    key = settings.api_key
     rows = [
         ("install", f"mini-claude {__version__}, Python {platform.python_version()} at "
                     f"{sys.executable}", sys.version_info >= (3, 11)),

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from mini_claude import events as ev
 from mini_claude.context.compact_notices import failure_notice
+from mini_claude.models import key_variables
 from mini_claude.plan import TodoItem
 from mini_claude.protocol import TierReport
 from mini_claude.text import format_tokens
@@ -35,8 +36,12 @@ from mini_claude.ui.render import (
 )
 
 LIVE_OUTPUT_LINES = 5  # of a running command, under the spinner
-AUTH_HINT = "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY) and the endpoint"
 INTERRUPTED_TURN = "Interrupted · tell the agent what to do instead"
+
+
+def auth_hint() -> str:
+    """What to check when a key is refused: every provider's key variable."""
+    return f"check the API key ({' / '.join(key_variables())}) and the endpoint"
 
 
 class TurnPresenter:
@@ -136,7 +141,7 @@ class TurnPresenter:
 
     async def _on_turn_error(self, event: ev.TurnError) -> None:
         await self._flush_text()
-        hint = [note(AUTH_HINT, "warning")] if event.kind == "auth" else []
+        hint = [note(auth_hint(), "warning")] if event.kind == "auth" else []
         await self._print(error_line(event.message), *hint)
 
     async def _on_turn_limit(self, event: ev.TurnLimitReached) -> None:

@@ -104,8 +104,8 @@ def test_every_peer_row_names_its_own_products_prompt() -> None:
 def test_a_peer_rows_summary_request_carries_its_products_prompt_over_the_wire(
         tmp_path: Path) -> None:
     with Simulator() as sim:
-        settings = Settings(provider="anthropic", model="sim", anthropic_api_key="k",
-                            anthropic_base_url=sim.anthropic_base_url, home=tmp_path)
+        settings = Settings(provider="anthropic", model="sim", api_keys={"anthropic": "k"},
+                            base_urls={"anthropic": sim.anthropic_base_url}, home=tmp_path)
         provider = PromptedProvider(create_provider(settings), "codex")
         history = [Message("user", [TextBlock("Fix the totals.")]),
                    Message("assistant", [TextBlock("Done.")])]

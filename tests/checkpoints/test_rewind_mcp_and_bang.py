@@ -28,8 +28,8 @@ def provider(request: pytest.FixtureRequest) -> str:
 def settings_for(simulator: Simulator, home: Path, provider: str) -> Any:
     if provider == "anthropic":
         return sim_settings(simulator, home)
-    return sim_settings(simulator, home, provider="openai", openai_api_key="test-key",
-                        openai_base_url=simulator.openai_base_url)
+    return sim_settings(simulator, home, provider="openai", api_keys={"openai": "test-key"},
+                        base_urls={"openai": simulator.openai_base_url})
 
 
 def make_project(root: Path) -> Path:

@@ -67,10 +67,8 @@ class Harness:
             "context_window": WINDOW,
             "home": home,
             "max_retries": 0,
-            "anthropic_api_key": "sk-test-compact",
-            "anthropic_base_url": sim.anthropic_base_url,
-            "openai_api_key": "sk-test-compact",
-            "openai_base_url": sim.openai_base_url,
+            "api_keys": {"anthropic": "sk-test-compact", "openai": "sk-test-compact"},
+            "base_urls": {"anthropic": sim.anthropic_base_url, "openai": sim.openai_base_url},
         }
         values.update(overrides)
         self.sim = sim

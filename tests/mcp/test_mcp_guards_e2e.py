@@ -95,7 +95,7 @@ def test_headers_expand_only_allowed_variables_and_the_panel_masks_them(
     assert web.url == "https://mcp.example/"
     assert tool.env == {"API_TOKEN": "tok-987654321"}
 
-    settings = Settings(home=isolated_home, anthropic_api_key=USER_KEY,
+    settings = Settings(home=isolated_home, api_keys={"anthropic": USER_KEY},
                         mcp_project_variables="SERVICE_TOKEN")
     tmp_path.joinpath(".env").write_text("")
     manager = McpManager(settings, tmp_path, default_registry(), environ)

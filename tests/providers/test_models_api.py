@@ -53,12 +53,12 @@ def test_openai_compatible_lists_report_what_the_server_knows(
 
 
 def test_cache_keeps_facts_a_week_per_endpoint_and_model(tmp_path: Path) -> None:
-    settings = Settings(model=UNKNOWN, home=tmp_path, anthropic_base_url="http://a")
+    settings = Settings(model=UNKNOWN, home=tmp_path, base_urls={"anthropic": "http://a"})
     cache = FactsCache(tmp_path)
     cache.store(settings, ModelFacts(UNKNOWN, 48_000, fetched_at=1_000.0))
     assert cache.load(settings, now=2_000.0) == ModelFacts(UNKNOWN, 48_000, fetched_at=1_000.0)
     assert cache.load(settings, now=1_000.0 + 8 * 24 * 3600) is None
-    elsewhere = settings.with_overrides(anthropic_base_url="http://b")
+    elsewhere = settings.with_overrides(base_urls={"anthropic": "http://b"})
     assert cache.load(elsewhere, now=2_000.0) is None
     (tmp_path / "models.json").write_text("{not json")
     assert cache.load(settings, now=2_000.0) is None

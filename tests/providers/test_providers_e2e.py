@@ -499,10 +499,8 @@ def test_factory_provider_streams_from_settings(protocol: Protocol, tmp_path: Pa
             provider=protocol,
             model="sim-model",
             home=tmp_path,
-            anthropic_api_key=KEY,
-            anthropic_base_url=sim.anthropic_base_url,
-            openai_api_key=KEY,
-            openai_base_url=sim.openai_base_url,
+            api_keys={"anthropic": KEY, "openai": KEY},
+            base_urls={"anthropic": sim.anthropic_base_url, "openai": sim.openai_base_url},
         )
         outcome = run_one(create_provider(settings))
 
@@ -512,7 +510,8 @@ def test_factory_provider_streams_from_settings(protocol: Protocol, tmp_path: Pa
 def test_local_openai_server_gets_a_placeholder_key(tmp_path: Path) -> None:
     with Simulator(ScriptedPolicy([Reply("local")])) as sim:
         settings = Settings(
-            provider="openai", model="sim-model", home=tmp_path, openai_base_url=sim.openai_base_url
+            provider="openai", model="sim-model", home=tmp_path,
+            base_urls={"openai": sim.openai_base_url},
         )
         outcome = run_one(create_provider(settings))
         header = sim.requests[-1].headers["authorization"]

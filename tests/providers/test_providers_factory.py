@@ -42,8 +42,8 @@ def test_creating_a_provider_imports_no_sdk_either() -> None:
         "import sys\n"
         "from mini_claude.providers import create_provider\n"
         "from mini_claude.settings import Settings\n"
-        "create_provider(Settings(anthropic_api_key='k'))\n"
-        "create_provider(Settings(provider='openai', openai_api_key='k'))\n"
+        "create_provider(Settings(api_keys={'anthropic': 'k'}))\n"
+        "create_provider(Settings(provider='openai', api_keys={'openai': 'k'}))\n"
         "print('anthropic' in sys.modules, 'openai' in sys.modules)\n"
     )
     out = subprocess.run(
@@ -67,12 +67,12 @@ def test_preload_imports_the_named_sdk() -> None:
 
 
 def test_factory_wraps_the_configured_adapter(tmp_path: Path) -> None:
-    anthropic = create_provider(settings(tmp_path, anthropic_api_key="k", max_retries=7))
+    anthropic = create_provider(settings(tmp_path, api_keys={"anthropic": "k"}, max_retries=7))
     assert isinstance(anthropic, RetryingProvider)
     assert isinstance(anthropic.inner, AnthropicProvider)
     assert anthropic.max_retries == 7 and anthropic.name == "anthropic"
 
-    openai = create_provider(settings(tmp_path, provider="openai", openai_api_key="k"))
+    openai = create_provider(settings(tmp_path, provider="openai", api_keys={"openai": "k"}))
     assert isinstance(openai, RetryingProvider) and isinstance(openai.inner, OpenAIProvider)
     assert openai.name == "openai"
 
@@ -84,7 +84,8 @@ def test_missing_key_is_a_clear_error_unless_a_base_url_is_set(tmp_path: Path) -
         create_provider(settings(tmp_path, provider="anthropic"))
 
     local = create_provider(
-        settings(tmp_path, provider="openai", openai_base_url="http://127.0.0.1:11434/v1")
+        settings(tmp_path, provider="openai",
+                 base_urls={"openai": "http://127.0.0.1:11434/v1"})
     )
     assert isinstance(local, RetryingProvider) and isinstance(local.inner, OpenAIProvider)
 
@@ -98,7 +99,7 @@ def test_each_provider_row_drives_choice_factory_and_key_masking(
     chosen = from_environment({row.chosen_by[0]: "http://127.0.0.1:9" if "URL" in
                                row.chosen_by[0] else "secret-key-1"})
     assert chosen.provider == row.name and chosen.model == row.default_model
-    keyed = settings(tmp_path, provider=row.name, **{row.key_field: "secret-key-2"})
+    keyed = settings(tmp_path, provider=row.name, api_keys={row.name: "secret-key-2"})
     provider = create_provider(keyed)
     assert isinstance(provider, RetryingProvider) and provider.inner.name == row.name
     assert api_keys(keyed) == ("secret-key-2",)

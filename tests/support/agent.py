@@ -34,10 +34,8 @@ class Run:
             "model": "sim-model",
             "home": home,
             "max_retries": 0,
-            "anthropic_api_key": "sk-test-plan",
-            "anthropic_base_url": sim.anthropic_base_url,
-            "openai_api_key": "sk-test-plan",
-            "openai_base_url": sim.openai_base_url,
+            "api_keys": {"anthropic": "sk-test-plan", "openai": "sk-test-plan"},
+            "base_urls": {"anthropic": sim.anthropic_base_url, "openai": sim.openai_base_url},
         }
         values.update(overrides)
         self.sim = sim

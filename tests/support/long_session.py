@@ -103,10 +103,8 @@ def build_agent(
         model="sim-sonnet",
         context_window=window,
         home=home,
-        anthropic_api_key="test-key",
-        openai_api_key="test-key",
-        anthropic_base_url=sim.anthropic_base_url,
-        openai_base_url=sim.openai_base_url,
+        api_keys={"anthropic": "test-key", "openai": "test-key"},
+        base_urls={"anthropic": sim.anthropic_base_url, "openai": sim.openai_base_url},
     )
     settings = settings.with_overrides(**overrides)
     session = Session(settings, root, create_provider(settings), allow_all, clock=clock.now)

@@ -33,10 +33,8 @@ def session_settings(sim: Simulator, provider: Provider, home: Path, **changes: 
     """Settings pointing one provider at the simulator, with a private home."""
     key = changes.pop("api_key", "test-key")
     base: dict[str, Any] = {"provider": provider, "model": MODEL, "home": home}
-    if provider == "anthropic":
-        base.update(anthropic_api_key=key, anthropic_base_url=sim.anthropic_base_url)
-    else:
-        base.update(openai_api_key=key, openai_base_url=sim.openai_base_url)
+    url = sim.anthropic_base_url if provider == "anthropic" else sim.openai_base_url
+    base.update(api_keys={provider: key}, base_urls={provider: url})
     base.update(changes)
     return Settings(**base)
 

@@ -37,8 +37,8 @@ def sim_settings(sim: Simulator, home: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "provider": "anthropic",
         "model": "sim-model",
-        "anthropic_api_key": "test-key",
-        "anthropic_base_url": sim.anthropic_base_url,
+        "api_keys": {"anthropic": "test-key"},
+        "base_urls": {"anthropic": sim.anthropic_base_url},
         "home": home,
         "max_retries": 0,
     }

@@ -39,7 +39,8 @@ def kill_before(step: str, nth: int) -> None:
 
 def main(home: str, project: str, session_id: str, prompt: str, step: str, nth: str) -> int:
     settings = Settings(provider="anthropic", model="sim-model", home=Path(home),
-                        anthropic_api_key="sk-test-kill", anthropic_base_url="http://127.0.0.1:9")
+                        api_keys={"anthropic": "sk-test-kill"},
+                        base_urls={"anthropic": "http://127.0.0.1:9"})
     session = Session(settings, Path(project), create_provider(settings), allow_all)
     agent = session.resume(session_id)
     rewinder = Rewinder(agent, session.checkpointer)

@@ -200,7 +200,7 @@ def test_a_session_reads_the_settings_files_and_shares_one_permissions_object(
 
     project, home = tmp_path / "repo", tmp_path / "home"
     write_settings(project / ".mini-claude" / "settings.json", ["write_file"], ["run_shell"])
-    settings = Settings(provider="openai", model="sim-model", home=home, openai_api_key="k")
+    settings = Settings(provider="openai", model="sim-model", home=home, api_keys={"openai": "k"})
     session = Session(settings, project, create_provider(settings), deny_all)
     agent = session.start_new()
     assert agent.tool_context.rules is session.permission_setup.permissions

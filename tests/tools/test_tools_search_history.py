@@ -21,7 +21,7 @@ KEY = "sk-ant-test-0123456789abcdef"
 
 
 def settings() -> Settings:
-    return Settings(home=Path(os.environ["MINI_CLAUDE_HOME"]), anthropic_api_key=KEY)
+    return Settings(home=Path(os.environ["MINI_CLAUDE_HOME"]), api_keys={"anthropic": KEY})
 
 
 def use(use_id: str, name: str, **args: str) -> Message:

@@ -156,7 +156,8 @@ def test_api_keys_are_not_in_the_child_environment(
     monkeypatch.setenv("OPENAI_API_KEY", openai_key)
     monkeypatch.setenv("COPIED_TOKEN", anthropic_key)
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
-    out = shell(tmp_path, "env", anthropic_api_key=anthropic_key, openai_api_key=openai_key)
+    out = shell(tmp_path, "env",
+                api_keys={"anthropic": anthropic_key, "openai": openai_key})
     assert anthropic_key not in out.content and openai_key not in out.content
     assert MASK not in out.content  # nothing had to be masked: the values were never there
     assert "ANTHROPIC_API_KEY=" not in out.content and "OPENAI_API_KEY=" not in out.content

@@ -155,7 +155,7 @@ def test_an_agent_error_is_one_red_line_and_the_session_goes_on(
         assert "Traceback" not in repl.text
         assert await repl.exit() == 0
 
-    drive(scenario, anthropic_api_key="bad-key")
+    drive(scenario, api_keys={"anthropic": "bad-key"})
 
 
 # ---- permissions ----------------------------------------------------------------------

@@ -135,7 +135,7 @@ def _args(**values: object) -> argparse.Namespace:
 
 def test_resuming_a_project_with_mcp_servers_or_no_key_builds_the_session_first(
         tmp_path: Path) -> None:
-    keyed = Settings(provider="anthropic", anthropic_api_key="k", home=tmp_path / "home")
+    keyed = Settings(provider="anthropic", api_keys={"anthropic": "k"}, home=tmp_path / "home")
     assert can_start_before_session(keyed, tmp_path, _args())
     assert not can_start_before_session(keyed, tmp_path, _args(continue_session=True))
     assert not can_start_before_session(keyed, tmp_path, _args(resume="2026"))

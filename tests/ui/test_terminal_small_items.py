@@ -44,8 +44,8 @@ def _closed_port() -> int:
 
 def test_a_refused_connection_is_not_called_lost(isolated_home: Path) -> None:
     base_url = f"http://127.0.0.1:{_closed_port()}"
-    settings = Settings(provider="anthropic", model="sim-model", anthropic_api_key="test-key",
-                        anthropic_base_url=base_url, home=isolated_home, max_retries=0)
+    settings = Settings(provider="anthropic", model="sim-model", api_keys={"anthropic": "test-key"},
+                        base_urls={"anthropic": base_url}, home=isolated_home, max_retries=0)
 
     async def call() -> ConnectionLost:
         provider = create_provider(settings)

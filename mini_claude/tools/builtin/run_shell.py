@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mini_claude.models import key_variables
 from mini_claude.permissions.asking import PermissionRequest
 from mini_claude.permissions.sandbox.gate import failure_note, sandbox_prefix
 from mini_claude.protocol import ToolOutput, ToolSpec
@@ -42,7 +43,6 @@ from mini_claude.tools.progress import CallProgress
 MAX_TIMEOUT_SECONDS = 600.0
 # After the shell exits, how long to wait for background children to release its output pipes.
 PIPE_DRAIN_SECONDS = 1.0
-SECRET_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 BACKGROUND_NOTE = ("Runs in the background: the turn goes on while it runs; its output is read "
                    "with shell_output, and /shells lists it.")
 
@@ -86,11 +86,11 @@ def child_environment(environ: Mapping[str, str], settings: Settings) -> dict[st
     Any variable whose value is one of our configured keys goes too, whatever
     its name, so a key copied into ``MY_TOKEN`` does not leak either.
     """
-    secrets = set(api_keys(settings))
+    secrets, names = set(api_keys(settings)), set(key_variables())
     return {
         name: value
         for name, value in environ.items()
-        if name not in SECRET_VARIABLES and value not in secrets
+        if name not in names and value not in secrets
     }
 
 
