@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from mini_claude.models import PROVIDERS
 from mini_claude.tools.registry import BUILTIN_TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,3 +132,40 @@ def test_a_new_tool_needs_a_builtin_module_and_its_line_in_the_registry() -> Non
         "mini_claude.tools.builtin"}
     # The task tool is declared by the registry but built by the session (it needs the agent).
     assert tool_modules - listed == {"task"}
+
+
+# Where a provider's own name may be written: its adapter, its row, and the two programs that
+# play or measure every provider on purpose (the simulator and the benchmark).
+PROVIDER_NAME_PLACES = ("providers/", "models.py", "simulator/", "bench/")
+
+
+def provider_name_mentions(root: Path, name: str) -> list[str]:
+    """Each ``"name"`` or ``'name'`` in a product file outside the places a provider lives."""
+    quoted = re.compile(rf"[\"']{re.escape(name)}[\"']")
+    found: list[str] = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        place = path.relative_to(root).as_posix()
+        if place.startswith(PROVIDER_NAME_PLACES):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found += [f"{place}:{text.count(chr(10), 0, m.start()) + 1}" for m in quoted.finditer(text)]
+    return found
+
+
+def test_a_provider_is_named_only_by_its_row_and_its_adapter() -> None:
+    """Adding a provider touches its row and its adapter: no other product file may name one
+    to choose what to do, or a new provider would need an edit there too. The default
+    provider (the first row) is left out: the demo runs on the simulator's wire of it."""
+    row = next(line for line in PAGE.read_text().splitlines() if line.startswith("| a provider |"))
+    assert "`mini_claude/models.py`" in row and "`mini_claude/providers/`" in row
+    assert {r.adapter.partition(":")[0].rpartition(".")[0] for r in PROVIDERS.values()} == {
+        "mini_claude.providers"}
+    for name in list(PROVIDERS)[1:]:
+        assert provider_name_mentions(PACKAGE, name) == []
+
+
+def test_the_provider_name_scan_sees_a_quoted_name(tmp_path: Path) -> None:
+    (tmp_path / "demo.py").write_text('x = 1\nprovider = "openai"\n')
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "openai.py").write_text("name = 'openai'\n")
+    assert provider_name_mentions(tmp_path, "openai") == ["demo.py:2"]

@@ -99,7 +99,7 @@ def config_table(settings: Settings, environ: dict[str, str] | os._Environ[str],
     table = _table(("setting", "value", "from"))
     for label, name, value, variable in _changed_settings(settings):
         shown = "(set)" if name in SECRET_FIELDS else str(value)
-        table.add_row(label, Text(visible(shorten(shown, 60), one_line=True)),
+        table.add_row(Text(label), Text(visible(shorten(shown, 60), one_line=True)),
                       _origin(name, variable, environ, dotenv or {}))
     return table
 
