@@ -171,6 +171,11 @@ class Settings:
     # answers sharper and leaves a summary less to drop.
     autocompact_max_tokens: int = allowed(72_000)
     post_compact_target_pct: float = allowed(0.30)
+    # ... and at most this share of the summary threshold: the room left below the threshold
+    # is the work the next compaction is put off by, and every compaction writes the rebuilt
+    # history to the prompt cache again. Where the threshold is capped (large windows), a
+    # share of the window alone would refill most of that room at once.
+    post_compact_threshold_share: float = allowed(0.35)
     summary_max_tokens: int = allowed(4_096)
     kept_user_tokens: int = allowed(20_000)
     reattach_max_files: int = allowed(5)
@@ -180,9 +185,13 @@ class Settings:
     # Inside a turn, fewer new tool calls than this since the last summary means clearing
     # old results comes before another summary.
     summary_min_work: int = allowed(40)
-    # ... but only while the summary threshold is at most this many tokens: on a large
-    # window a cleared history still costs more to carry than a summary costs to write,
-    # and each clearing writes the rest of the history to the prompt cache again.
+    # ... and cutting long results (budget), snipping superseded ones and clearing old ones
+    # inside a turn happen only while the summary threshold is at most this many tokens
+    # (a request that would not fit is always cut). Each of them writes the history after its
+    # first edit to the prompt cache again, and all it buys is a later compaction. Past this
+    # size that rewrite costs more than the compaction it puts off: the compaction's own
+    # rewrite is of a history held to a share of the threshold, and notes written in the
+    # background usually stand in for its summary call.
     relief_max_tokens: int = allowed(32_000)
     # Results that relief leaves whole, the newest: everything after the oldest cleared
     # result is written to the prompt cache again, so on a small window each one kept is
@@ -377,6 +386,18 @@ class Settings:
         return min(int(self.effective_window * self.autocompact_pct), self.autocompact_max_tokens)
 
     @property
+    def post_compact_target_tokens(self) -> int:
+        """The most a compaction may leave: a share of the window and of the threshold."""
+        return int(min(self.effective_window * self.post_compact_target_pct,
+                       self.autocompact_tokens * self.post_compact_threshold_share))
+
+    @property
+    def clearing_pays(self) -> bool:
+        """Whether cutting or clearing old results can be worth the cache it breaks (see
+        ``relief_max_tokens``)."""
+        return self.autocompact_tokens <= self.relief_max_tokens
+
+    @property
     def transcripts_dir(self) -> Path:
         return self.home / "transcripts"
 
@@ -470,6 +491,7 @@ _PERCENT_FIELDS = {
     "snip_min_free_pct",
     "budget_min_free_pct",
     "post_compact_target_pct",
+    "post_compact_threshold_share",
     "compact_tail_share",
     "ledger_window_share",
     "read_page_window_share",

@@ -433,7 +433,7 @@ class ContextSteps:
         refills the window every few calls would summarize over and over, and clearing
         (the text stays on disk) buys the same room without an API call.
         """
-        if self.settings.autocompact_tokens > self.settings.relief_max_tokens:
+        if not self.settings.clearing_pays:
             return False
         work = self.compactor.work_since_last_compaction(self.conversation)
         return work is not None and work < self.settings.summary_min_work

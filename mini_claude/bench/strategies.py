@@ -75,6 +75,8 @@ def _tiers_off(settings: Settings) -> Settings:
         # our own defaults that a peer's published policy does not have
         autocompact_max_tokens=HUGE_TOKENS,
         post_compact_target_pct=0.30,
+        post_compact_threshold_share=1.0,
+        relief_max_tokens=HUGE_TOKENS,  # their cheap tiers act wherever their policy says
         read_page_window_share=0.0,  # reads as before: big ones saved like any output
     )
 

@@ -102,6 +102,8 @@ class BudgetTier:
         """
         if context.utilization >= 1.0:
             return True
+        if not self.settings.clearing_pays:
+            return False
         freeable = sum(
             len(conversation.result_at(conversation.results[i]).content) - limit for i in due
         )

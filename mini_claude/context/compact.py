@@ -582,7 +582,7 @@ class Compactor:
         """The headroom target: a share of the effective window, but never so small that
         the system prompt and tool schemas leave the history less than half of that share
         (on a small window they alone can fill it, and no summary could ever meet it)."""
-        share = int(effective * self.settings.post_compact_target_pct)
+        share = self.settings.post_compact_target_tokens
         fixed = min(round(self.meter.fixed_tokens), effective)
         return min(effective, max(share, fixed + share // 2))
 

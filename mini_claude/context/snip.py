@@ -62,6 +62,8 @@ class SnipTier:
         self._index_new_results(conversation)
         if context.utilization < self.settings.snip_pct or not self._stale:
             return None
+        if context.utilization < 1.0 and not self.settings.clearing_pays:
+            return None  # the cache it would break costs more than the room it frees
         worth = (
             self.settings.snip_min_free_pct
             * self.settings.effective_window

@@ -22,8 +22,9 @@ from tests.support.context_builders import (
 
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
-    """Any cut is worth a cache break here: these tests are about how one result is cut."""
-    return settings.with_overrides(budget_min_free_pct=0.001)
+    """Any cut is worth a cache break here, whatever the threshold: these tests are about how
+    one result is cut."""
+    return settings.with_overrides(budget_min_free_pct=0.001, relief_max_tokens=10**9)
 
 
 def _session_with(*sizes: int) -> tuple[Session, list[str]]:
@@ -194,3 +195,20 @@ def test_a_request_that_would_not_fit_cuts_at_once(settings: Settings) -> None:
     assert tier.run(session.conversation, tier_pass(batching, 0.9)) is None
     assert tier.run(session.conversation, tier_pass(batching, 1.0)) is not None
     assert session.result(session.conversation.results[0]).state == ResultState.BUDGETED
+
+
+def test_above_the_clearing_limit_results_are_cut_only_when_the_request_would_not_fit(
+    settings: Settings,
+) -> None:
+    """A 100K window's summary threshold (68K) is above the clearing limit: a cut there would
+    rewrite the cache for a compaction put off, so results stay whole until they do not fit."""
+    large = settings.with_overrides(relief_max_tokens=32_000)
+    assert large.autocompact_tokens > large.relief_max_tokens
+    session, texts = _session_with(40_000, 40_000)
+    tier = _tier(large, session)
+    assert tier.run(session.conversation, tier_pass(large, 0.9)) is None
+    assert [session.result(r).content for r in session.conversation.results] == texts
+    report = tier.run(session.conversation, tier_pass(large, 1.0))
+    assert report is not None and report.results_touched == 2
+    small = large.with_overrides(context_window=32_000)
+    assert small.autocompact_tokens <= small.relief_max_tokens and small.clearing_pays

@@ -40,8 +40,10 @@ def _anchor_at(meter: TokenMeter, conversation: Conversation, utilization: float
 
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
-    """These tests size their results for 5% minimums (16,000 chars of the 80K window)."""
-    return settings.with_overrides(snip_min_free_pct=0.05, budget_min_free_pct=0.05)
+    """These tests size their results for 5% minimums (16,000 chars of the 80K window), and
+    cut at any threshold."""
+    return settings.with_overrides(snip_min_free_pct=0.05, budget_min_free_pct=0.05,
+                                   relief_max_tokens=10**9)
 
 
 def _pipeline(settings: Settings) -> ContextPipeline:

@@ -25,8 +25,9 @@ BIG = 20_000  # one stale result of this size is worth a cache break (minimum 16
 
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
-    """These tests size their results for a 5% minimum (16,000 chars of the 80K window)."""
-    return settings.with_overrides(snip_min_free_pct=0.05)
+    """These tests size their results for a 5% minimum (16,000 chars of the 80K window), and
+    snip at any threshold."""
+    return settings.with_overrides(snip_min_free_pct=0.05, relief_max_tokens=10**9)
 
 
 def _text(tag: str, size: int = BIG) -> str:
@@ -255,3 +256,20 @@ def test_a_rebuilt_history_is_indexed_afresh(settings: Settings) -> None:
     session.conversation.replace_all(fresh.conversation.messages)
     assert _snip(tier, session) is not None
     assert session.conversation.result_at(old).state == ResultState.CLEARED
+
+
+def test_above_the_clearing_limit_stale_results_stay_until_the_request_would_not_fit(
+    settings: Settings,
+) -> None:
+    """Snipping only puts a compaction off; above the clearing limit the cache it breaks costs
+    more, so a stale read stays whole unless the request would not fit."""
+    large = settings.with_overrides(relief_max_tokens=32_000)
+    session = Session()
+    old = session.read("a.py", _text("v1"))
+    session.read("a.py", _text("v2"))
+    _pad(session)
+    tier = SnipTier(large, store_for(large))
+    assert _snip(tier, session, 0.9) is None
+    assert _state(session, old) == ResultState.FULL
+    assert _snip(tier, session, 1.0) is not None
+    assert _state(session, old) == ResultState.CLEARED
