@@ -171,11 +171,14 @@ class Settings:
     # answers sharper and leaves a summary less to drop.
     autocompact_max_tokens: int = allowed(72_000)
     post_compact_target_pct: float = allowed(0.30)
-    # ... and at most this share of the summary threshold: the room left below the threshold
-    # is the work the next compaction is put off by, and every compaction writes the rebuilt
-    # history to the prompt cache again. Where the threshold is capped (large windows), a
-    # share of the window alone would refill most of that room at once.
-    post_compact_threshold_share: float = allowed(0.35)
+    # ... and at most the fixed prompt plus this share of the room between it and the summary
+    # threshold: that room is the work the next compaction is put off by, every compaction
+    # writes the rebuilt history to the prompt cache again, and every later request reads it.
+    # Where the threshold is capped (large windows), a share of the window alone would refill
+    # most of that room at once. A quarter leaves three quarters for work and still holds the
+    # notes, the ledger, the newest exchanges and the files re-attached for the next steps,
+    # which are the first thing a tighter rebuild drops.
+    post_compact_threshold_share: float = allowed(0.25)
     summary_max_tokens: int = allowed(4_096)
     kept_user_tokens: int = allowed(20_000)
     reattach_max_files: int = allowed(5)
@@ -385,11 +388,13 @@ class Settings:
     def autocompact_tokens(self) -> int:
         return min(int(self.effective_window * self.autocompact_pct), self.autocompact_max_tokens)
 
-    @property
-    def post_compact_target_tokens(self) -> int:
-        """The most a compaction may leave: a share of the window and of the threshold."""
-        return int(min(self.effective_window * self.post_compact_target_pct,
-                       self.autocompact_tokens * self.post_compact_threshold_share))
+    def post_compact_target(self, fixed_tokens: int) -> int:
+        """The most a compaction may leave: a share of the window, and the fixed prompt
+        (system prompt and tools, which no compaction shrinks) plus a share of the room above
+        it to the threshold."""
+        fixed = max(0, min(fixed_tokens, self.autocompact_tokens))
+        by_threshold = fixed + (self.autocompact_tokens - fixed) * self.post_compact_threshold_share
+        return int(min(self.effective_window * self.post_compact_target_pct, by_threshold))
 
     @property
     def clearing_pays(self) -> bool:

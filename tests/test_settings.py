@@ -44,15 +44,17 @@ def test_window_from_table_override_and_default() -> None:
 
 def test_a_compaction_leaves_room_below_a_capped_threshold() -> None:
     """On a large window the threshold is capped; a target of 30% of the window alone would
-    refill three quarters of the room below it, so the target is also held to a share of it."""
+    refill most of the room below it, so the target also leaves a share of the room above the
+    fixed prompt (system prompt and tools) to the threshold."""
     large = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "200000"})
+    share, fixed = large.post_compact_threshold_share, 3_000
     assert large.autocompact_tokens == 72_000
-    assert large.post_compact_target_tokens == int(72_000 * 0.35)
+    assert large.post_compact_target(fixed) == int(fixed + 69_000 * share) < 180_000 * 0.30
     small = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "100000"})
-    assert small.post_compact_target_tokens == min(int(80_000 * 0.30), int(68_000 * 0.35))
+    assert small.post_compact_target(fixed) == int(min(80_000 * 0.30, fixed + 65_000 * share))
     wide = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "200000",
                              "MINI_CLAUDE_POST_COMPACT_THRESHOLD_SHARE": "1"})
-    assert wide.post_compact_target_tokens == int(180_000 * 0.30)
+    assert wide.post_compact_target(fixed) == int(180_000 * 0.30)
 
 
 def test_reserve_is_capped_at_a_quarter_of_small_windows() -> None:

@@ -582,8 +582,8 @@ class Compactor:
         """The headroom target: a share of the effective window, but never so small that
         the system prompt and tool schemas leave the history less than half of that share
         (on a small window they alone can fill it, and no summary could ever meet it)."""
-        share = self.settings.post_compact_target_tokens
         fixed = min(round(self.meter.fixed_tokens), effective)
+        share = self.settings.post_compact_target(fixed)
         return min(effective, max(share, fixed + share // 2))
 
     def limits(self) -> Limits:

@@ -59,7 +59,7 @@ class ContextPipeline:
         results (their text stays on disk) costs neither and often makes the
         summary unnecessary.
         """
-        target = self.settings.post_compact_target_tokens
+        target = self.settings.post_compact_target(round(self.meter.fixed_tokens))
         # Results of the newest message have not been sent yet: the model reads each whole once.
         unseen = len(conversation.last.tool_results) if conversation.last else 0
         report = self.microcompact.clear_all_but_recent(

@@ -350,7 +350,7 @@ def test_compaction_leaves_real_headroom(harness: Harness) -> None:
     h.add(user("continue"))
     fill_to_threshold(h)
     result = h.run(h.compact())
-    target = h.settings.post_compact_target_tokens
+    target = h.compactor.limits().target_tokens
     assert result.tokens_after <= target < result.tokens_before
     assert result.tokens_after == h.tokens
     assert not h.compactor.should_auto_compact(h.conversation)

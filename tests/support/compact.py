@@ -71,8 +71,9 @@ def settings_for(home: Path, *, window: int = 100_000, **changes: Any) -> Settin
         "context_window": window,
         "model": "sim-model",
         "chars_per_token": 4.0,
-        # The rebuild tests size their histories around these two; the defaults moved later.
+        # The rebuild tests size their histories around these; the defaults moved later.
         "post_compact_target_pct": 0.50,
+        "post_compact_threshold_share": 1.0,
         "compact_tail_share": 0.15,
     }
     values.update(changes)
