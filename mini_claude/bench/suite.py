@@ -461,6 +461,8 @@ def _real_intro(options: BenchOptions, seconds: float) -> list[str]:
 def _real_line(options: BenchOptions, job: Job, run: RunResult, row: Row) -> str:
     peak = max((r.prompt_tokens for r in run.requests if r.answered), default=0)
     notes = f"{row.from_notes}/{row.notes_updates}" if row.ours else "-"
+    if row.ours and options.latency is not None:
+        notes += f", {run.calls_during_notes} calls during"
     return (f"| {options.sessions[job.session].name} | {job.window // 1000}K | "
             f"{REAL_LABELS[job.strategy]} | {row.requests} ({row.summary_requests}) | {notes} | "
             f"{row.overflowed} | {peak:,} | {row.cache_read_share:.0%} | "

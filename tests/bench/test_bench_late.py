@@ -64,7 +64,7 @@ def test_the_late_run_writes_its_own_report_without_the_model(tmp_path: Path) ->
     assert code == 0
     assert (out / "real-claude.md").read_text(encoding="utf-8") == "kept\n"
     text = (out / "real-claude-late.md").read_text(encoding="utf-8")
-    assert "0.3 s late" in text and "| model of it |" not in text
+    assert "0.3 s late" in text and "| model of it |" not in text and "calls during" in text
     data = json.loads((out / "real-claude-late.json").read_text(encoding="utf-8"))
     assert data["latency"] == {"side_s": 0.3, "main_s": 0.0}
     assert sorted((r["window"], r["row"]) for r in data["rows"]) == [
