@@ -11,7 +11,7 @@ REAL_STAMP := $(VENV)/.installed-bench-real
 # someone installing the tool: it is not printed.
 PIP := PYTHONWARNINGS=ignore $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: install run test lint bench bench-real bench-undo wait-bench demo fuzz integration clean
+.PHONY: install run test lint bench bench-real bench-real-late bench-undo wait-bench demo fuzz integration clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
@@ -52,6 +52,12 @@ $(REAL_STAMP): $(BENCH_STAMP)
 # mini-claude (docs/bench/real-claude.md says how long it takes).
 bench-real: $(REAL_STAMP)
 	$(BIN)/mini-claude bench --real-claude
+
+# The same against a server answering summaries and notes 20 s late and the loops' own calls
+# 1 s late, in real time, mini-claude's notes in the background: real-claude-late.md (the last
+# run's is in docs/bench/, which says how long it takes).
+bench-real-late: $(REAL_STAMP)
+	$(BIN)/mini-claude bench --real-claude --latency 20,1
 
 # The main loop's stall at each compaction against a server answering summaries and notes 20 s
 # late and the loop's own calls 1 s late (150 calls, 40K and 200K, both wires): ~25 minutes.

@@ -75,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "$MINI_CLAUDE_BENCH_CLAUDE) through the held-out sessions at 200K "
                              "and 100K beside its model and mini-claude, and write "
                              "real-claude.md")
+    parser.add_argument("--latency", default=None, metavar="SIDE,MAIN",
+                        help="with --real-claude: the server answers summary and notes requests "
+                             "SIDE seconds and the loop's own calls MAIN seconds late, in real "
+                             "time (e.g. 20,1), mini-claude updates its notes in the background "
+                             "as the product does, and the report is real-claude-late.md")
     parser.add_argument("--million", action="store_true",
                         help="also run the first session on a 1M window (capped threshold "
                              "against a late one, at long-context prices)")

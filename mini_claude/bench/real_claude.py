@@ -42,6 +42,7 @@ from mini_claude.prompts import SUMMARY_HEADING
 from mini_claude.scenario.policy import ScriptPolicy
 from mini_claude.scenario.script import Call, Script
 from mini_claude.simulator import RecordedRequest, SimClock, Simulator
+from mini_claude.simulator.latency import NO_LATENCY, Latency
 from mini_claude.simulator.summary import REALISTIC, SummaryStyle, build_summary
 from mini_claude.simulator.types import (
     Reply,
@@ -146,23 +147,23 @@ class ClaudeCodePolicy:
         self.counter = counter
         self.style = style
         self.ours: dict[str, Call] = {}  # tool id -> our call it stands for
-        self.summary_requests: set[int] = set()
-        self.side_requests: set[int] = set()  # anything that is not the session's own turn
         self.tool_calls = 0
         self._lock = threading.Lock()
 
     def begin_turn(self, index: int) -> None:
         self.inner.begin_turn(index)
 
+    def is_summary_request(self, conv: SimConversation) -> bool:
+        """The CLI's compaction request: the server records (and holds) it as a summary."""
+        return COMPACT_OPENING in (conv.messages[-1].text if conv.messages else "")
+
     def respond(self, conv: SimConversation) -> Reply:
         with self._lock:
             self.clock.advance(MODEL_SECONDS + TOOL_SECONDS * len(conv.last_tool_results()))
-            if COMPACT_OPENING in (conv.messages[-1].text if conv.messages else ""):
-                self.summary_requests.add(conv.request_index)
+            if self.is_summary_request(conv):
                 return Reply(build_summary(as_summary_request(conv), self.counter, self.style))
             if not conv.tool_names:
-                self.side_requests.add(conv.request_index)
-                return Reply("OK")
+                return Reply("OK")  # a request of the CLI's own, not the session's turn
             reply = self.inner.respond(self.in_our_words(conv))
             calls = []
             for call in reply.tool_calls:
@@ -303,29 +304,25 @@ def play_cli(binary: Path, script: Script, policy: ClaudeCodePolicy, sim: Simula
     return run, turn_starts
 
 
-def mark_side_requests(records: list[RecordedRequest], policy: ClaudeCodePolicy) -> None:
-    """The CLI's compaction requests are summaries; the report counts and prices them so."""
-    for index, record in enumerate(records):
-        if index in policy.summary_requests:
-            record.is_summary_request = True
-
-
-def compactions_of(records: list[RecordedRequest], policy: ClaudeCodePolicy) -> list[
-        CompactionMark]:
+def compactions_of(records: list[RecordedRequest]) -> list[CompactionMark]:
     """Each summary request, with the prompt it summarized and the next request's size."""
     marks = []
-    for index in sorted(policy.summary_requests):
+    for index, record in enumerate(records):
+        if not record.is_summary_request:
+            continue
         after = next((r.prompt_tokens for r in records[index + 1:]
                       if r.status == 200 and not r.is_side_request), 0)
-        marks.append(CompactionMark(index, "auto", records[index].prompt_tokens, after))
+        marks.append(CompactionMark(index, "auto", record.prompt_tokens, after))
     return marks
 
 
 def run_real_claude(binary: Path, script: Script, *, window: int, template: Path,
                     workdir: Path, auto_compact_window: int | None,
                     summary_style: SummaryStyle = REALISTIC,
-                    title: str = "Claude Code (real CLI)") -> RunResult:
-    """One row: the real CLI through the whole script at ``window``."""
+                    title: str = "Claude Code (real CLI)",
+                    latency: Latency = NO_LATENCY) -> RunResult:
+    """One row: the real CLI through the whole script at ``window``, against a server that
+    answers as late as ``latency`` says (its compactions are side requests)."""
     import shutil
 
     started = time.perf_counter()
@@ -337,16 +334,15 @@ def run_real_claude(binary: Path, script: Script, *, window: int, template: Path
     home.mkdir(parents=True)
     clock = SimClock(start=CLOCK_START)
     with Simulator(None, context_window=window, clock=clock,
-                   summary_style=summary_style) as sim:
+                   summary_style=summary_style, latency=latency) as sim:
         policy = ClaudeCodePolicy(script, project, clock, sim.counter, summary_style)
         sim.policy = policy
         cli, turn_starts = play_cli(binary, script, policy, sim, project, home,
                                     auto_compact_window)
         records = list(sim.requests)
-    mark_side_requests(records, policy)
     result = RunResult(REAL_CLAUDE, title, False, window, window)
     result.requests = _join(records, [], turn_starts)
-    result.compactions = compactions_of(records, policy)
+    result.compactions = compactions_of(records)
     checks = _check_needs(script, records, turn_starts)
     checks = _check_recoveries(checks, policy.inner, script, records, turn_starts)
     result.needs = explain_losses(checks, records, result.requests, script)

@@ -30,6 +30,7 @@ from mini_claude.scenario.workload import Fact
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import RecordedRequest, SimClock, Simulator
+from mini_claude.simulator.latency import NO_LATENCY, Latency
 from mini_claude.simulator.summary import REALISTIC, SummaryStyle
 from mini_claude.tools.registry import ToolRegistry, default_registry
 
@@ -147,6 +148,7 @@ class RunResult:
     compaction_attempts: int = 0
     tool_calls: int = 0
     wall_seconds: float = 0.0
+    calls_during_notes: int = 0  # the loop's own requests sent while a notes update ran
 
 
 @dataclass
@@ -195,7 +197,10 @@ def registry_for(strategy: Strategy) -> ToolRegistry:
     return ToolRegistry([t for n in tools.names() if n != HISTORY_TOOL and (t := tools.get(n))])
 
 
-def bench_settings(strategy: Strategy, *, window: int, base_url: str, home: Path) -> Settings:
+def bench_settings(strategy: Strategy, *, window: int, base_url: str, home: Path,
+                   background_notes: bool = False) -> Settings:
+    """The strategy's settings against the simulator; ``background_notes`` runs notes updates
+    as the product does, beside the loop, instead of waiting for each."""
     base = Settings(
         provider="anthropic",
         model=MODEL,
@@ -203,18 +208,22 @@ def bench_settings(strategy: Strategy, *, window: int, base_url: str, home: Path
         base_urls={"anthropic": base_url},
         context_window=window,
         home=home,
-        # Notes updates are waited for, so every run sends its requests in one order; their
-        # time is counted as background time (see bench/timing.py).
-        session_memory_background=False,
+        # Unless asked otherwise, notes updates are waited for, so every run sends its
+        # requests in one order; their time is counted as background time (bench/timing.py).
+        session_memory_background=background_notes,
     )
     return strategy.configure(base)
 
 
 async def run_strategy(
     strategy: Strategy, script: Script, *, window: int, template: Path, workdir: Path,
-    summary_style: SummaryStyle = REALISTIC,
+    summary_style: SummaryStyle = REALISTIC, latency: Latency | None = None,
 ) -> RunResult:
-    """One row of the table: a fresh copy of the project, a fresh simulator, the whole script."""
+    """One row of the table: a fresh copy of the project, a fresh simulator, the whole script.
+
+    With ``latency`` the server answers that late in real time and the agent runs as the
+    product runs, notes updates beside the loop: they arrive when the wire says, while the
+    loop goes on (the simulated clock still measures cache life and idle gaps)."""
     started = time.perf_counter()
     project = workdir / "project"
     if workdir.exists():
@@ -222,10 +231,10 @@ async def run_strategy(
     shutil.copytree(template, project)
     clock = SimClock(start=CLOCK_START)
     policy = ScriptPolicy(script, seed=len(script.turns))
-    with Simulator(policy, context_window=window, clock=clock,
-                   summary_style=summary_style) as sim:
+    with Simulator(policy, context_window=window, clock=clock, summary_style=summary_style,
+                   latency=latency or NO_LATENCY) as sim:
         settings = bench_settings(strategy, window=window, base_url=sim.anthropic_base_url,
-                                  home=workdir / "home")
+                                  home=workdir / "home", background_notes=latency is not None)
         result = RunResult(strategy.key, strategy.title, strategy.ours, window,
                            settings.effective_window, strategy.ablation)
         provider = create_provider(settings)
@@ -237,14 +246,17 @@ async def run_strategy(
                                    registry=registry_for(strategy))
             try:
                 agent = session.start_new(SESSION_ID)
-                agent.steps.notes_arrive_after(usage_seconds)  # as a real reply would
-                turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result))
+                if latency is None:
+                    agent.steps.notes_arrive_after(usage_seconds)  # as a real reply would
+                turn_starts = await _play(agent, policy, script, _Recorder(sim, clock, result),
+                                          notes_in_gaps=latency is not None)
             finally:
                 await session.aclose()  # as every front end ends a session
             records = list(sim.requests)
         finally:
             await provider.close()  # also when the session could not open
     result.requests = _join(records, result.marks, turn_starts)
+    result.calls_during_notes = calls_during_notes(records)
     checks = _check_needs(script, records, turn_starts)
     checks = _check_recoveries(checks, policy, script, records, turn_starts)
     result.needs = explain_losses(checks, records, result.requests, script)
@@ -257,10 +269,16 @@ async def run_strategy(
 
 
 async def _play(agent: Agent, policy: ScriptPolicy, script: Script,
-                recorder: _Recorder) -> list[int]:
-    """Sends every user turn after its idle gap; returns the request index each turn began at."""
+                recorder: _Recorder, notes_in_gaps: bool = False) -> list[int]:
+    """Sends every user turn after its idle gap; returns the request index each turn began at.
+
+    An idle gap is simulated time, never slept; with ``notes_in_gaps`` (notes updates in the
+    background, answered in real time) a notes update on its way when the user pauses lands
+    in the pause, as it would: waited for, in real time, for at most the gap's length."""
     turn_starts: list[int] = []
     for index, turn in enumerate(script.turns):
+        if notes_in_gaps and turn.idle_before > 0:
+            await agent.steps.memory.arrival(timeout=turn.idle_before)
         recorder.clock.advance(turn.idle_before)
         policy.begin_turn(index)
         turn_starts.append(len(recorder.sim.requests))
@@ -269,16 +287,25 @@ async def _play(agent: Agent, policy: ScriptPolicy, script: Script,
     return turn_starts
 
 
+def calls_during_notes(records: list[RecordedRequest]) -> int:
+    """The loop's own requests that reached the server while a notes update was on its way
+    (after it arrived, before its answer began): none when the loop waits for each update."""
+    flights = [(r.received_at, r.answered_at if r.answered_at is not None else float("inf"))
+               for r in records if r.is_notes_request]
+    return sum(1 for r in records if not r.is_side_request
+               and any(start < r.received_at < end for start, end in flights))
+
+
 def _turn_of(index: int, turn_starts: list[int]) -> int:
     return max(0, bisect_right(turn_starts, index) - 1)
 
 
 def _join(records: list[RecordedRequest], marks: list[CallMark],
           turn_starts: list[int]) -> list[RequestRecord]:
-    by_index = {mark.request_index: mark for mark in marks}
+    by_index = _marks_by_request(records, marks)
     joined = []
     for index, record in enumerate(records):
-        mark = by_index.get(index) if not record.is_side_request else None
+        mark = by_index.get(index)
         usage = record.usage or {}
         joined.append(RequestRecord(
             index=index,
@@ -296,6 +323,21 @@ def _join(records: list[RecordedRequest], marks: list[CallMark],
             error=record.error if record.status != 200 else None,
         ))
     return joined
+
+
+def _marks_by_request(records: list[RecordedRequest],
+                      marks: list[CallMark]) -> dict[int, CallMark]:
+    """Each call's mark on the request it announced: the first of the loop's own requests
+    from where the server's count stood (a notes update running beside the loop may arrive
+    in between); of two marks on one request, the later."""
+    found: dict[int, CallMark] = {}
+    for mark in marks:
+        index = mark.request_index
+        while index < len(records) and records[index].is_side_request:
+            index += 1
+        if index < len(records):
+            found[index] = mark
+    return found
 
 
 def body_strings(value: Any) -> Iterator[str]:

@@ -72,6 +72,7 @@ from mini_claude.bench.tuning import Candidate, choose
 from mini_claude.models import SONNET
 from mini_claude.scenario.script import QUICK_TURNS, Script
 from mini_claude.scenario.workload import write_project
+from mini_claude.simulator.latency import NO_LATENCY, Latency, LatencyError
 from mini_claude.simulator.summary import SummaryMode, SummaryStyle
 from mini_claude.simulator.tokens import APPROXIMATE_NAME, shared_counter
 
@@ -105,6 +106,7 @@ class BenchOptions:
     approximate_tokens: bool = False  # run on the 4-characters-a-token fallback if need be
     tune_peers: bool = False  # search the peers' documented settings on the tuning sessions
     real_claude: bool = False  # the real Claude Code CLI beside its model and ours
+    latency: Latency | None = None  # the real-CLI comparison against a server this late
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BenchOptions:
@@ -122,6 +124,7 @@ class BenchOptions:
             raise BenchUsageError("--turns must be at least 2")
         if args.jobs < 1:
             raise BenchUsageError("--jobs must be at least 1")
+        latency = _latency(args)
         return cls(
             windows=tuple(args.windows),
             out=args.out,
@@ -140,7 +143,20 @@ class BenchOptions:
             approximate_tokens=args.approximate_tokens,
             tune_peers=args.tune_peers,
             real_claude=args.real_claude,
+            latency=latency,
         )
+
+
+def _latency(args: argparse.Namespace) -> Latency | None:
+    """--latency SIDE,MAIN, which only the real-CLI comparison plays."""
+    if args.latency is None:
+        return None
+    if not args.real_claude:
+        raise BenchUsageError("--latency goes with --real-claude")
+    try:
+        return Latency.parse(args.latency, "--latency")
+    except LatencyError as exc:
+        raise BenchUsageError(str(exc)) from None
 
 
 def _sessions(args: argparse.Namespace) -> tuple[Session, ...]:
@@ -172,6 +188,7 @@ class Job:
     summarizer: SummaryMode = "realistic"
     part: str = "main"  # main, poor, million, tune, real
     variant: int = -1  # for a tuning run: the candidate's index in peer_candidates()[strategy]
+    latency: Latency | None = None  # a server answering this late, in real time
 
 
 def _strategy_of(job: Job) -> Strategy:
@@ -190,14 +207,16 @@ def _play(job: Job, script: Script, template: Path, scratch: Path) -> RunResult:
         run = run_real_claude(binary, script, window=job.window, template=template,
                               workdir=scratch / f"run{job.number:03d}",
                               auto_compact_window=real_auto_compact_window(job.window),
-                              summary_style=SummaryStyle(mode=job.summarizer))
+                              summary_style=SummaryStyle(mode=job.summarizer),
+                              latency=job.latency or NO_LATENCY)
         _progress(f"bench:   {run.title} at {job.window // 1000}K, session {job.session}: "
                   f"{len(run.requests)} requests, {time.perf_counter() - started:.0f} s")
         return run
     strategy = _strategy_of(job)
     run = asyncio.run(run_strategy(strategy, script, window=job.window, template=template,
                                    workdir=scratch / f"run{job.number:03d}",
-                                   summary_style=SummaryStyle(mode=job.summarizer)))
+                                   summary_style=SummaryStyle(mode=job.summarizer),
+                                   latency=job.latency))
     if job.variant >= 0:
         run.title = strategy.title
     _progress(f"bench:   {strategy.title} at {job.window // 1000}K, session {job.session}"
@@ -227,15 +246,11 @@ def run_jobs(jobs: Sequence[Job], scripts: Sequence[Script], scratch: Path,
 
 
 def plan_jobs(options: BenchOptions) -> list[Job]:
+    if options.real_claude:
+        return real_jobs(options)
     chosen = (*options.strategies, *(ABLATIONS if options.ablations else ()))
     specs: list[tuple[int, int, str, SummaryMode, str, int]] = []
     for index, _ in enumerate(options.sessions):
-        if options.real_claude:
-            specs += [spec for window in REAL_WINDOWS for spec in (
-                (index, window, REAL_CLAUDE, "realistic", "real", -1),
-                (index, window, "claude-code", "realistic", "real", CLAUDE_CODE_DEFAULT),
-                (index, window, "mini", "realistic", "real", -1))]
-            continue
         if options.tune_peers:
             specs += [(index, window, key, "realistic", "tune", n) for window in options.windows
                       for key, candidates in peer_candidates().items()
@@ -246,10 +261,23 @@ def plan_jobs(options: BenchOptions) -> list[Job]:
         if options.poor_run:
             specs += [(index, window, s.key, "poor", "poor", -1)
                       for window in options.windows for s in options.strategies if s.ours]
-    if options.million and not options.tune_peers and not options.real_claude:
+    if options.million and not options.tune_peers:
         specs += [(0, MILLION, key, options.summarizer, "million", -1)
                   for key in MILLION_STRATEGIES]
     return [Job(n, *spec) for n, spec in enumerate(specs)]
+
+
+def real_jobs(options: BenchOptions) -> list[Job]:
+    """The real CLI, its model and mini-claude on each session at each real window; against a
+    late server, the model (which has no timing) is left out."""
+    rows: list[tuple[str, int]] = [(REAL_CLAUDE, -1), ("claude-code", CLAUDE_CODE_DEFAULT),
+                                   ("mini", -1)]
+    if options.latency is not None:
+        rows = [row for row in rows if row[0] != "claude-code"]
+    specs = [(index, window, key, variant) for index, _ in enumerate(options.sessions)
+             for window in REAL_WINDOWS for key, variant in rows]
+    return [Job(n, session, window, key, "realistic", "real", variant, options.latency)
+            for n, (session, window, key, variant) in enumerate(specs)]
 
 
 TOKENIZER_MISSING = (
@@ -398,61 +426,99 @@ def _tuning_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int
 CLAUDE_CODE_DEFAULT = 0  # peer_candidates()["claude-code"][0]: no setting changed
 
 
+REAL_LABELS = {REAL_CLAUDE: "real CLI", "claude-code": "model of it", "mini": "mini-claude"}
+
+
+def _real_intro(options: BenchOptions, seconds: float) -> list[str]:
+    late = options.latency
+    if late is None:
+        return [
+            "# The real Claude Code against its model and mini-claude", "",
+            "Each held-out session played by the real Claude Code CLI "
+            f"({_cli_version()}) against the simulator, by the benchmark's model of it (its "
+            "published policy, no setting changed) and by mini-claude, at a 200K window (the "
+            "CLI as installed) and at 100K (`CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000`, its "
+            "floor, on a server refusing prompts over 100K). The same scripted model answers "
+            "all three through each one's own tools; cost is the server's token counts at the "
+            f"same prices. The run took {seconds:.0f} s with {options.jobs} worker(s).", ""]
+    return [
+        f"# The real Claude Code against mini-claude, summaries and notes {late.side_s:g} s late",
+        "",
+        "Each held-out session played by the real Claude Code CLI "
+        f"({_cli_version()}) and by mini-claude against a simulator that answers every summary "
+        f"and notes request {late.side_s:g} s late and every call of the loop itself "
+        f"{late.main_s:g} s late, in real time, at a 200K window (the CLI as installed) and at "
+        "100K (`CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000`, its floor, on a server refusing "
+        "prompts over 100K). mini-claude runs as the product runs: its notes updates go on "
+        "beside the loop, whose requests keep growing while one is on its way, and a notes "
+        "update still on its way when the user pauses lands in the pause. Every request the "
+        "server answered, notes updates included, is in the cost. The model of Claude Code is "
+        "left out here: it has no timing. Cache life and idle gaps follow the simulated clock "
+        "as in the normal run. "
+        f"The run took {seconds:.0f} s with {options.jobs} worker(s).", ""]
+
+
+def _real_line(options: BenchOptions, job: Job, run: RunResult, row: Row) -> str:
+    peak = max((r.prompt_tokens for r in run.requests if r.answered), default=0)
+    notes = f"{row.from_notes}/{row.notes_updates}" if row.ours else "-"
+    if row.ours and options.latency is not None:
+        notes += f", {run.calls_during_notes} calls during"
+    return (f"| {options.sessions[job.session].name} | {job.window // 1000}K | "
+            f"{REAL_LABELS[job.strategy]} | {row.requests} ({row.summary_requests}) | {notes} | "
+            f"{row.overflowed} | {peak:,} | {row.cache_read_share:.0%} | "
+            f"{row.cache_write_tokens:,} | ${row.cost_usd:.2f} | {row.lost} "
+            f"({row.lost_share:.0%}) | {row.tool_calls} |")
+
+
+def _ratios(rows: dict[tuple[int, int, str], Row], sessions: int, window: int,
+            label: str) -> list[float]:
+    """``label``'s cost over the real CLI's, session by session, where both ran."""
+    found = []
+    for index in range(sessions):
+        real, other = rows.get((index, window, "real CLI")), rows.get((index, window, label))
+        if real is not None and other is not None and real.cost_usd:
+            found.append(other.cost_usd / real.cost_usd)
+    return found
+
+
+def _ratio_cell(ratios: list[float]) -> str:
+    return f"{statistics.median(ratios):.2f}x ({max(ratios):.2f}x)" if ratios else "-"
+
+
 def _real_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int, RunResult],
                  seconds: float) -> int:
     """The real CLI beside its model and ours, session by session, and the ratios."""
-    lines = [
-        "# The real Claude Code against its model and mini-claude", "",
-        "Each held-out session played by the real Claude Code CLI "
-        f"({_cli_version()}) against the simulator, by the benchmark's model of it (its "
-        "published policy, no setting changed) and by mini-claude, at a 200K window (the CLI "
-        "as installed) and at 100K (`CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000`, its floor, on a "
-        "server refusing prompts over 100K). The same scripted model answers all three through "
-        "each one's own tools; cost is the server's token counts at the same prices. "
-        f"The run took {seconds:.0f} s with {options.jobs} worker(s).", "",
-        "| session | window | row | requests (summaries) | overflowed | peak prompt | "
-        "cache-read share | cache-write tokens | cost | lost | tool calls |",
-        "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [*_real_intro(options, seconds),
+             "| session | window | row | requests (summaries) | notes used/sent | overflowed | "
+             "peak prompt | cache-read share | cache-write tokens | cost | lost | tool calls |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     by: dict[tuple[int, int, str], Row] = {}
     for job in sorted(jobs, key=lambda j: j.number):
-        run = results[job.number]
-        row = make_row(run)
-        label = ("real CLI" if job.strategy == REAL_CLAUDE else
-                 "model of it" if job.strategy == "claude-code" else "mini-claude")
-        by[(job.session, job.window, label)] = row
-        peak = max((r.prompt_tokens for r in run.requests if r.answered), default=0)
-        lines.append(
-            f"| {options.sessions[job.session].name} | {job.window // 1000}K | {label} | "
-            f"{row.requests} ({row.summary_requests}) | {row.overflowed} | {peak:,} | "
-            f"{row.cache_read_share:.0%} | {row.cache_write_tokens:,} | ${row.cost_usd:.2f} | "
-            f"{row.lost} ({row.lost_share:.0%}) | {row.tool_calls} |")
+        row = make_row(results[job.number])
+        by[(job.session, job.window, REAL_LABELS[job.strategy])] = row
+        lines.append(_real_line(options, job, results[job.number], row))
     lines += ["", "| window | model / real, median (worst) | mini-claude / real, median (worst) "
               "| goal |", "|---|---|---|---|"]
     summary = []
     for window in REAL_WINDOWS:
-        model, ours = [], []
-        for index, _ in enumerate(options.sessions):
-            real = by.get((index, window, "real CLI"))
-            if real is None or not real.cost_usd:
-                continue
-            model.append(by[(index, window, "model of it")].cost_usd / real.cost_usd)
-            ours.append(by[(index, window, "mini-claude")].cost_usd / real.cost_usd)
+        model = _ratios(by, len(options.sessions), window, "model of it")
+        ours = _ratios(by, len(options.sessions), window, "mini-claude")
         if not ours:
             continue
         met = statistics.median(ours) <= GOAL_COST_RATIO
         summary.append({"window": window, "model_over_real": model, "ours_over_real": ours})
-        lines.append(f"| {window // 1000}K | {statistics.median(model):.2f}x "
-                     f"({max(model):.2f}x) | {statistics.median(ours):.2f}x "
-                     f"({max(ours):.2f}x) | <= {GOAL_COST_RATIO:.2f}x: "
-                     f"**{'MET' if met else 'NOT MET'}** |")
+        lines.append(f"| {window // 1000}K | {_ratio_cell(model)} | {_ratio_cell(ours)} | "
+                     f"<= {GOAL_COST_RATIO:.2f}x: **{'MET' if met else 'NOT MET'}** |")
     options.out.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"
-    (options.out / "real-claude.md").write_text(text, encoding="utf-8")
+    name = "real-claude" if options.latency is None else "real-claude-late"
+    (options.out / f"{name}.md").write_text(text, encoding="utf-8")
     rows = [{"session": options.sessions[s].name, "window": w, "row": label, **asdict(row)}
             for (s, w, label), row in by.items()]
-    (options.out / "real-claude.json").write_text(
-        json.dumps({"rows": rows, "ratios": summary, "seconds": seconds}, indent=1),
-        encoding="utf-8")
+    late = None if options.latency is None else asdict(options.latency)
+    (options.out / f"{name}.json").write_text(
+        json.dumps({"rows": rows, "ratios": summary, "seconds": seconds, "latency": late},
+                   indent=1), encoding="utf-8")
     print(text)
     return EXIT_OK
 

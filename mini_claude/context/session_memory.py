@@ -321,6 +321,12 @@ class SessionMemory:
     async def settle(self, timeout: float | None = None) -> NotesUpdate | None:
         """Wait for a running update to finish (at most ``timeout`` seconds, after which it
         goes on running), then say what finished."""
+        await self.arrival(timeout)
+        return self.collect()
+
+    async def arrival(self, timeout: float | None = None) -> None:
+        """Wait for a running update to finish (at most ``timeout`` seconds), leaving what
+        finished for the loop to collect."""
         task = self._pending
         if task is not None:
             try:
@@ -331,7 +337,6 @@ class SessionMemory:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
                     raise  # the user stopped the turn: the wait ends, the update goes on
-        return self.collect()
 
     def _finished(self, task: asyncio.Task[NotesUpdate]) -> None:
         """Taken as soon as the reply is in, so the transcript holds every complete update."""

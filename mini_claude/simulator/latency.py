@@ -43,17 +43,17 @@ class Latency:
         return self.side_s if record.is_side_request else self.main_s
 
     @classmethod
-    def parse(cls, text: str) -> Latency:
-        """``"side,main"`` (or ``"side"`` alone) in seconds."""
+    def parse(cls, text: str, name: str = LATENCY_ENV) -> Latency:
+        """``"side,main"`` (or ``"side"`` alone) in seconds; ``name`` is the setting the
+        message names when the text cannot be read."""
         parts = [p.strip() for p in text.split(",")]
+        expected = f"{name} is 'side,main' in seconds (e.g. 20,1), not {text!r}"
         if not 1 <= len(parts) <= 2 or not all(parts):
-            raise LatencyError(f"{LATENCY_ENV} is 'side,main' in seconds (e.g. 20,1), not {text!r}")
+            raise LatencyError(expected)
         try:
             side, main = float(parts[0]), float(parts[1]) if len(parts) == 2 else 0.0
         except ValueError:
-            raise LatencyError(
-                f"{LATENCY_ENV} is 'side,main' in seconds (e.g. 20,1), not {text!r}"
-            ) from None
+            raise LatencyError(expected) from None
         return cls(side, main)
 
     @classmethod

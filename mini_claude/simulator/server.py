@@ -319,7 +319,7 @@ class Simulator:
             record.status, record.error = 500, f"simulator failure: {error!r}"
             answer = self._error(record, 500, "api_error", record.error)
         answer.delay_s = max(answer.delay_s, self.latency.for_request(record))
-        self._write(handler, answer)
+        self._write(handler, answer, record)
 
     def _decide(self, record: RecordedRequest, method: str, parse_error: bool) -> Answer:
         index = len(self.requests)
@@ -343,7 +343,9 @@ class Simulator:
         conv.request_index = index
         record.prompt_tokens = parsed.prompt_tokens
         record.is_notes_request = conv.is_notes_request
-        record.is_summary_request = conv.is_summary_request and not record.is_notes_request
+        record.is_summary_request = (
+            conv.is_summary_request or self._policy_calls_summary(conv)
+        ) and not record.is_notes_request
         record.conversation = conv
         fault = self._faults.take(index, conv)
         if fault is not None:
@@ -354,6 +356,12 @@ class Simulator:
         if parsed.prompt_tokens > self.context_window:
             return self._prompt_too_long(record, parsed.prompt_tokens, self.context_window)
         return self._reply(record, parsed, fault)
+
+    def _policy_calls_summary(self, conv: SimConversation) -> bool:
+        """A policy speaking another product's wire may name that product's compaction
+        requests (``is_summary_request``), so they are held and counted as summaries too."""
+        names = getattr(self.policy, "is_summary_request", None)
+        return bool(names(conv)) if callable(names) else False
 
     def _models(self, record: RecordedRequest) -> Answer:
         """``GET /v1/models`` and ``GET /v1/models/{id}`` in the asking client's shape."""
@@ -686,10 +694,14 @@ class Simulator:
 
     # ---- writing -----------------------------------------------------------------------
 
-    def _write(self, handler: _Handler, answer: Answer) -> None:
+    def _write(
+        self, handler: _Handler, answer: Answer, record: RecordedRequest | None = None
+    ) -> None:
         try:
             if answer.delay_s > 0:
                 self._stopping.wait(answer.delay_s)
+            if record is not None:
+                record.answered_at = time.monotonic()
             if answer.drop_before:
                 _drop(handler)
                 return

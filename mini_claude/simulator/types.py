@@ -6,6 +6,7 @@ with a :class:`Reply`; each wire module turns that reply into its own format.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -168,7 +169,9 @@ class SimConversation:
 
 
 class Policy(Protocol):
-    """Decides what the model answers. Summary requests are answered by the server."""
+    """Decides what the model answers. Summary requests are answered by the server (a policy
+    may also define ``is_summary_request(conv)`` to name requests that are summaries in its
+    own product's words, and ``handles_summary_requests`` to answer them itself)."""
 
     def respond(self, conv: SimConversation) -> Reply: ...
 
@@ -197,6 +200,9 @@ class RecordedRequest:
     reply: Reply | None = None
     conversation: SimConversation | None = None
     cache_miss: dict[str, Any] | None = None  # the ``cache_miss_reason`` the answer carried
+    # Real (monotonic) times it arrived and its answer began, to see what ran side by side.
+    received_at: float = field(default_factory=time.monotonic)
+    answered_at: float | None = None
 
     @property
     def is_side_request(self) -> bool:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anthropic
 import pytest
 
 from mini_claude.bench.real_claude import (
+    COMPACT_OPENING,
     REAL_CLAUDE,
+    ClaudeCodePolicy,
     bundled_claude,
     real_auto_compact_window,
     result_in_our_words,
@@ -19,7 +22,8 @@ from mini_claude.bench.sessions import QUICK_SESSION
 from mini_claude.scenario.policy import paging_calls, saved_output
 from mini_claude.scenario.script import Call, edit, grep, listing, read, shell
 from mini_claude.scenario.workload import write_project
-from mini_claude.simulator import SimConversation, SimMessage
+from mini_claude.simulator import SimClock, SimConversation, SimMessage, Simulator
+from mini_claude.simulator.latency import Latency
 from mini_claude.simulator.types import ToolResultPart, ToolUsePart
 
 
@@ -70,6 +74,34 @@ def test_the_auto_compact_window_is_set_only_below_the_models_window() -> None:
     assert real_auto_compact_window(200_000) is None
     assert real_auto_compact_window(100_000) == 100_000
     assert real_auto_compact_window(50_000) == 100_000
+
+
+def test_the_clis_compaction_request_is_a_summary_held_as_late_as_one(tmp_path: Path) -> None:
+    """The server itself records the CLI's compaction request as a summary (the one asked
+    for, not the request after it), so it is answered as late as a summary and is never
+    taken for the session's own call."""
+    script = QUICK_SESSION.script(QUICK_SESSION.plan())
+    clock = SimClock(start=0.0)
+    with Simulator(None, clock=clock, latency=Latency(side_s=0.5, main_s=0.0)) as sim:
+        sim.policy = ClaudeCodePolicy(script, tmp_path, clock, sim.counter)
+        client = anthropic.Anthropic(api_key="k", base_url=sim.anthropic_base_url,
+                                     max_retries=0)
+        tools: list[anthropic.types.ToolParam] = [{
+            "name": "Read", "description": "Read a file",
+            "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}}]
+        history: list[anthropic.types.MessageParam] = [
+            {"role": "user", "content": script.turns[0].user},
+            {"role": "assistant", "content": "Looking."}]
+        compact = client.messages.create(
+            model="sim-sonnet", max_tokens=4_000, tools=tools,
+            messages=[*history, {"role": "user", "content": f"{COMPACT_OPENING}, please."}])
+        client.messages.create(model="sim-sonnet", max_tokens=4_000, tools=tools,
+                               messages=[*history, {"role": "user", "content": "go on"}])
+        summary, after = sim.requests
+    assert compact.content and summary.status == 200
+    assert summary.is_summary_request and summary.is_side_request
+    assert not after.is_summary_request
+    assert summary.answered_at is not None and summary.answered_at - summary.received_at >= 0.5
 
 
 def test_the_real_cli_plays_a_scripted_session_against_the_simulator(tmp_path: Path) -> None:
