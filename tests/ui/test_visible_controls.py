@@ -45,7 +45,9 @@ def test_the_repl_shows_hostile_text_todos_and_tool_lines_without_obeying_them(
         Reply("Done " + "".join(HOSTILE)),
     ])
     settings = sim_settings(simulator, isolated_home, provider=provider,
-                            openai_api_key="test-key", openai_base_url=simulator.openai_base_url)
+                            api_keys={"anthropic": "test-key", "openai": "test-key"},
+                            base_urls={"anthropic": simulator.anthropic_base_url,
+                                       "openai": simulator.openai_base_url})
 
     async def scenario() -> None:
         async with running_repl(settings, root, approver=allow_all) as repl:
