@@ -75,7 +75,9 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
             for number in range(14):
                 # Turn 0 is short, so the idle gap after it finds a history too small to
                 # summarize: the cold cache clears the finished turn's thinking instead.
-                policy.calls_per_turn = 1 if number == 0 else 6
+                # The turns before the later gaps are long enough to leave a history worth
+                # summarizing when the gap comes.
+                policy.calls_per_turn = 1 if number == 0 else 9 if number % 5 == 3 else 6
                 if number == 1 or number % 5 == 4:
                     clock.advance(360)  # idle: the cache is cold, earlier thinking goes
                 if number == 3:
