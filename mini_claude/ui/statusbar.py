@@ -174,9 +174,17 @@ def status_fragments(
         fields["shells"] = [("class:status.activity", shells)]
     shown = [name for name in _FIELD_ORDER if name in fields]
     marker = _mode_marker(mode)
+    if width is not None and _width(marker + _layout(fields, shown[:1])) > width:
+        marker = _mode_marker(_without_hint(mode))  # the mode stays, its key hint goes
     while width is not None and len(shown) > 1 and _width(marker + _layout(fields, shown)) > width:
         shown.pop()
     return marker + _layout(fields, shown)
+
+
+def _without_hint(mode: str) -> str:
+    """``⏵⏵ accept edits on (shift+tab to cycle)`` without its parenthesized key hint."""
+    head, sep, _hint = mode.rpartition(" (")
+    return head if sep and mode.endswith(")") else mode
 
 
 def _mode_marker(mode: str) -> StyleAndTextTuples:

@@ -141,3 +141,14 @@ def test_the_line_fits_its_width_and_drops_whole_fields_least_important_first(
         assert format_money(costs.dollars) in line and MODEL in line
     if width == 60:
         assert format_money(costs.dollars) in line
+
+
+@pytest.mark.parametrize("width", [50, 56, 70, 120])
+def test_a_mode_marker_keeps_the_reading_on_a_narrow_line(width: int) -> None:
+    """The mode is never left out, but its key hint is, before the context reading would be."""
+    mode = "⚠ bypass permissions on (shift+tab to cycle)"
+    line = status_text(status(61_200), CostTracker(), MODEL, None, width, mode)
+    assert len(line) <= width
+    assert line.startswith(" ⚠ bypass permissions on ")
+    assert "context 40%" in line
+    assert ("(shift+tab to cycle)" in line) == (width >= 70)
