@@ -14,6 +14,9 @@ class PermissionRequest:
     subject: str  # what "allow for the session" remembers: the command, or the tool name
     detail: str | None = None  # e.g. the diff of an edit
     rule: str | None = None  # what "don't ask again" would allow instead: ``run_shell(cat:*)``
+    # Where "don't ask again" keeps an answer that is a setting, not a rule (a domain goes to
+    # ``sandbox.network.allowedDomains``); the question's label names it.
+    kept_in: str | None = None
     # Asked even under bypassPermissions (reads of mini-claude's home: other sessions, the
     # home .env); only the user at a prompt or an explicit allow rule lets it through.
     beyond_yes: bool = False

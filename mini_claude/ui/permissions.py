@@ -112,9 +112,12 @@ def rule_label(rule: str) -> str:
 
 def answer_labels(request: PermissionRequest, project: str | None = None) -> list[str]:
     """The three answers; "don't ask again" names where it holds: the project (a rule,
-    saved) or this session (one exact subject, or nowhere to save)."""
+    saved), a setting it is written to, or this session (one exact subject, or nowhere to
+    save)."""
     subject = subject_label(request)
     where = f"in {project}" if project and request.rule else "this session"
+    if request.kept_in:
+        where = f"(kept in {request.kept_in})"
     return [
         "Yes",
         f"Yes, and don't ask again for {subject} {where}",

@@ -32,6 +32,10 @@ def test_the_answers_name_the_proposed_rule() -> None:
         "Yes, and don't ask again for `npm run test` commands in /work/repo")
     one_file = PermissionRequest("write_file", "Write a.txt", "write_file:a.txt")
     assert answer_labels(one_file, "/work/repo")[1].endswith("this session")
+    domain = PermissionRequest("network", "reach pypi.org", "network:pypi.org",
+                               kept_in="sandbox.network.allowedDomains")
+    assert answer_labels(domain, "/work/repo")[1] == (
+        "Yes, and don't ask again for `pypi.org` (kept in sandbox.network.allowedDomains)")
 
 
 def status(repl: ReplDriver) -> str:

@@ -97,7 +97,8 @@ class NetworkGate:
             tool_name=QUESTION_TOOL,
             summary=f"A sandboxed command wants to reach {host} (port {port}); "
                     "\"don't ask again\" adds it to sandbox.network.allowedDomains",
-            subject=f"network:{host}")
+            subject=f"network:{host}",
+            kept_in=None if self.saver is None else "sandbox.network.allowedDomains")
 
         async def ask_and_keep() -> tuple[bool, bool, str]:
             decision = await asker.approve(request)
