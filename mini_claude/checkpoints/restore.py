@@ -29,6 +29,7 @@ from typing import Any
 
 from mini_claude.atomic_files import atomic_write
 from mini_claude.checkpoints.store import CheckpointStore
+from mini_claude.live_processes import is_running
 from mini_claude.private_dirs import make_private_dirs
 from mini_claude.safe_read import kind_of
 from mini_claude.transcript import read_records
@@ -404,15 +405,10 @@ def _remove_journal(store: CheckpointStore) -> None:
 
 
 def _still_running(pid: object) -> bool:
+    """Another process, still running, that wrote the journal."""
     if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return is_running(pid)
 
 
 def _committed(transcript: Path, rewind_id: str) -> bool:

@@ -10,6 +10,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from mini_claude.live_processes import is_running
+
 RECORD_NAME = "sandbox-stand-ins"
 
 
@@ -38,7 +40,7 @@ def sweep(home: Path) -> list[Path]:
     removed: list[Path] = []
 
     def keep(pid: int, path: Path) -> bool:
-        if _running(pid):
+        if is_running(pid):
             return True
         with contextlib.suppress(OSError):
             if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
@@ -69,12 +71,3 @@ def _rewrite(home: Path, keep: Callable[[int, Path], bool]) -> None:
         else:
             path.unlink()
 
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
