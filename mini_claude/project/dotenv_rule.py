@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from mini_claude.models import PROVIDERS
+from mini_claude.models import PROVIDERS, key_variables
 from mini_claude.safe_read import read_text_limited
 from mini_claude.settings import (
     NOT_FROM_ENVIRONMENT,
@@ -52,9 +52,6 @@ def key_for_base_url() -> dict[str, str]:
     """Each provider's endpoint variable -> its key variable (the table read when asked)."""
     return {row.base_url_variable: row.key_variable for row in PROVIDERS.values()}
 
-
-def key_for_provider() -> dict[str, str]:
-    return {row.name: row.key_variable for row in PROVIDERS.values()}
 
 
 @dataclass
@@ -148,8 +145,7 @@ def _apply_policy(
     """The project values the table lets through; one warning per value left out."""
     project = {k: v for k, v in project.items() if v.strip()}  # empty is no value
     # The keys that will be sent because this file set them (it beats the home file only).
-    own_keys = {k for k in key_for_provider().values()
-                if k in project and not _is_set(environ, k)}
+    own_keys = {k for k in key_variables() if k in project and not _is_set(environ, k)}
     kept: dict[str, str] = {}
     for env_name, value in project.items():
         policy = policy_of(env_name)
@@ -182,7 +178,8 @@ def _refusal(
         if key_name in own_keys:
             return None
         return f"a project .env may set a base URL only together with {key_name} in the same file"
-    key_name = key_for_provider().get(value.strip(), "")
+    row = PROVIDERS.get(value.strip())
+    key_name = row.key_variable if row is not None else ""
     if key_name in own_keys:
         return None
     return (

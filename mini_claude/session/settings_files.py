@@ -178,13 +178,15 @@ class SettingsFile:
     @property
     def applied_env(self) -> dict[str, str]:
         """``env`` as commands and hooks get it: our API keys' names are refused."""
-        return {k: v for k, v in self.env.items() if k not in key_variables()}
+        refused = key_variables()
+        return {k: v for k, v in self.env.items() if k not in refused}
 
     @property
     def refused_env(self) -> list[str]:
         """Names in ``env`` that are never set (our API keys), to say so, not to list them
         as set."""
-        return [name for name in self.env if name in key_variables()]
+        refused = key_variables()
+        return [name for name in self.env if name in refused]
 
 
 @dataclass
