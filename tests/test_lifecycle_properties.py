@@ -18,8 +18,6 @@ point, a compaction and a resume again, and at each step:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import io
 import os
 import tempfile
@@ -214,24 +212,7 @@ async def _steered(run: Run, number: int) -> None:
 
 def _interrupt(run: Run, number: int) -> None:
     """A turn stopped while its tool call runs (Esc), as the user stops one."""
-
-    async def stop_when_the_call_runs() -> None:
-        started = asyncio.Event()
-
-        async def consume() -> None:
-            async for event in run.agent.turn(f"step {number}: wait"):
-                if isinstance(event, ev.ToolStarted):
-                    started.set()
-
-        task = asyncio.ensure_future(consume())
-        waiter = asyncio.ensure_future(started.wait())
-        await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    run.run(stop_when_the_call_runs())
+    run.stopped_turn(f"step {number}: wait")
     results = run.agent.conversation.messages[-1].tool_results
     assert results and all(r.is_error for r in results), "the call was not interrupted"
 

@@ -44,7 +44,7 @@ from mini_claude.context.summary_request import (
     unsent_suffix_start,
     without_images,
 )
-from mini_claude.context.thinking import has_thinking, max_tokens_for, without_thinking
+from mini_claude.context.thinking import close_thinking_loop, max_tokens_for, without_thinking
 from mini_claude.conversation import Conversation, Message, TextBlock, ToolUseBlock
 from mini_claude.protocol import (
     CompactReason,
@@ -337,7 +337,9 @@ class Compactor:
         Nothing is changed here: the caller installs and records the result. The
         summary request carries the history up to the range's end as it was sent (so it
         reads from the prompt cache); messages after the range lose their thinking,
-        which was bound to the history the summary replaced.
+        which was bound to the history the summary replaced, and a tool loop left open
+        there (an interrupted turn) is closed, since its call no longer starts with the
+        thinking the API asks of an open loop.
         """
         messages = list(conversation.messages)
         start, end = pair_safe_range(messages, start, end)
@@ -353,9 +355,9 @@ class Compactor:
             raise CompactionError("the conversation changed while it was being summarized")
         boundary = boundary_message(summary.text, ctx.transcript_path, end - start, (), ())
         rebuilt = summarized_range(messages, start, end, boundary)
-        after = rebuilt[start:]
-        if any(has_thinking(m) for m in after):
-            rebuilt = [*rebuilt[:start], *without_thinking(after)]
+        closed = close_thinking_loop(rebuilt[start:])
+        if closed is not None:
+            rebuilt = [*rebuilt[:start], *closed]
         self._turns_since_manual = 0  # asked for by the user: auto-compact waits a turn
         return RangeSummary(
             summary=summary.text,

@@ -10,7 +10,7 @@ import pytest
 
 from mini_claude.conversation import SummaryBlock, message_to_dict
 from mini_claude.session.rewind import RewindError
-from mini_claude.simulator import RecordedRequest, Simulator
+from mini_claude.simulator import RecordedRequest, Reply, ScriptedPolicy, Simulator, ToolCall
 from mini_claude.transcript import fork_transcript, load_session, read_records
 from tests.support.agent import PROVIDERS, Run, request_text
 from tests.support.rewind import (
@@ -176,3 +176,36 @@ def test_summarize_up_to_here_keeps_the_later_messages_whole(
         assert history(run) == before[1]
     finally:
         run.close()
+
+
+def test_summarizing_up_to_an_interrupted_turn_with_thinking_closes_its_loop(
+        simulator: Simulator, isolated_home: Path, project: Path) -> None:
+    """The kept turn was stopped while its call ran: its call and result stay in the history
+    with the typed text after them, so the wire sees an open tool loop. The summary takes its
+    thinking (bound to the history replaced), so the loop is closed as plain text, or the next
+    request would be refused for a loop whose call does not start with thinking."""
+    simulator.policy = ScriptedPolicy([
+        Reply("First, thought through.", thinking="reasoning one"),
+        Reply("Waiting.", [ToolCall("run_shell", {"command": "sleep 30"})], thinking="a wait"),
+    ], final=Reply("Understood."))
+    run = Run(simulator, "anthropic", isolated_home, project, context_window=200_000,
+              thinking_tokens=2048)
+    try:
+        run.start()
+        run.turn("turn 1: think")
+        run.stopped_turn("turn 2: wait")
+        assert run.agent.conversation.messages[-1].tool_results  # the interrupted result
+
+        run.run(rewinder(run).summarize(point_for(run, "turn 2"), up_to=True))
+        run.turn("turn 3: go on")
+
+        refused = [(r.status, r.error) for r in simulator.requests if r.status != 200]
+        assert refused == []
+        kept = sent(run.model_requests()[-1])
+        assert "[tool call run_shell" in str(kept) and "tool_use" not in str(kept)
+        resumed = load_session(run.agent.transcript.path)
+        assert resumed.warnings == []
+    finally:
+        run.session.shells.stop_all(grace=0.5)
+        run.close()
+

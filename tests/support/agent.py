@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,6 +64,27 @@ class Run:
         events = self.run(collect())
         self.events.extend(events)
         return events
+
+    def stopped_turn(self, text: str) -> None:
+        """A turn stopped (Esc) while its first tool call runs, as the user stops one."""
+
+        async def stop_when_the_call_runs() -> None:
+            started = asyncio.Event()
+
+            async def consume() -> None:
+                async for event in self.agent.turn(text):
+                    if isinstance(event, ev.ToolStarted):
+                        started.set()
+
+            task = asyncio.ensure_future(consume())
+            waiter = asyncio.ensure_future(started.wait())
+            await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+        self.run(stop_when_the_call_runs())
 
     def compact(self, focus: str | None = None) -> list[ev.Event]:
         async def collect() -> list[ev.Event]:
