@@ -165,11 +165,15 @@ class Settings:
     # Tier 4: auto-compact
     auto_compact: bool = allowed(True)
     autocompact_pct: float = allowed(0.85)
-    # The summary threshold never goes above this many tokens, whatever the window: every
-    # request re-reads the standing context from the cache, so past some size carrying the
-    # history costs more per call than a summary costs once; a shorter prompt also keeps
-    # answers sharper and leaves a summary less to drop.
-    autocompact_max_tokens: int = allowed(72_000)
+    # The summary threshold never goes above this many tokens, whatever the window. Every
+    # request re-reads the standing context from the cache, and every compaction writes the
+    # rebuilt history to the cache again (at 12.5 times the read price) and pays for a notes
+    # update: together about what reading 400K cached tokens costs. Spread over a cycle, the
+    # sum is least when the room between the rebuilt history and the threshold is about
+    # sqrt(2 x growth per step x that cost), some 45K tokens at the 2-3K tokens a coding step
+    # adds; with the rebuild at a quarter of the threshold (below) that puts it near 60K. A
+    # shorter prompt also keeps answers sharper and leaves a summary less to drop.
+    autocompact_max_tokens: int = allowed(60_000)
     post_compact_target_pct: float = allowed(0.30)
     # ... and at most the fixed prompt plus this share of the room between it and the summary
     # threshold: that room is the work the next compaction is put off by, every compaction

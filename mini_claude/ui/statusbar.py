@@ -197,7 +197,7 @@ def _mode_marker(mode: str) -> StyleAndTextTuples:
 
 
 def _layout(fields: dict[str, StyleAndTextTuples], shown: list[str]) -> StyleAndTextTuples:
-    """``context 34% ███░ 24k/72k · window 1M · auto-compact in … · $0.12 · model · activity``."""
+    """``context 40% ████░ 24k/60k · window 1M · auto-compact in … · $0.12 · model · activity``."""
     sep = ("class:status.sep", " · ")
     out: StyleAndTextTuples = [("class:status", " context ")]
     out += fields["percent"]

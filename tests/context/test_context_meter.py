@@ -240,11 +240,12 @@ def test_status_is_the_shared_formula(settings: Settings) -> None:
     status = meter.status(conversation)
     assert status.effective_window == 80_000
     assert status.window == 100_000
-    assert status.autocompact_at == int(80_000 * 0.85)
-    assert status.until_autocompact == 68_000 - 40_000
+    threshold = min(int(80_000 * 0.85), settings.autocompact_max_tokens)  # 60K: the cap
+    assert status.autocompact_at == threshold == 60_000
+    assert status.until_autocompact == threshold - 40_000
     assert meter.utilization(conversation) == pytest.approx(0.5) == status.window_utilization
-    assert status.utilization == pytest.approx(40_000 / 68_000)  # of the way to auto-compact
-    assert status.compaction_point == 68_000 and not status.compaction_due
+    assert status.utilization == pytest.approx(40_000 / threshold)  # of the way to auto-compact
+    assert status.compaction_point == threshold and not status.compaction_due
 
     quiet = TokenMeter(settings.with_overrides(auto_compact=False), FIXED_CHARS)
     assert quiet.status(conversation).autocompact_at == 0

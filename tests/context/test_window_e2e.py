@@ -197,9 +197,9 @@ def test_stream_json_usage_lines_measure_against_the_auto_compact_threshold(
              if line.get("type") == "mini_claude" and line.get("subtype") == "usage"]
     assert usage
     last = usage[-1]
-    assert last["autocompact_at"] == 72_000
-    assert last["context_pct"] == round(last["context_tokens"] / 72_000 * 100)
-    assert last["context_pct"] >= 25  # about 24k of 72k: plainly on the way to a summary
+    assert last["autocompact_at"] == 60_000
+    assert last["context_pct"] == round(last["context_tokens"] / 60_000 * 100)
+    assert last["context_pct"] >= 25  # about 24k of 60k: plainly on the way to a summary
     assert last["context_tokens"] / last["effective_window"] < 0.05  # though 3% of the window
 
 
