@@ -42,6 +42,7 @@ class StallRun:
     latency: Latency
     timeline: list[tuple[float, ev.Event]] = field(default_factory=list)
     notes_requests: int = 0
+    notes_in_flight_at_end: int = 0  # not yet answered when the measured turn ended
     summary_requests: int = 0
     peak_prompt_tokens: int = 0
     statuses: set[int] = field(default_factory=set)
@@ -107,7 +108,8 @@ class StallRun:
             f"{', '.join(f'{s:.1f}' for s in stalls) or '-'} s, p95 {p95:.1f} s, "
             f"normal step {self.normal_step():.2f} s, "
             f"worst step +{self.worst_step_excess():.1f} s, "
-            f"notes used {self.notes_used_share():.0%} of {self.notes_requests}, "
+            f"notes used {self.notes_used_share():.0%} of {self.notes_requests} "
+            f"({self.notes_in_flight_at_end} on its way at the end), "
             f"summaries {self.summary_requests}, peak {self.peak_prompt_tokens} tokens, "
             f"{self.seconds:.0f} s"
         )
@@ -150,6 +152,10 @@ def measure(
         requests = list(sim.requests)
     run.seconds = time.monotonic() - started
     run.notes_requests = sum(1 for r in requests if r.is_notes_request)
+    ended = max((t for t, e in run.timeline if isinstance(e, ev.TurnFinished)), default=None)
+    run.notes_in_flight_at_end = sum(
+        1 for r in requests if r.is_notes_request and ended is not None
+        and (r.answered_at is None or r.answered_at > ended))
     run.summary_requests = sum(1 for r in requests if r.is_summary_request)
     run.peak_prompt_tokens = max((r.prompt_tokens for r in requests), default=0)
     run.statuses = {r.status for r in requests}
