@@ -131,6 +131,7 @@ class SubagentRunner:
         try:
             return await run.to_end()
         finally:
+            await child.close()  # a notes update still on its way would find no one
             parent.costs.api_seconds += child.costs.api_seconds
             child.transcript.event("task_end", state=run.state, calls=run.calls)
             parent.transcript.event(
@@ -194,6 +195,7 @@ class SubagentRunner:
             lifecycle=LifecycleHooks("SubagentStop", settings.stop_hook_limit),
         )
         child.costs = RollupCosts(session.agent.costs)
+        child.steps.end_with_turn(None)  # its one turn is its run: no notes nobody would read
         return child
 
     def _one_question_at_a_time(self, ctx: ToolContext, description: str) -> Approver:

@@ -304,6 +304,10 @@ def test_a_child_compacts_on_its_own_small_window(
         assert summaries and all(EXPLORE_SYSTEM in r.conversation.system  # type: ignore[union-attr]
                                  for r in summaries)
         assert session.agent.costs.summaries.requests == len(summaries)
+        # Its run is one turn: no update starts at its end, when nobody would read it.
+        child_calls = [r for r in simulator.requests if not r.is_side_request
+                       and EXPLORE_SYSTEM in r.conversation.system]  # type: ignore[union-attr]
+        assert all(r.received_at < child_calls[-1].received_at for r in summaries)
     finally:
         close(session, loop)
 
