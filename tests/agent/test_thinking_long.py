@@ -67,9 +67,12 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
     record = RunRecord()
     snapshot = home / "transcripts" / "killed.jsonl"
     with Simulator(policy, context_window=WINDOW, clock=clock) as sim:
-        # Notes early in each history, so that idle gaps find some to summarize from.
+        # Notes early in each history, so that idle gaps find some to summarize from; each
+        # update waited for, so compactions fall at the same points on every run (in the
+        # background, whether a gap finds notes in depends on the machine's speed).
         session, agent = build_agent(sim, "anthropic", root, home, WINDOW, clock,
-                                     thinking_tokens=2048, session_memory_start_pct=0.6)
+                                     thinking_tokens=2048, session_memory_start_pct=0.6,
+                                     session_memory_background=False)
 
         async def first_run() -> None:
             for number in range(14):
