@@ -53,7 +53,6 @@ def key_for_base_url() -> dict[str, str]:
     return {row.base_url_variable: row.key_variable for row in PROVIDERS.values()}
 
 
-
 @dataclass
 class LayeredEnvironment:
     """The values settings are built from, and why any project value was left out."""

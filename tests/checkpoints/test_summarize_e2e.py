@@ -208,4 +208,3 @@ def test_summarizing_up_to_an_interrupted_turn_with_thinking_closes_its_loop(
     finally:
         run.session.shells.stop_all(grace=0.5)
         run.close()
-
