@@ -161,7 +161,10 @@ class ClaudeCodePolicy:
         with self._lock:
             self.clock.advance(MODEL_SECONDS + TOOL_SECONDS * len(conv.last_tool_results()))
             if self.is_summary_request(conv):
-                return Reply(build_summary(as_summary_request(conv), self.counter, self.style))
+                # the model reads the CLI's calls as the calls they stand for, as it does
+                # when it answers them
+                summary_request = as_summary_request(self.in_our_words(conv))
+                return Reply(build_summary(summary_request, self.counter, self.style))
             if not conv.tool_names:
                 return Reply("OK")  # a request of the CLI's own, not the session's turn
             reply = self.inner.respond(self.in_our_words(conv))

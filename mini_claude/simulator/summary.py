@@ -35,7 +35,16 @@ FACT_PATTERN = re.compile(r"FACT-[A-Za-z0-9_-]+[^\n]{0,80}")
 FOCUS_LINE = re.compile(r"^\s*focus\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 SUMMARY_TAG = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 HEADING = re.compile(r"^##\s+(.+?)\s*$")
-COMPACTED_MARKER = "compacted"
+# How a client says a message carries the summary of earlier messages, in any product's words
+# ("this session was compacted", "continued from a previous conversation … the summary below",
+# "produced a summary"): a model reads such a message as the earlier summary, not as a request.
+CARRIED_SUMMARY = re.compile(
+    r"\bcompacted\b|continued from a previous conversation|\bthe summary (?:below|above)\b|"
+    r"\bproduced a summary\b|\bsummary of (?:the )?(?:earlier|previous)\b",
+    re.IGNORECASE,
+)
+CARRIED_SUMMARY_HEAD_CHARS = 300
+SUMMARY_LABEL = re.compile(r"^\s*summary:\s*$", re.IGNORECASE | re.MULTILINE)
 MAX_FOCUS_CHARS = 400
 READ_TOOLS = ("read_file",)
 CHANGE_TOOLS = ("write_file", "edit_file")
@@ -177,12 +186,14 @@ def asked_for(instruction: str) -> Asked:
 
 def earlier_summary(text: str) -> str | None:
     """The summary carried by a compaction boundary, or None when the text is not one."""
-    head = text.lstrip()[:200].lower()
-    if COMPACTED_MARKER not in head:
+    if not CARRIED_SUMMARY.search(text.lstrip()[:CARRIED_SUMMARY_HEAD_CHARS]):
         return None
     tagged = SUMMARY_TAG.search(text)
     if tagged:
         return tagged.group(1).strip()
+    labelled = SUMMARY_LABEL.search(text)
+    if labelled:
+        return text[labelled.end():].strip() or None
     _, _, rest = text.partition("\n\n")
     return rest.strip() or None
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import anthropic
 import openai
+import pytest
 
 from mini_claude.prompts import SUMMARY_HEADING
 from mini_claude.simulator import (
@@ -101,12 +102,25 @@ def test_focus_is_echoed() -> None:
     assert "## Focus\n- the API client" in summary_of(conv)
 
 
-def test_earlier_summary_is_carried_forward() -> None:
-    boundary = (
-        "[This session was compacted: earlier messages were replaced by the summary below.]\n\n"
-        "## User requests\n- Set up CI for the project\n"
-        "## Details from tool output\n- FACT-ci_runner is buildkite"
-    )
+OUR_BOUNDARY = (
+    "[This session was compacted: earlier messages were replaced by the summary below.]\n\n"
+    "## User requests\n- Set up CI for the project\n"
+    "## Details from tool output\n- FACT-ci_runner is buildkite"
+)
+# Claude Code opens the history after a compaction in its own words, with a ``Summary:`` label.
+CLAUDE_CODE_CONTINUATION = (
+    "This session is being continued from a previous conversation that ran out of "
+    "context. The summary below covers the earlier portion of the conversation.\n\n"
+    "<system-reminder>\nsomething of the client's own\n</system-reminder>\nSummary:\n"
+    "## User requests\n- Set up CI for the project\n"
+    "## Details from tool output\n- FACT-ci_runner is buildkite"
+)
+
+
+@pytest.mark.parametrize("boundary", [OUR_BOUNDARY, CLAUDE_CODE_CONTINUATION])
+def test_earlier_summary_is_carried_forward(boundary: str) -> None:
+    """Whichever product wrote the message that carries it, the model reads the earlier
+    summary as such: its items go on, older than the history's; its wrapper is no request."""
     conv = session()
     conv.messages.insert(0, SimMessage("user", [TextPart(boundary)]))
     text = summary_of(conv)
@@ -114,6 +128,8 @@ def test_earlier_summary_is_carried_forward() -> None:
     assert requests.index("Set up CI for the project") < requests.index("Fix the failing login")
     assert "FACT-ci_runner is buildkite" in text.split("## Details from tool output")[1]
     assert "This session was compacted" not in text
+    assert "continued from a previous conversation" not in text
+    assert "something of the client's own" not in text
     assert text.count("## User requests") == 1
 
 
