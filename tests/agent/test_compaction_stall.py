@@ -38,6 +38,8 @@ def test_no_compaction_waits_for_a_side_request(
     for stall, summary in stalls:
         assert stall <= (SIDE_S if summary else 0.0) + MAIN_S + MARGIN_S, run.line()
     assert sum(summary for _, summary in stalls) <= 1, run.line()
-    # Every notes request is used by a compaction but, at most, the one the turn ended on
-    # (a next turn would take it; the full-length share is in `make wait-bench`).
+    # Every notes request is used by a compaction but, at most, the one the turn ended on,
+    # which lands while the user reads the answer and is the notes the next compaction
+    # takes: none is thrown away (the full-length figures are in `make wait-bench`).
     assert run.notes_requests - run.notes_used() <= 1, run.line()
+    assert run.notes_thrown_away() == 0, run.line()

@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from mini_claude import events as ev
+from mini_claude.context.notes import SessionNotes
 from mini_claude.simulator import SimClock, Simulator
 from mini_claude.simulator.latency import Latency
 from tests.support.long_session import LongSessionPolicy, build_agent, make_project
 
 WINDOWS = (40_000, 200_000)
+ARRIVAL_SPARE_S = 5.0  # beyond the side latency, for an update to land after the turn
 PROVIDERS = ("anthropic", "openai")
 
 EventT = TypeVar("EventT", bound=ev.Event)
@@ -43,6 +45,9 @@ class StallRun:
     timeline: list[tuple[float, ev.Event]] = field(default_factory=list)
     notes_requests: int = 0
     notes_in_flight_at_end: int = 0  # not yet answered when the measured turn ended
+    # Landed after the turn, while the user reads its answer, and then the notes the next
+    # compaction takes (0 or 1: only the newest is).
+    notes_held: int = 0
     summary_requests: int = 0
     peak_prompt_tokens: int = 0
     statuses: set[int] = field(default_factory=set)
@@ -98,6 +103,10 @@ class StallRun:
     def notes_used_share(self) -> float:
         return self.notes_used() / self.notes_requests if self.notes_requests else 1.0
 
+    def notes_thrown_away(self) -> int:
+        """Notes requests neither used at a compaction nor held for the next one."""
+        return self.notes_requests - self.notes_used() - self.notes_held
+
     def line(self) -> str:
         stalls = self.stalls()
         p95 = _p95(stalls)
@@ -109,10 +118,17 @@ class StallRun:
             f"normal step {self.normal_step():.2f} s, "
             f"worst step +{self.worst_step_excess():.1f} s, "
             f"notes used {self.notes_used_share():.0%} of {self.notes_requests} "
-            f"({self.notes_in_flight_at_end} on its way at the end), "
+            f"({self.notes_in_flight_at_end} on its way at the end, {self.notes_held} held "
+            f"for the next compaction after it, {self.notes_thrown_away()} thrown away), "
             f"summaries {self.summary_requests}, peak {self.peak_prompt_tokens} tokens, "
             f"{self.seconds:.0f} s"
         )
+
+
+def _held(usable: list[SessionNotes], run: StallRun) -> int:
+    """1 when the notes the next compaction would take are not ones a compaction used."""
+    used = {e.summary for e in run.compactions() if e.from_notes}
+    return int(bool(usable) and usable[0].text not in used)
 
 
 def _p95(values: list[float]) -> float:
@@ -144,6 +160,9 @@ def measure(
         async def play() -> None:
             try:
                 await _turn(agent, "review every file in src and the logs", run)
+                # the user reads the answer: an update on its way lands meanwhile
+                await agent.steps.memory.arrival(latency.side_s + ARRIVAL_SPARE_S)
+                run.notes_held = _held(agent.steps.memory.usable(agent.conversation), run)
             finally:
                 await agent.steps.memory.cancel()
                 await session.provider.close()
