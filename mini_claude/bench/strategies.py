@@ -94,8 +94,9 @@ def _pct_of_effective(settings: Settings, tokens: float) -> float:
 def _claude_code(settings: Settings) -> Settings:
     """Claude Code: summary at window - min(max output, 20K) - 13K, 5 files re-attached.
 
-    At 200K that is 167K. At 32K the formula goes negative, so the output share
-    is capped at a quarter of the window and the 13K buffer scaled by the window
+    With its auto-compact window at 100K that is 67K (where the real CLI compacted). Below
+    the 100K it can be set to, the formula goes negative, so the extrapolation caps the
+    output share at a quarter of the window and scales the 13K buffer by the window
     (32K - 8K - 2.1K = 21.9K, 68%). Results over 50,000 characters are saved to
     a file with a 2 KB preview; old results are cleared only after an hour idle,
     keeping the last 5 (the prompt cache's longest life). The summary replaces
@@ -105,19 +106,25 @@ def _claude_code(settings: Settings) -> Settings:
 
 
 def claude_code_with(auto_compact_window: int | None) -> Callable[[Settings], Settings]:
-    """Claude Code with CLAUDE_CODE_AUTO_COMPACT_WINDOW set (None: unset, the model's
-    window): its threshold formula is applied to that window instead."""
+    """Claude Code with CLAUDE_CODE_AUTO_COMPACT_WINDOW set: its threshold formula applied to
+    that window. Unset, the CLI (2.1.332, measured in ``real_claude``) does not enforce its
+    threshold on its model's own window: it sends requests until the API refuses one as too
+    long and compacts then (its auto-compact state calls this reactive), so the model
+    compacts only when the next request would not fit the window."""
 
     def configure(settings: Settings) -> Settings:
-        return _claude_code_at(settings, min(settings.window, auto_compact_window or
-                                             settings.window))
+        if auto_compact_window is None:
+            return _claude_code_at(settings, settings.window, reactive=True)
+        return _claude_code_at(settings, min(settings.window, auto_compact_window))
 
     return configure
 
 
-def _claude_code_at(settings: Settings, window: int) -> Settings:
-    threshold = window - min(CLAUDE_CODE_MAX_OUTPUT, window // 4) - (
-        CLAUDE_CODE_BUFFER * window / 200_000)
+def _claude_code_at(settings: Settings, window: int, *, reactive: bool = False) -> Settings:
+    # the buffer is scaled only below the smallest window the CLI runs at (an extrapolation)
+    buffer = (CLAUDE_CODE_BUFFER if window >= CLAUDE_CODE_FLOOR_WINDOW
+              else CLAUDE_CODE_BUFFER * window / 200_000)
+    threshold = window - min(CLAUDE_CODE_MAX_OUTPUT, window // 4) - buffer
     base = _tiers_off(settings).with_overrides(
         persist_threshold_bytes=CLAUDE_CODE_PERSIST_CHARS,
         microcompact_idle_seconds=CLAUDE_CODE_IDLE_SECONDS,
@@ -126,8 +133,10 @@ def _claude_code_at(settings: Settings, window: int) -> Settings:
         reattach_file_tokens=5_000,
         reattach_total_tokens=50_000,
     )
+    # reactive: no threshold; the agent compacts only where the request would not fit
+    autocompact_pct = UNREACHABLE_PCT if reactive else _pct_of_effective(base, threshold)
     return base.with_overrides(compact_tail_share=0.0, kept_user_tokens=0,
-                               autocompact_pct=_pct_of_effective(base, threshold))
+                               autocompact_pct=autocompact_pct)
 
 
 def _mini_late(settings: Settings) -> Settings:

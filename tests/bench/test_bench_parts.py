@@ -10,7 +10,11 @@ import pytest
 
 from mini_claude.bench.report import judge, make_row
 from mini_claude.bench.runner import RequestRecord, RunResult, _check_needs
-from mini_claude.bench.strategies import LEARN_CLAUDE_CODE_THRESHOLD, strategy_named
+from mini_claude.bench.strategies import (
+    LEARN_CLAUDE_CODE_THRESHOLD,
+    claude_code_with,
+    strategy_named,
+)
 from mini_claude.context.placeholders import persisted_notice
 from mini_claude.scenario.policy import (
     PAGE_LINES,
@@ -259,6 +263,15 @@ def test_strategies_are_only_settings() -> None:
     assert summary.autocompact_pct == 0.85 and summary.snip_pct > 1
     assert strategy_named("mini").configure(_base(32_000)) == _base(32_000)
     assert strategy_named("mini").ours
+
+
+def test_claude_code_waits_for_the_window_unless_its_auto_compact_window_is_set() -> None:
+    """As the real CLI does: unset, it compacts only when a request would not fit (it waits
+    for the API's refusal); set, at its formula below that window."""
+    reactive = claude_code_with(None)(_base(200_000))
+    assert reactive.auto_compact and reactive.autocompact_tokens > reactive.window
+    enforced = claude_code_with(100_000)(_base(200_000))
+    assert enforced.autocompact_tokens == pytest.approx(100_000 - 20_000 - 13_000, abs=50)
 
 
 # ---- scoring ----------------------------------------------------------------------
