@@ -270,12 +270,12 @@ def plan_jobs(options: BenchOptions) -> list[Job]:
 def real_jobs(options: BenchOptions) -> list[Job]:
     """The real CLI, its model and mini-claude on each session at each real window; against a
     late server, the model (which has no timing) is left out."""
-    rows: list[tuple[str, int]] = [(REAL_CLAUDE, -1), ("claude-code", CLAUDE_CODE_DEFAULT),
-                                   ("mini", -1)]
+    keys = [REAL_CLAUDE, "claude-code", "mini"]
     if options.latency is not None:
-        rows = [row for row in rows if row[0] != "claude-code"]
-    specs = [(index, window, key, variant) for index, _ in enumerate(options.sessions)
-             for window in REAL_WINDOWS for key, variant in rows]
+        keys.remove("claude-code")
+    specs = [(index, window, key, model_setting(window) if key == "claude-code" else -1)
+             for index, _ in enumerate(options.sessions)
+             for window in REAL_WINDOWS for key in keys]
     return [Job(n, session, window, key, "realistic", "real", variant, options.latency)
             for n, (session, window, key, variant) in enumerate(specs)]
 
@@ -423,7 +423,14 @@ def _tuning_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int
     return EXIT_OK
 
 
-CLAUDE_CODE_DEFAULT = 0  # peer_candidates()["claude-code"][0]: no setting changed
+# peer_candidates()["claude-code"]: no setting changed, and its auto-compact window at 100K
+CLAUDE_CODE_DEFAULT, CLAUDE_CODE_AT_FLOOR = 0, 1
+
+
+def model_setting(window: int) -> int:
+    """The model of Claude Code at the setting the real CLI runs with at ``window``."""
+    return CLAUDE_CODE_DEFAULT if real_auto_compact_window(window) is None else (
+        CLAUDE_CODE_AT_FLOOR)
 
 
 REAL_LABELS = {REAL_CLAUDE: "real CLI", "claude-code": "model of it", "mini": "mini-claude"}
@@ -436,9 +443,10 @@ def _real_intro(options: BenchOptions, seconds: float) -> list[str]:
             "# The real Claude Code against its model and mini-claude", "",
             "Each held-out session played by the real Claude Code CLI "
             f"({_cli_version()}) against the simulator, by the benchmark's model of it (its "
-            "published policy, no setting changed) and by mini-claude, at a 200K window (the "
-            "CLI as installed) and at 100K (`CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000`, its "
-            "floor, on a server refusing prompts over 100K). The same scripted model answers "
+            "published policy at the setting the CLI runs with) and by mini-claude, at a 200K "
+            "window (the CLI as installed) and at 100K "
+            "(`CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000`, its floor, on a server refusing prompts "
+            "over 100K). The same scripted model answers "
             "all three through each one's own tools; cost is the server's token counts at the "
             f"same prices. The run took {seconds:.0f} s with {options.jobs} worker(s).", ""]
     return [
@@ -785,8 +793,10 @@ PEER_NOTES = (
     "each candidate on the tuning sessions only and the lowest median cost without overflow is "
     "kept (`bench/strategies.py` names the result). Every row asks for its summaries with its "
     "own product's published prompt (listed under *Summaries and recovery*).",
-    "- **Claude Code**: summary at window - min(max output, 20K) - 13K = 167K of 200K "
-    "(`CLAUDE_CODE_AUTO_COMPACT_WINDOW` applies the formula to a smaller window, 100K at least). "
+    "- **Claude Code**: with `CLAUDE_CODE_AUTO_COMPACT_WINDOW` set (100K at least), a summary "
+    "at that window - min(max output, 20K) - 13K (67K at 100K); unset, the real CLI does not "
+    "enforce that threshold on its model's own window but compacts when the API refuses a "
+    "request as too long, so the model compacts only when a request would not fit. "
     "Below 100K no real Claude Code runs, so its 32K row is an extrapolation: output share "
     "capped at a quarter of the window, buffer scaled. Up to 5 recent files re-attached (5K "
     "tokens each, 50K in all); results over 50,000 characters saved with a 2 KB preview; old "

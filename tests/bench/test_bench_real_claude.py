@@ -19,9 +19,12 @@ from mini_claude.bench.real_claude import (
 )
 from mini_claude.bench.report import make_row
 from mini_claude.bench.sessions import QUICK_SESSION
+from mini_claude.bench.strategies import peer_candidates
+from mini_claude.bench.suite import model_setting
 from mini_claude.scenario.policy import paging_calls, saved_output
 from mini_claude.scenario.script import Call, edit, grep, listing, read, shell
 from mini_claude.scenario.workload import write_project
+from mini_claude.settings import Settings
 from mini_claude.simulator import SimClock, SimConversation, SimMessage, Simulator
 from mini_claude.simulator.latency import Latency
 from mini_claude.simulator.types import ToolResultPart, ToolUsePart
@@ -74,6 +77,18 @@ def test_the_auto_compact_window_is_set_only_below_the_models_window() -> None:
     assert real_auto_compact_window(200_000) is None
     assert real_auto_compact_window(100_000) == 100_000
     assert real_auto_compact_window(50_000) == 100_000
+
+
+@pytest.mark.parametrize("window", [200_000, 100_000])
+def test_the_model_row_runs_at_the_setting_the_real_cli_runs_with(window: int) -> None:
+    """Beside the real CLI the model compacts where the CLI's own setting says: only where a
+    request would not fit when the auto-compact window is unset, at 67K when it is 100K."""
+    model = peer_candidates()["claude-code"][model_setting(window)]
+    settings = model.configure(Settings(model="sim-sonnet", context_window=window))
+    if real_auto_compact_window(window) is None:
+        assert settings.autocompact_tokens > window
+    else:
+        assert settings.autocompact_tokens == pytest.approx(67_000, abs=50)
 
 
 def test_the_clis_compaction_request_is_a_summary_held_as_late_as_one(tmp_path: Path) -> None:
