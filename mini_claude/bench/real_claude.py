@@ -37,6 +37,7 @@ from mini_claude.bench.runner import (
     explain_losses,
     recovery_cost,
 )
+from mini_claude.bench.strategies import CLAUDE_CODE_FLOOR_WINDOW
 from mini_claude.permissions.mode_table import BYPASS_MODE
 from mini_claude.prompts import SUMMARY_HEADING
 from mini_claude.scenario.policy import ScriptPolicy
@@ -56,7 +57,6 @@ from mini_claude.simulator.types import (
 
 CLAUDE_ENV = "MINI_CLAUDE_BENCH_CLAUDE"  # the CLI to run; else the one the agent SDK bundles
 CLAUDE_MODEL = "claude-sonnet-4-5"
-AUTO_COMPACT_FLOOR = 100_000  # CLAUDE_CODE_AUTO_COMPACT_WINDOW is not honoured below this
 # The opening of Claude Code's compaction request (its /compact and auto-compact prompt).
 COMPACT_OPENING = "Your task is to create a detailed summary of the conversation so far"
 TURN_TIMEOUT_SECONDS = 900.0
@@ -360,10 +360,10 @@ def run_real_claude(binary: Path, script: Script, *, window: int, template: Path
 REAL_CLAUDE = "claude-code-real"
 # 200K: the CLI as installed; 100K: CLAUDE_CODE_AUTO_COMPACT_WINDOW at its floor, on a server
 # that refuses prompts over 100K.
-REAL_WINDOWS = (200_000, AUTO_COMPACT_FLOOR)
+REAL_WINDOWS = (200_000, CLAUDE_CODE_FLOOR_WINDOW)
 
 
 def real_auto_compact_window(window: int) -> int | None:
     """CLAUDE_CODE_AUTO_COMPACT_WINDOW for a window below the model's own 200K (never below
     its floor); None leaves it unset."""
-    return None if window >= 200_000 else max(window, AUTO_COMPACT_FLOOR)
+    return None if window >= 200_000 else max(window, CLAUDE_CODE_FLOOR_WINDOW)
