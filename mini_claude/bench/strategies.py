@@ -120,11 +120,15 @@ def claude_code_with(auto_compact_window: int | None) -> Callable[[Settings], Se
     return configure
 
 
-def _claude_code_at(settings: Settings, window: int, *, reactive: bool = False) -> Settings:
-    # the buffer is scaled only below the smallest window the CLI runs at (an extrapolation)
+def _claude_code_threshold(window: int) -> float:
+    """Where Claude Code summarizes on ``window``; the buffer is scaled only below the
+    smallest window the CLI runs at (an extrapolation)."""
     buffer = (CLAUDE_CODE_BUFFER if window >= CLAUDE_CODE_FLOOR_WINDOW
               else CLAUDE_CODE_BUFFER * window / 200_000)
-    threshold = window - min(CLAUDE_CODE_MAX_OUTPUT, window // 4) - buffer
+    return window - min(CLAUDE_CODE_MAX_OUTPUT, window // 4) - buffer
+
+
+def _claude_code_at(settings: Settings, window: int, *, reactive: bool = False) -> Settings:
     base = _tiers_off(settings).with_overrides(
         persist_threshold_bytes=CLAUDE_CODE_PERSIST_CHARS,
         microcompact_idle_seconds=CLAUDE_CODE_IDLE_SECONDS,
@@ -134,7 +138,8 @@ def _claude_code_at(settings: Settings, window: int, *, reactive: bool = False) 
         reattach_total_tokens=50_000,
     )
     # reactive: no threshold; the agent compacts only where the request would not fit
-    autocompact_pct = UNREACHABLE_PCT if reactive else _pct_of_effective(base, threshold)
+    autocompact_pct = (UNREACHABLE_PCT if reactive
+                       else _pct_of_effective(base, _claude_code_threshold(window)))
     return base.with_overrides(compact_tail_share=0.0, kept_user_tokens=0,
                                autocompact_pct=autocompact_pct)
 
