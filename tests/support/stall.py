@@ -96,9 +96,13 @@ class StallRun:
     def compactions(self) -> list[ev.CompactionFinished]:
         return [e for e in self.of(ev.CompactionFinished) if isinstance(e, ev.CompactionFinished)]
 
+    def used_notes(self) -> set[str]:
+        """The notes that replaced the history at a compaction."""
+        return {e.summary for e in self.compactions() if e.from_notes}
+
     def notes_used(self) -> int:
         """Notes requests whose notes replaced the history at a compaction."""
-        return len({e.summary for e in self.compactions() if e.from_notes})
+        return len(self.used_notes())
 
     def notes_used_share(self) -> float:
         return self.notes_used() / self.notes_requests if self.notes_requests else 1.0
@@ -127,8 +131,7 @@ class StallRun:
 
 def _held(usable: list[SessionNotes], run: StallRun) -> int:
     """1 when the notes the next compaction would take are not ones a compaction used."""
-    used = {e.summary for e in run.compactions() if e.from_notes}
-    return int(bool(usable) and usable[0].text not in used)
+    return int(bool(usable) and usable[0].text not in run.used_notes())
 
 
 def _p95(values: list[float]) -> float:
