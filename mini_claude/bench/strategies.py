@@ -21,9 +21,11 @@ CLAUDE_CODE_MAX_OUTPUT = 20_000  # min(the model's max output, 20K) for Sonnet-c
 CLAUDE_CODE_BUFFER = 13_000
 CLAUDE_CODE_PERSIST_CHARS = 50_000
 CLAUDE_CODE_IDLE_SECONDS = 3_600.0
-# Codex keeps about 10K bytes of each tool output for models other than its own (its token
-# budget applies to Codex models); the outputs here are ASCII, so bytes are characters.
+# Codex keeps about 10K bytes of each tool output for models other than its own; its
+# documented tool_output_token_limit replaces that with 4 bytes a token (codex-rs truncate.rs).
+# The outputs here are ASCII, so bytes are characters.
 CODEX_TRUNCATE_CHARS = 10_000
+CODEX_BYTES_PER_TOKEN = 4
 SERVER_COMPACTION_DEFAULT_TRIGGER = 150_000
 SERVER_COMPACTION_MIN_TRIGGER = 50_000
 # The best of the API's documented settings for this workload, found by `mini-claude bench
@@ -35,10 +37,13 @@ SERVER_CLEAR_TOOL_USES = False
 CLEAR_TOOL_USES_KEEP = 3  # clear_tool_uses_20250919 keeps the newest 3 tool uses by default
 CLAUDE_CODE_FLOOR_WINDOW = 100_000  # CLAUDE_CODE_AUTO_COMPACT_WINDOW cannot go below it
 # Found the same way: Claude Code's CLAUDE_CODE_AUTO_COMPACT_WINDOW (None: unset) and Codex's
-# model_auto_compact_token_limit (None: unset, 90% of the window). Neither product has a setting
-# that meets the quality bar (bench/tuning.py) on the tuning sessions: these lose least.
+# model_auto_compact_token_limit (None: unset, 90% of the window) with its
+# tool_output_token_limit. Neither product has a setting that meets the quality bar
+# (bench/tuning.py) on the tuning sessions: these lose least, at 200K and at 32K alike.
 CLAUDE_CODE_AUTO_COMPACT_WINDOW: int | None = 100_000
 CODEX_AUTO_COMPACT_TOKEN_LIMIT: int | None = 50_000
+# Codex's tool_output_token_limit (None: unset, its 10K bytes), searched beside the limit above.
+CODEX_TOOL_OUTPUT_TOKEN_LIMIT: int | None = 8_000
 SERVER_FLOOR_WINDOW = 64_000  # the 50K minimum trigger plus an output reserve
 
 
@@ -150,25 +155,35 @@ def _mini_late(settings: Settings) -> Settings:
 
 
 def _codex(settings: Settings) -> Settings:
-    return codex_with(CODEX_AUTO_COMPACT_TOKEN_LIMIT)(settings)
+    return codex_with(CODEX_AUTO_COMPACT_TOKEN_LIMIT, CODEX_TOOL_OUTPUT_TOKEN_LIMIT)(settings)
 
 
-def codex_with(token_limit: int | None) -> Callable[[Settings], Settings]:
-    """Codex CLI with model_auto_compact_token_limit set (None: unset, 90% of the window)."""
+def codex_with(token_limit: int | None,
+               tool_output_tokens: int | None = None) -> Callable[[Settings], Settings]:
+    """Codex CLI with model_auto_compact_token_limit set (None: unset, 90% of the window) and
+    tool_output_token_limit set (None: unset, 10K bytes of each output)."""
 
     def configure(settings: Settings) -> Settings:
-        return _codex_at(settings, token_limit)
+        return _codex_at(settings, token_limit, tool_output_tokens)
 
     return configure
 
 
-def _codex_at(settings: Settings, token_limit: int | None) -> Settings:
+def codex_output_chars(tool_output_tokens: int | None) -> int:
+    """How much of each tool output Codex keeps for a model other than its own."""
+    if tool_output_tokens is None:
+        return CODEX_TRUNCATE_CHARS
+    return tool_output_tokens * CODEX_BYTES_PER_TOKEN
+
+
+def _codex_at(settings: Settings, token_limit: int | None,
+              tool_output_tokens: int | None) -> Settings:
     """Codex CLI: a handoff summary at 90% of the window, checked after every call; beside it
-    up to 20K tokens of the user's own messages and nothing else; results cut to 10K bytes
-    when recorded (its limit for models other than its own)."""
+    up to 20K tokens of the user's own messages and nothing else; results cut when recorded
+    (10K bytes for models other than its own unless tool_output_token_limit says otherwise)."""
     base = _summary_alone(_tiers_off(settings)).with_overrides(
         output_reserve=settings.window // 10,
-        truncate_chars=CODEX_TRUNCATE_CHARS,
+        truncate_chars=codex_output_chars(tool_output_tokens),
         kept_user_tokens=20_000,
     )
     limit = 0.9 * base.window if token_limit is None else min(token_limit, 0.9 * base.window)
@@ -236,10 +251,10 @@ STRATEGIES: tuple[Strategy, ...] = (
              real_from_window=CLAUDE_CODE_FLOOR_WINDOW),
     Strategy("codex", "Codex CLI",
              "Codex CLI's published policy at its best setting here "
-             "(model_auto_compact_token_limit=50000, 90% of the window below that): a handoff "
-             "summary, checked after every call, plus up to 20K tokens of the user's own "
-             "messages; results cut "
-             "to 10K bytes when recorded (no setting meets the quality bar on the tuning sessions; "
+             "(model_auto_compact_token_limit=50000, 90% of the window below that; "
+             "tool_output_token_limit=8000): a handoff summary, checked after every call, plus "
+             "up to 20K tokens of the user's own messages; results cut to 32K bytes when "
+             "recorded (10K unset; no setting meets the quality bar on the tuning sessions; "
              "this one loses least)", _codex, summary_prompt="codex", real_from_window=8_000),
     Strategy("server", "Anthropic compaction",
              f"server-side compact_20260112: a summary by the same model at "
@@ -264,7 +279,8 @@ def _without(**changes: object) -> Callable[[Settings], Settings]:
 # Compared on a 1M window only: the capped threshold against a late one.
 LATE_THRESHOLD = Strategy("mini-late", "mini-claude, threshold uncapped",
                           "the full pipeline with the summary threshold at 85% of the window "
-                          "instead of capped at 72K", _mini_late, ablation=True)
+                          f"instead of capped at {Settings().autocompact_max_tokens // 1000}K",
+                          _mini_late, ablation=True)
 
 ABLATIONS: tuple[Strategy, ...] = (
     Strategy("mini-no-persist", "mini-claude without persist",
@@ -306,6 +322,19 @@ def peer_candidates() -> dict[str, list[Strategy]]:
                            (50_000, True))]
     claude = [_variant("claude-code", f"auto-compact window {w // 1000}K" if w else "default",
                        claude_code_with(w)) for w in (None, 100_000)]
-    codex = [_variant("codex", f"token limit {t // 1000}K" if t else "default", codex_with(t))
-             for t in (None, 50_000, 100_000)]
+    codex = [_variant("codex", _codex_label(t, o), codex_with(t, o))
+             for t in (None, 50_000, 100_000) for o in CODEX_TOOL_OUTPUT_CANDIDATES]
     return {"server": server, "claude-code": claude, "codex": codex}
+
+
+# tool_output_token_limit as a user would try it: unset (10K bytes), and values its users set.
+CODEX_TOOL_OUTPUT_CANDIDATES: tuple[int | None, ...] = (None, 5_000, 8_000, 12_000)
+
+
+def _codex_label(token_limit: int | None, tool_output_tokens: int | None) -> str:
+    if token_limit is None and tool_output_tokens is None:
+        return "default"
+    parts = [f"token limit {token_limit // 1000}K"] if token_limit else []
+    if tool_output_tokens is not None:
+        parts.append(f"tool output {tool_output_tokens:,} tokens")
+    return ", ".join(parts)

@@ -13,6 +13,8 @@ from mini_claude.bench.runner import RequestRecord, RunResult, _check_needs
 from mini_claude.bench.strategies import (
     LEARN_CLAUDE_CODE_THRESHOLD,
     claude_code_with,
+    codex_with,
+    peer_candidates,
     strategy_named,
 )
 from mini_claude.context.placeholders import persisted_notice
@@ -272,6 +274,18 @@ def test_claude_code_waits_for_the_window_unless_its_auto_compact_window_is_set(
     assert reactive.auto_compact and reactive.autocompact_tokens > reactive.window
     enforced = claude_code_with(100_000)(_base(200_000))
     assert enforced.autocompact_tokens == pytest.approx(100_000 - 20_000 - 13_000, abs=50)
+
+
+
+def test_codex_keeps_10k_bytes_of_an_output_unless_its_token_limit_for_outputs_is_set() -> None:
+    """Unset, Codex keeps 10K bytes of each output of a model other than its own; its
+    tool_output_token_limit replaces that with 4 bytes a token, and the tuning tries it."""
+    assert codex_with(50_000)(_base(200_000)).truncate_chars == 10_000
+    assert codex_with(50_000, 8_000)(_base(200_000)).truncate_chars == 32_000
+    assert codex_with(50_000, 8_000)(_base(32_000)).autocompact_tokens == pytest.approx(
+        0.9 * 32_000, abs=50)
+    kept = {s.configure(_base(200_000)).truncate_chars for s in peer_candidates()["codex"]}
+    assert kept == {10_000, 20_000, 32_000, 48_000}
 
 
 # ---- scoring ----------------------------------------------------------------------
