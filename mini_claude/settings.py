@@ -165,15 +165,14 @@ class Settings:
     # Tier 4: auto-compact
     auto_compact: bool = allowed(True)
     autocompact_pct: float = allowed(0.85)
-    # The summary threshold never goes above this many tokens, whatever the window. What a
-    # session costs grows with the threshold at every size: each request re-reads the standing
-    # history from the cache, and each compaction reads the history once more for its notes
-    # and writes back a rebuild held to a share of the threshold, so all three shrink with it.
-    # Price therefore sets no floor; the work in view does. At 60K the fixed prompt (3-4K)
-    # and the rebuilt history (a quarter) leave some 40K tokens of new work between
-    # summaries: the files of a change across several modules, its test output and the edits,
-    # in view at once. Lower it to spend less where the work is narrower (at 32K a session
-    # costs about a quarter less and keeps some 20K of work in view).
+    # The summary threshold never goes above this many tokens, whatever the window. Every
+    # request re-reads the standing context from the cache, and every compaction writes the
+    # rebuilt history to the cache again (at 12.5 times the read price) and pays for a notes
+    # update: together about what reading 400K cached tokens costs. Spread over a cycle, the
+    # sum is least when the room between the rebuilt history and the threshold is about
+    # sqrt(2 x growth per step x that cost), some 45K tokens at the 2-3K tokens a coding step
+    # adds; with the rebuild at a quarter of the threshold (below) that puts it near 60K. A
+    # shorter prompt also keeps answers sharper and leaves a summary less to drop.
     autocompact_max_tokens: int = allowed(60_000)
     post_compact_target_pct: float = allowed(0.30)
     # ... and at most the fixed prompt plus this share of the room between it and the summary
@@ -196,11 +195,11 @@ class Settings:
     # ... and cutting long results (budget), snipping superseded ones and clearing old ones
     # inside a turn happen only while the summary threshold is at most this many tokens
     # (a request that would not fit is always cut). Each of them writes the history after its
-    # first edit to the prompt cache again, but takes the cleared bulk out of every later read
-    # and puts off a summary, whose notes request and rebuild cost more than that rewrite at
-    # every threshold up to 100K measured on the tuning sessions. The limit is for a user who
-    # wants old results kept whole until the summary.
-    relief_max_tokens: int = allowed(1_000_000)
+    # first edit to the prompt cache again, and all it buys is a later compaction. Past this
+    # size that rewrite costs more than the compaction it puts off: the compaction's own
+    # rewrite is of a history held to a share of the threshold, and notes written in the
+    # background usually stand in for its summary call.
+    relief_max_tokens: int = allowed(32_000)
     # Results that relief leaves whole, the newest: everything after the oldest cleared
     # result is written to the prompt cache again, so on a small window each one kept is
     # paid for again at every clearing. The model has read them; their placeholders name
