@@ -44,6 +44,8 @@ CLAUDE_CODE_AUTO_COMPACT_WINDOW: int | None = 100_000
 CODEX_AUTO_COMPACT_TOKEN_LIMIT: int | None = 50_000
 # Codex's tool_output_token_limit (None: unset, its 10K bytes), searched beside the limit above.
 CODEX_TOOL_OUTPUT_TOKEN_LIMIT: int | None = 8_000
+# tool_output_token_limit as a user would try it: unset (10K bytes), and values its users set.
+CODEX_TOOL_OUTPUT_CANDIDATES: tuple[int | None, ...] = (None, 5_000, 8_000, 12_000)
 SERVER_FLOOR_WINDOW = 64_000  # the 50K minimum trigger plus an output reserve
 
 
@@ -326,9 +328,6 @@ def peer_candidates() -> dict[str, list[Strategy]]:
              for t in (None, 50_000, 100_000) for o in CODEX_TOOL_OUTPUT_CANDIDATES]
     return {"server": server, "claude-code": claude, "codex": codex}
 
-
-# tool_output_token_limit as a user would try it: unset (10K bytes), and values its users set.
-CODEX_TOOL_OUTPUT_CANDIDATES: tuple[int | None, ...] = (None, 5_000, 8_000, 12_000)
 
 
 def _codex_label(token_limit: int | None, tool_output_tokens: int | None) -> str:

@@ -276,7 +276,6 @@ def test_claude_code_waits_for_the_window_unless_its_auto_compact_window_is_set(
     assert enforced.autocompact_tokens == pytest.approx(100_000 - 20_000 - 13_000, abs=50)
 
 
-
 def test_codex_keeps_10k_bytes_of_an_output_unless_its_token_limit_for_outputs_is_set() -> None:
     """Unset, Codex keeps 10K bytes of each output of a model other than its own; its
     tool_output_token_limit replaces that with 4 bytes a token, and the tuning tries it."""
