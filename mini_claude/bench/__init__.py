@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tune-peers", action="store_true",
                         help="search each real product's documented settings on the tuning "
                              "sessions and write tuning.md")
+    parser.add_argument("--frontier", action="store_true",
+                        help="play mini-claude's own cheaper settings (lower summary thresholds) "
+                             "under the fair and the poor summarizer beside Codex CLI on the "
+                             "tuning sessions and write frontier.md")
     parser.add_argument("--real-claude", action="store_true",
                         help="play the real Claude Code CLI (the agent SDK's bundled binary, or "
                              "$MINI_CLAUDE_BENCH_CLAUDE) through the held-out sessions at 200K "

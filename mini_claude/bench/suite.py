@@ -21,6 +21,7 @@ from typing import Any
 from mini_claude.bench import EXIT_FAILED, EXIT_OK, BenchUsageError
 from mini_claude.bench.aggregate import SessionRows, summary_table
 from mini_claude.bench.aggregate import goal_lines as aggregate_goals
+from mini_claude.bench.frontier import FRONTIER_PART, FRONTIER_PEER, FrontierPoint, render_frontier
 from mini_claude.bench.peer_prompts import source_of
 from mini_claude.bench.plot import plot_runs
 from mini_claude.bench.real_claude import (
@@ -65,6 +66,7 @@ from mini_claude.bench.strategies import (
     ABLATIONS,
     STRATEGIES,
     Strategy,
+    own_candidates,
     peer_candidates,
     strategy_named,
 )
@@ -105,6 +107,7 @@ class BenchOptions:
     million: bool = False  # the 1M-window run: capped threshold against a late one
     approximate_tokens: bool = False  # run on the 4-characters-a-token fallback if need be
     tune_peers: bool = False  # search the peers' documented settings on the tuning sessions
+    frontier: bool = False  # mini-claude's own cheaper settings against what they lose
     real_claude: bool = False  # the real Claude Code CLI beside its model and ours
     latency: Latency | None = None  # the real-CLI comparison against a server this late
 
@@ -125,6 +128,8 @@ class BenchOptions:
         if args.jobs < 1:
             raise BenchUsageError("--jobs must be at least 1")
         latency = _latency(args)
+        if args.frontier and (args.tune_peers or args.real_claude):
+            raise BenchUsageError("--frontier plays mini-claude's own settings; run it alone")
         return cls(
             windows=tuple(args.windows),
             out=args.out,
@@ -142,6 +147,7 @@ class BenchOptions:
             million=args.million and not args.quick,
             approximate_tokens=args.approximate_tokens,
             tune_peers=args.tune_peers,
+            frontier=args.frontier,
             real_claude=args.real_claude,
             latency=latency,
         )
@@ -162,7 +168,7 @@ def _latency(args: argparse.Namespace) -> Latency | None:
 def _sessions(args: argparse.Namespace) -> tuple[Session, ...]:
     if args.real_claude and args.seed is None:
         return held_out_sessions()
-    if args.tune_peers:
+    if args.tune_peers or args.frontier:
         return tuning_sessions()
     if args.quick:
         return (QUICK_SESSION,)
@@ -192,6 +198,8 @@ class Job:
 
 
 def _strategy_of(job: Job) -> Strategy:
+    if job.part == FRONTIER_PART and job.variant >= 0:
+        return own_candidates()[job.variant]
     if job.variant >= 0:
         return peer_candidates()[job.strategy][job.variant]
     return strategy_named(job.strategy)
@@ -248,6 +256,8 @@ def run_jobs(jobs: Sequence[Job], scripts: Sequence[Script], scratch: Path,
 def plan_jobs(options: BenchOptions) -> list[Job]:
     if options.real_claude:
         return real_jobs(options)
+    if options.frontier:
+        return frontier_jobs(options)
     chosen = (*options.strategies, *(ABLATIONS if options.ablations else ()))
     specs: list[tuple[int, int, str, SummaryMode, str, int]] = []
     for index, _ in enumerate(options.sessions):
@@ -265,6 +275,22 @@ def plan_jobs(options: BenchOptions) -> list[Job]:
         specs += [(0, MILLION, key, options.summarizer, "million", -1)
                   for key in MILLION_STRATEGIES]
     return [Job(n, *spec) for n, spec in enumerate(specs)]
+
+
+SUMMARIZERS: tuple[SummaryMode, ...] = ("realistic", "poor")
+
+
+def frontier_jobs(options: BenchOptions) -> list[Job]:
+    """Each of mini-claude's candidate settings under both summarizers, and the peer it is
+    measured against, on every session at every window."""
+    specs: list[tuple[int, int, str, SummaryMode, int]] = []
+    for index, _ in enumerate(options.sessions):
+        for window in options.windows:
+            specs += [(index, window, "mini", summarizer, n)
+                      for n in range(len(own_candidates())) for summarizer in SUMMARIZERS]
+            specs.append((index, window, FRONTIER_PEER, "realistic", -1))
+    return [Job(n, session, window, key, summarizer, FRONTIER_PART, variant)
+            for n, (session, window, key, summarizer, variant) in enumerate(specs)]
 
 
 def real_jobs(options: BenchOptions) -> list[Job]:
@@ -320,6 +346,8 @@ def run_suite(options: BenchOptions) -> int:
         return _real_report(options, jobs, results, time.perf_counter() - started)
     if options.tune_peers:
         return _tuning_report(options, jobs, results, time.perf_counter() - started)
+    if options.frontier:
+        return _frontier_report(options, jobs, results, time.perf_counter() - started)
     return _report(options, scripts, jobs, results, time.perf_counter() - started)
 
 
@@ -419,6 +447,24 @@ def _tuning_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int
     options.out.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"
     (options.out / "tuning.md").write_text(text, encoding="utf-8")
+    print(text)
+    return EXIT_OK
+
+
+def _frontier_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int, RunResult],
+                     seconds: float) -> int:
+    def rows(key: str, window: int, summarizer: SummaryMode, variant: int) -> dict[int, Row]:
+        return {j.session: make_row(results[j.number]) for j in jobs
+                if (j.strategy, j.window, j.summarizer, j.variant)
+                == (key, window, summarizer, variant)}
+
+    points = [FrontierPoint(setting.title, window, rows("mini", window, "realistic", n),
+                            rows("mini", window, "poor", n))
+              for window in options.windows for n, setting in enumerate(own_candidates())]
+    peers = {window: rows(FRONTIER_PEER, window, "realistic", -1) for window in options.windows}
+    text = render_frontier(points, peers, [s.name for s in options.sessions], seconds)
+    options.out.mkdir(parents=True, exist_ok=True)
+    (options.out / "frontier.md").write_text(text, encoding="utf-8")
     print(text)
     return EXIT_OK
 
