@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mini_claude.bench.aggregate import GOAL_WORST_RATIO
 from mini_claude.bench.report import GOAL_COST_RATIO, LOST_LIMIT, Row
@@ -29,6 +29,7 @@ class FrontierPoint:
     window: int
     fair: Mapping[int, Row]  # session index -> row
     poor: Mapping[int, Row]
+    causes: Mapping[str, int] = field(default_factory=dict)  # what removed each lost fact
 
     def ratios(self, peer: Mapping[int, Row]) -> list[float]:
         """Its cost over the peer's, session by session."""
@@ -72,8 +73,9 @@ def render_frontier(points: Sequence[FrontierPoint], peers: Mapping[int, Mapping
         f"the quality bar is 0 overflows and at most {LOST_LIMIT:.0%} of the needed facts lost "
         f"on every session under either summarizer. The run took {seconds:.0f} s.", "",
         "| setting | window | cost median | ours / Codex median | ours / Codex worst "
-        "| overflowed | lost worst (fair) | lost worst (poor) | cost goal | quality bar |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| overflowed | lost worst (fair) | lost worst (poor) | lost facts removed by "
+        "| cost goal | quality bar |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for point in points:
         peer = peers.get(point.window, {})
@@ -83,12 +85,19 @@ def render_frontier(points: Sequence[FrontierPoint], peers: Mapping[int, Mapping
         lines.append(
             f"| {point.title} | {point.window // 1000}K | ${point.median_cost:.2f} | {median} | "
             f"{worst} | {point.overflows} | {point.worst_lost(point.fair):.0%} | "
-            f"{point.worst_lost(point.poor):.0%} | {_yes(point.meets_cost_goal(peer))} | "
+            f"{point.worst_lost(point.poor):.0%} | {_causes(point.causes)} | "
+            f"{_yes(point.meets_cost_goal(peer))} | "
             f"{_yes(point.meets_bar)} |")
     both = [p.title + f" at {p.window // 1000}K" for p in points
             if p.meets_bar and p.meets_cost_goal(peers.get(p.window, {}))]
     lines += ["", "Settings meeting both: " + ("; ".join(both) if both else "none") + "."]
     return "\n".join(lines) + "\n"
+
+
+def _causes(causes: Mapping[str, int]) -> str:
+    """``3 microcompact, 1 compaction`` over both summarizers' runs; ``-`` when none."""
+    ranked = sorted(causes.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{count} {cause}" for cause, count in ranked) or "-"
 
 
 def _yes(flag: bool) -> str:

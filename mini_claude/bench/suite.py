@@ -41,6 +41,7 @@ from mini_claude.bench.report import (
     failures_table,
     goal_lines,
     judge,
+    loss_cause,
     loss_note,
     loss_table,
     make_row,
@@ -458,8 +459,14 @@ def _frontier_report(options: BenchOptions, jobs: Sequence[Job], results: dict[i
                 if (j.strategy, j.window, j.summarizer, j.variant)
                 == (key, window, summarizer, variant)}
 
+    def causes(window: int, variant: int) -> dict[str, int]:
+        lost = [loss_cause(check) for j in jobs if j.strategy == "mini"
+                and (j.window, j.variant) == (window, variant)
+                for check in results[j.number].needs if check.lost]
+        return {cause: lost.count(cause) for cause in set(lost)}
+
     points = [FrontierPoint(setting.title, window, rows("mini", window, "realistic", n),
-                            rows("mini", window, "poor", n))
+                            rows("mini", window, "poor", n), causes(window, n))
               for window in options.windows for n, setting in enumerate(own_candidates())]
     peers = {window: rows(FRONTIER_PEER, window, "realistic", -1) for window in options.windows}
     text = render_frontier(points, peers, [s.name for s in options.sessions], seconds)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from mini_claude.bench import BenchUsageError, build_parser
@@ -52,9 +54,12 @@ def test_the_report_names_the_settings_that_meet_both_or_none() -> None:
     peer = {200_000: {0: _row(10.0), 1: _row(10.0)}}
     text = render_frontier([_point([7.0, 7.0], poor_lost=3)], peer, ["a", "b"], 1.0)
     assert "Settings meeting both: none." in text
-    assert "| x | 200K | $7.00 | 0.70x | 0.70x | 0 | 0% | 11% | yes | no |" in text
+    assert "| x | 200K | $7.00 | 0.70x | 0.70x | 0 | 0% | 11% | - | yes | no |" in text
     both = render_frontier([_point([7.0, 7.0])], peer, ["a", "b"], 1.0)
     assert "Settings meeting both: x at 200K." in both
+    caused = replace(_point([7.0, 7.0], poor_lost=3), causes={"compaction": 1, "microcompact": 2})
+    assert "| 11% | 2 microcompact, 1 compaction | yes |" in render_frontier(
+        [caused], peer, ["a", "b"], 1.0)
 
 
 def test_the_frontier_plays_every_setting_under_both_summarizers_beside_codex() -> None:
