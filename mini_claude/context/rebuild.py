@@ -371,18 +371,21 @@ def _earliest_allowed_cut(messages: Sequence[Message]) -> int:
 def clear_tail_results(
     tail: Sequence[Message], keep_newest: int, store: ResultStore, fallback_path: str
 ) -> tuple[list[Message], int]:
-    """Swap all but the newest ``keep_newest`` tool results for placeholders.
+    """Swap all but the newest ``keep_newest`` tool results for placeholders; results the
+    model has not read yet are never swapped (it asked for them and has not seen them once).
 
     The full text goes to the result store first (or is already there); when the
     disk refuses, the placeholder points at the transcript, which has every
     result as it arrived.
     """
+    unread = unread_start(tail)
     positions = [
         (mi, bi)
-        for mi, message in enumerate(tail)
+        for mi, message in enumerate(tail[:unread])
         for bi, block in enumerate(message.blocks)
         if isinstance(block, ToolResultBlock) and block.state != ResultState.CLEARED
     ]
+    keep_newest = max(0, keep_newest - _results_in(tail[unread:]))
     to_clear = positions[: max(0, len(positions) - keep_newest)]
     copies = [Message(m.role, list(m.blocks)) for m in tail]
     cleared = 0
@@ -397,6 +400,10 @@ def clear_tail_results(
             copies[mi].blocks[bi] = new
             cleared += 1
     return copies, cleared
+
+
+def _results_in(messages: Sequence[Message]) -> int:
+    return sum(isinstance(b, ToolResultBlock) for m in messages for b in m.blocks)
 
 
 def unread_start(tail: Sequence[Message]) -> int:
@@ -519,7 +526,7 @@ class Planner:
                 break
             choice, tokens = step(choice)
         target = self.limits.target_tokens
-        if tokens > target and tokens >= self.limits.accept_below:
+        if not self._taken(tokens):
             raise RebuildError(
                 f"the summary does not leave enough room: {tokens:,} tokens after compaction, "
                 f"above the {target:,}-token target"
@@ -570,15 +577,24 @@ class Planner:
         return choice, tokens
 
     def _trim_newest(self, choice: _Choice) -> tuple[_Choice, int]:
-        """Results the model has read first; those it has not only when nothing else fits."""
+        """Results the model has read first; those it has not only when the history would
+        otherwise be refused: above the target but taken, it still holds what the model asked
+        for whole, and the tiers clear it once the model has read it."""
         tokens = self._tokens(choice)
         for trim_unread in (False, True):
             limit = TRIM_FIRST_CHARS
-            while limit >= TRIM_LAST_CHARS and tokens > self.limits.target_tokens:
+            while limit >= TRIM_LAST_CHARS and tokens > self.limits.target_tokens and not (
+                trim_unread and self._taken(tokens)
+            ):
                 choice = replace(choice, trim_to=limit, trim_unread=trim_unread)
                 tokens = self._tokens(choice)
                 limit //= 2
         return choice, tokens
+
+    def _taken(self, tokens: int) -> bool:
+        """Whether ``plan`` takes a history of this size (at or under the target, or short
+        of it but below ``accept_below``)."""
+        return tokens <= self.limits.target_tokens or tokens < self.limits.accept_below
 
     # -- building one candidate --
 

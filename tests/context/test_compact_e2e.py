@@ -26,6 +26,7 @@ from mini_claude.conversation import (
     Message,
     SummaryBlock,
     TextBlock,
+    ToolResultBlock,
     message_to_dict,
     validate,
 )
@@ -395,6 +396,29 @@ def test_mid_turn_compaction_keeps_the_request_and_the_newest_exchanges(
     assert validate(messages) == []
     assert result.tokens_after <= h.settings.effective_window // 2
     assert not h.compactor.needs_mid_turn_compaction(h.conversation)
+    assert_accepted_by_the_server(h)
+
+
+def test_a_mid_turn_compaction_keeps_a_big_result_the_model_has_not_read_whole(
+    harness: Harness,
+) -> None:
+    """The result that pushed the history over the threshold came back after the last model
+    call: the summary replaces what came before it, and the model reads the result whole."""
+    h = harness
+    h.add(user("an old request"), reply("handled"))
+    h.add(user("review the logs, then the big one"))
+    for n in range(6):
+        h.add(*read(f"logs/{n}.log", log_lines(f"f{n}", 40)))
+    target = h.compactor.limits().target_tokens
+    big = log_lines("big", 10)
+    while h.meter.estimate(Conversation([Message("user", [TextBlock(big)])])) < target:
+        big += "\n" + log_lines("big", 10)
+    h.add(*read("logs/big.log", big))
+    result = h.run(h.compact("mid-turn"))
+    last = h.conversation.messages[-1].blocks[0]
+    assert isinstance(last, ToolResultBlock) and last.content == big
+    assert result.tokens_after > target  # over the target, taken for the result's sake
+    assert validate(h.conversation.messages) == []
     assert_accepted_by_the_server(h)
 
 

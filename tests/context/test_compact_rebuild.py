@@ -18,6 +18,7 @@ from mini_claude.context.rebuild import (
     RebuildError,
     assemble,
     boundary_message,
+    clear_tail_results,
     cut_points,
     history_problems,
     read_attachment,
@@ -34,6 +35,7 @@ from mini_claude.conversation import (
     SummaryBlock,
     TextBlock,
     ToolResultBlock,
+    ToolUseBlock,
     validate,
 )
 from tests.support.compact import (
@@ -493,3 +495,38 @@ def test_a_summarized_range_never_splits_a_call_from_its_result() -> None:
     from_here = summarized_range(messages, 4, len(messages), boundary)
     assert from_here[:4] == messages[:4] and from_here[4] is boundary
     assert validate(from_here) == []
+
+
+def test_a_compaction_right_after_a_big_result_keeps_it_whole_while_the_history_is_taken(
+    tmp_path: Path,
+) -> None:
+    """A summary that comes between a tool call and the model's reading of its result (the
+    result pushed the history over the threshold) must not cut what the model asked for:
+    a history over the target but below ``accept_below`` is taken, so the result stays."""
+    compactor = make_compactor(settings_for(tmp_path / "home", window=100_000))
+    target = compactor.limits().target_tokens
+    fresh = words(target + 2_000)  # alone more than the target allows
+    history = [user("go"), *shell("cat a.log", words(3_000)), *shell("cat b.log", words(3_000)),
+               *shell("cat big.log", fresh)]
+    base = planner(compactor, history, tmp_path)
+    taken = replace(base, limits=replace(base.limits, accept_below=target * 3)).plan()
+    assert taken.messages[-1].blocks[0].content == fresh  # type: ignore[union-attr]
+    assert target < taken.tokens < target * 3
+    strict = replace(base, limits=replace(base.limits, accept_below=0)).plan()
+    assert strict.messages[-1].blocks[0].content != fresh  # type: ignore[union-attr]
+    assert strict.tokens <= target
+
+
+def test_clearing_the_tail_never_clears_results_the_model_has_not_read(tmp_path: Path) -> None:
+    from tests.support.context_builders import store_for
+
+    store = store_for(settings_for(tmp_path))
+    calls = Message("assistant", [ToolUseBlock("u1", "run_shell", {"command": "a"}),
+                                  ToolUseBlock("u2", "run_shell", {"command": "b"})])
+    results = Message("user", [ToolResultBlock("u1", words(900)),
+                               ToolResultBlock("u2", words(900))])
+    tail = [user("go"), *shell("cat old.log", words(900)), calls, results]
+    cleared, count = clear_tail_results(tail, 1, store, "t.jsonl")
+    assert count == 1
+    assert cleared[-1].blocks == results.blocks
+    assert cleared[2].blocks[0].state == ResultState.CLEARED  # type: ignore[union-attr]

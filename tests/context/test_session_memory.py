@@ -389,7 +389,7 @@ def test_resume_takes_the_last_complete_notes_after_a_kill_during_an_update(
     # Nobody waited for it: the turn itself finished.
     r.agent.steps.memory.stands_in = lambda conversation, notes: False
     r.sim.inject(Fault("hang", when=lambda conv: conv.is_notes_request))
-    r.sim.policy = ScriptedPolicy([Reply(LOG * 2)])
+    r.sim.policy = ScriptedPolicy([Reply(LOG)])
     assert isinstance(r.turn("summarize the logs at length")[-1], ev.TurnFinished)
     assert r.agent.steps.memory.updating
 
@@ -430,7 +430,7 @@ def test_a_stop_ends_the_wait_for_notes_and_leaves_the_update_running(run: Run) 
     r.turn("read the first log parts")
     r.agent.steps.memory.stands_in = lambda conversation, notes: False  # renewed at the end
     r.sim.inject(Fault("hang", when=lambda conv: conv.is_notes_request))
-    r.sim.policy = ScriptedPolicy([Reply(LOG * 2)])
+    r.sim.policy = ScriptedPolicy([Reply(LOG)])
     r.turn("summarize the logs at length")
     memory = r.agent.steps.memory
     assert memory.updating
@@ -458,7 +458,7 @@ def test_print_mode_starts_no_notes_after_its_last_reply(run: Run) -> None:
     r.agent.steps.notes_at_turn_end = False
     r.agent.steps.memory.stands_in = lambda conversation, notes: False  # renewed at the end
     sent = sum(q.is_notes_request for q in r.sim.requests)
-    r.sim.policy = ScriptedPolicy([Reply(LOG * 2)])
+    r.sim.policy = ScriptedPolicy([Reply(LOG)])
     assert isinstance(r.turn("summarize the logs at length")[-1], ev.TurnFinished)
     assert r.agent.steps.memory.due(r.agent.conversation)  # the REPL would update now
     assert not r.agent.steps.memory.updating

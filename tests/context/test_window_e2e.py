@@ -71,9 +71,9 @@ def test_a_server_with_a_smaller_window_refuses_at_most_once(
         for n in range(14):
             assert finished_text(turn(session.agent, f"read doc{n}")) == (
                 f"doc{n} is about the parser.")
-        # The first refusal taught the window; none came after. A notes update sent beside
-        # that first call (held back from a summary for it) may be refused with it.
-        assert refusals(sim, side=False) == 1 and refusals(sim) <= 2
+        # The first refusal taught the window; none came after. It may be of a notes update
+        # sent beside the loop's call (held back from a summary for it), or of both.
+        assert refusals(sim, side=False) <= 1 and 1 <= refusals(sim) <= 2
         agent = session.agent
         assert agent.settings.window == SERVER_WINDOW
         assert agent.status().window == SERVER_WINDOW
