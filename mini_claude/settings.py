@@ -166,14 +166,17 @@ class Settings:
     auto_compact: bool = allowed(True)
     autocompact_pct: float = allowed(0.85)
     # The summary threshold never goes above this many tokens, whatever the window. Every
-    # request re-reads the standing context from the cache, and every compaction writes the
-    # rebuilt history to the cache again (at 12.5 times the read price) and pays for a notes
-    # update: together about what reading 400K cached tokens costs. Spread over a cycle, the
-    # sum is least when the room between the rebuilt history and the threshold is about
-    # sqrt(2 x growth per step x that cost), some 45K tokens at the 2-3K tokens a coding step
-    # adds; with the rebuild at a quarter of the threshold (below) that puts it near 60K. A
-    # shorter prompt also keeps answers sharper and leaves a summary less to drop.
-    autocompact_max_tokens: int = allowed(60_000)
+    # request re-reads the history it carries from the cache, so what a call costs grows with
+    # the threshold; under it old results are cleared inside a turn (relief_max_tokens), and a
+    # clearing rewrites only what is kept above the fixed prompt, which with the rebuild at a
+    # quarter of the room (below) grows with the room as slowly as the steps between
+    # clearings do: per step it costs the same at any threshold. So lower is cheaper until
+    # one step's largest result, a read_file page of truncate_chars (50,000 characters, some
+    # 12.5K tokens), no longer fits in the three quarters of the room above a rebuilt
+    # history: past that every big read brings its own compaction. With a 3-5K fixed prompt
+    # that is about 24K. Cleared results stay on disk, and the notes and the ledger say what
+    # they held; a user who wants more in view raises it.
+    autocompact_max_tokens: int = allowed(24_000)
     post_compact_target_pct: float = allowed(0.30)
     # ... and at most the fixed prompt plus this share of the room between it and the summary
     # threshold: that room is the work the next compaction is put off by, every compaction

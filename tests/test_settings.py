@@ -48,15 +48,15 @@ def test_a_compaction_leaves_room_below_a_capped_threshold() -> None:
     fixed prompt (system prompt and tools) to the threshold."""
     large = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "200000"})
     share, fixed = large.post_compact_threshold_share, 3_000
-    assert large.autocompact_tokens == 60_000
-    assert large.post_compact_target(fixed) == int(fixed + 57_000 * share) < 180_000 * 0.30
-    small = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "64000"})
-    assert small.autocompact_tokens == int(small.effective_window * 0.85) < 60_000
+    assert large.autocompact_tokens == 24_000
+    assert large.post_compact_target(fixed) == int(fixed + 21_000 * share) < 180_000 * 0.30
+    small = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "32000"})
+    assert small.autocompact_tokens == int(small.effective_window * 0.85) < 24_000
     assert small.post_compact_target(fixed) == int(
         min(small.effective_window * 0.30, fixed + (small.autocompact_tokens - fixed) * share))
     wide = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "200000",
                              "MINI_CLAUDE_POST_COMPACT_THRESHOLD_SHARE": "1"})
-    assert wide.post_compact_target(fixed) == int(180_000 * 0.30)
+    assert wide.post_compact_target(fixed) == min(int(180_000 * 0.30), wide.autocompact_tokens)
 
 
 def test_reserve_is_capped_at_a_quarter_of_small_windows() -> None:
@@ -110,10 +110,10 @@ def test_dotenv_project_file_beats_home_file(tmp_path: Path) -> None:
 
 
 def test_the_summary_threshold_is_capped_on_large_windows_only() -> None:
-    """A large window summarizes at 60K tokens (a smaller standing context is read on every
+    """A large window summarizes at 24K tokens (a smaller standing context is read on every
     call); a small one keeps its share of the window."""
     large = Settings(context_window=200_000)
-    assert large.autocompact_tokens == 60_000
+    assert large.autocompact_tokens == 24_000
     small = Settings(context_window=32_000)
     assert small.autocompact_tokens == int(small.effective_window * small.autocompact_pct)
     raised = from_environment({"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CONTEXT_WINDOW": "200000",

@@ -329,24 +329,23 @@ def peer_candidates() -> dict[str, list[Strategy]]:
     return {"server": server, "claude-code": claude, "codex": codex}
 
 
-# mini-claude's own summary thresholds for `mini-claude bench --frontier`: below the default,
-# each with old results cleared inside a turn (relief) at that threshold too.
-FRONTIER_THRESHOLDS = (60_000, 48_000, 40_000, 32_000, 24_000)
-FRONTIER_TIGHT_REBUILD = 0.10
+# mini-claude's own summary thresholds for `mini-claude bench --frontier`, each with old
+# results cleared inside a turn (relief) at that threshold too, on both sides of the default.
+FRONTIER_THRESHOLDS = (60_000, 48_000, 40_000, 32_000, 20_000)
+# The default until the rebuild kept unread results whole: 60K, no clearing inside a turn.
+PREVIOUS_THRESHOLD = 60_000
 
 
 def own_candidates() -> list[Strategy]:
-    """mini-claude's defaults, then the settings a cheaper default would come from: lower
-    summary thresholds with clearing inside a turn, and one that also rebuilds tighter."""
-    lowered = [_variant("mini", f"threshold {cap // 1000}K, clearing inside a turn",
-                        _without(autocompact_max_tokens=cap, relief_max_tokens=cap))
-               for cap in FRONTIER_THRESHOLDS]
-    tight = FRONTIER_THRESHOLDS[-2]
-    rebuilt = _variant("mini", f"threshold {tight // 1000}K, clearing inside a turn, rebuilt to "
-                       f"{FRONTIER_TIGHT_REBUILD:.0%} of the room",
-                       _without(autocompact_max_tokens=tight, relief_max_tokens=tight,
-                                post_compact_threshold_share=FRONTIER_TIGHT_REBUILD))
-    return [_variant("mini", "defaults", _mini_claude), *lowered, rebuilt]
+    """mini-claude's defaults, the previous default, and other thresholds with clearing
+    inside a turn: where the cost goal and the quality bar part."""
+    others = [_variant("mini", f"threshold {cap // 1000}K, clearing inside a turn",
+                       _without(autocompact_max_tokens=cap, relief_max_tokens=cap))
+              for cap in FRONTIER_THRESHOLDS]
+    previous = _variant("mini", f"threshold {PREVIOUS_THRESHOLD // 1000}K, no clearing inside a "
+                        "turn (the previous default)",
+                        _without(autocompact_max_tokens=PREVIOUS_THRESHOLD))
+    return [_variant("mini", "defaults", _mini_claude), previous, *others]
 
 
 def _codex_label(token_limit: int | None, tool_output_tokens: int | None) -> str:

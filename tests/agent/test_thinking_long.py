@@ -69,10 +69,13 @@ def test_long_session_with_thinking_is_never_refused(tmp_path: Path) -> None:
     with Simulator(policy, context_window=WINDOW, clock=clock) as sim:
         # Notes early in each history, so that idle gaps find some to summarize from; each
         # update waited for, so compactions fall at the same points on every run (in the
-        # background, whether a gap finds notes in depends on the machine's speed).
+        # background, whether a gap finds notes in depends on the machine's speed). The
+        # threshold at its share of the window, so the turns before a gap leave a history
+        # worth summarizing when it comes.
         session, agent = build_agent(sim, "anthropic", root, home, WINDOW, clock,
                                      thinking_tokens=2048, session_memory_start_pct=0.6,
-                                     session_memory_background=False)
+                                     session_memory_background=False,
+                                     autocompact_max_tokens=WINDOW)
 
         async def first_run() -> None:
             for number in range(14):

@@ -10,7 +10,11 @@ from mini_claude.bench import BenchUsageError, build_parser
 from mini_claude.bench.frontier import FRONTIER_PEER, FrontierPoint, render_frontier
 from mini_claude.bench.report import Row
 from mini_claude.bench.sessions import TUNING_SEEDS
-from mini_claude.bench.strategies import FRONTIER_THRESHOLDS, own_candidates
+from mini_claude.bench.strategies import (
+    FRONTIER_THRESHOLDS,
+    PREVIOUS_THRESHOLD,
+    own_candidates,
+)
 from mini_claude.bench.suite import BenchOptions, _strategy_of, plan_jobs
 from mini_claude.settings import Settings
 
@@ -26,14 +30,16 @@ def _point(costs: list[float], fair_lost: int = 0, poor_lost: int = 0) -> Fronti
     return FrontierPoint("x", 200_000, fair, poor)
 
 
-def test_each_lower_threshold_also_clears_inside_a_turn_and_the_first_is_the_defaults() -> None:
+def test_each_threshold_also_clears_inside_a_turn_and_the_first_two_are_the_defaults() -> None:
     base = Settings(context_window=200_000)
     candidates = own_candidates()
     assert candidates[0].configure(base) == base
-    lowered = [c.configure(base) for c in candidates[1:len(FRONTIER_THRESHOLDS) + 1]]
-    assert [s.autocompact_tokens for s in lowered] == list(FRONTIER_THRESHOLDS)
-    assert all(s.clearing_pays for s in lowered)
-    assert not base.clearing_pays  # the default at 200K does not clear inside a turn
+    assert base.clearing_pays  # the default clears inside a turn at every window
+    previous = candidates[1].configure(base)
+    assert previous.autocompact_tokens == PREVIOUS_THRESHOLD and not previous.clearing_pays
+    others = [c.configure(base) for c in candidates[2:]]
+    assert [s.autocompact_tokens for s in others] == list(FRONTIER_THRESHOLDS)
+    assert all(s.clearing_pays for s in others)
 
 
 def test_a_setting_that_loses_under_the_poor_summarizer_misses_the_bar() -> None:

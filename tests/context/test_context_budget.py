@@ -200,9 +200,10 @@ def test_a_request_that_would_not_fit_cuts_at_once(settings: Settings) -> None:
 def test_above_the_clearing_limit_results_are_cut_only_when_the_request_would_not_fit(
     settings: Settings,
 ) -> None:
-    """A 100K window's summary threshold (68K) is above the clearing limit: a cut there would
-    rewrite the cache for a compaction put off, so results stay whole until they do not fit."""
-    large = settings.with_overrides(relief_max_tokens=32_000)
+    """A summary threshold a user raised above the clearing limit (60K on a 100K window): a cut
+    there would rewrite the cache for a compaction put off, so results stay whole until they do
+    not fit."""
+    large = settings.with_overrides(relief_max_tokens=32_000, autocompact_max_tokens=60_000)
     assert large.autocompact_tokens > large.relief_max_tokens
     session, texts = _session_with(40_000, 40_000)
     tier = _tier(large, session)

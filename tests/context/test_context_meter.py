@@ -234,6 +234,7 @@ def test_a_missing_usage_keeps_the_previous_anchor(settings: Settings) -> None:
 
 
 def test_status_is_the_shared_formula(settings: Settings) -> None:
+    settings = settings.with_overrides(autocompact_max_tokens=60_000)  # a cap a user raised
     conversation = Conversation([user_text("q" * 10_000)])
     meter = TokenMeter(settings, FIXED_CHARS)
     meter.observe(40_000, conversation)

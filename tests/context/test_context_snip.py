@@ -263,7 +263,7 @@ def test_above_the_clearing_limit_stale_results_stay_until_the_request_would_not
 ) -> None:
     """Snipping only puts a compaction off; above the clearing limit the cache it breaks costs
     more, so a stale read stays whole unless the request would not fit."""
-    large = settings.with_overrides(relief_max_tokens=32_000)
+    large = settings.with_overrides(relief_max_tokens=32_000, autocompact_max_tokens=60_000)
     session = Session()
     old = session.read("a.py", _text("v1"))
     session.read("a.py", _text("v2"))

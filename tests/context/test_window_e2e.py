@@ -65,7 +65,10 @@ def test_a_server_with_a_smaller_window_refuses_at_most_once(
     home = tmp_path / "home"
     with Simulator(reading_turns(14), context_window=SERVER_WINDOW) as sim, \
             closing_sessions() as sessions:
-        settings = session_settings(sim, provider, home, model=model)  # type: ignore[arg-type]
+        # The threshold at its share of the 1M window the table claims (a raised cap), so the
+        # history outgrows the server's window and the refusal is what teaches it.
+        settings = session_settings(sim, provider, home, model=model,  # type: ignore[arg-type]
+                                    autocompact_max_tokens=1_000_000)
         session = start_session(settings, project)
         sessions.append(session)
         for n in range(14):
@@ -190,6 +193,7 @@ def test_stream_json_usage_lines_measure_against_the_auto_compact_threshold(
     ])
     point_at(simulator, provider, monkeypatch)
     monkeypatch.setenv("MINI_CLAUDE_MODEL", TABLE_MODEL[provider])
+    monkeypatch.setenv("MINI_CLAUDE_AUTOCOMPACT_MAX_TOKENS", "60000")  # a cap a user raised
     code = main(["-p", "read the docs", "--output-format", "stream-json"])
     out, err = capsys.readouterr()
     assert code == 0, err

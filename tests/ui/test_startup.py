@@ -189,12 +189,12 @@ def test_before_the_session_the_status_line_reads_the_settings_then_the_agents_m
         starter = SessionStarter(settings, project, _args())
         repl = Repl(None, Console(file=io.StringIO()), starter=starter)
         before = line(repl)
-        assert "context 0% " in before and " 0/60k " in before
+        assert "context 0% " in before and " 0/24k " in before
         assert settings.model in before and "$0.0000" in before
         session = repl.session  # first use builds it
         assert session.session_id == starter.session_id
         after = line(repl)
-        assert " 0/60k " not in after  # the system prompt and the tool schemas count now
+        assert " 0/24k " not in after  # the system prompt and the tool schemas count now
         session.agent.transcript.close()
         await session.provider.close()
 
