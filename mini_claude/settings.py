@@ -211,6 +211,10 @@ class Settings:
     summary_retry_limit: int = allowed(3)
     # Share of the effective window for the newest messages kept as they were beside a summary.
     compact_tail_share: float = allowed(0.05)
+    # A compaction right after a tool call keeps the results the model has not read yet whole
+    # (above the rebuild's target while the history is still smaller than before and under the
+    # threshold): cut or cleared, whatever their middle held would be gone before it was seen.
+    compact_spares_unread: bool = allowed(True)
     # The summary request asks for every path, command and search in full: the pointers that
     # let the model read back what the summary left out.
     summary_keep_pointers: bool = allowed(True)

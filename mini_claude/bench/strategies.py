@@ -85,6 +85,7 @@ def _tiers_off(settings: Settings) -> Settings:
         post_compact_threshold_share=1.0,
         relief_max_tokens=HUGE_TOKENS,  # their cheap tiers act wherever their policy says
         read_page_window_share=0.0,  # reads as before: big ones saved like any output
+        compact_spares_unread=False,  # a summary cuts the newest results like the rest
     )
 
 

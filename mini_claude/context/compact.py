@@ -603,6 +603,7 @@ class Compactor:
             ),
             max_files=settings.reattach_max_files,
             keep_recent_results=settings.keep_recent_results,
+            spare_unread=settings.compact_spares_unread,
         )
 
     # ---- measuring --------------------------------------------------------------------

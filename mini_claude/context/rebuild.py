@@ -369,7 +369,8 @@ def _earliest_allowed_cut(messages: Sequence[Message]) -> int:
 
 
 def clear_tail_results(
-    tail: Sequence[Message], keep_newest: int, store: ResultStore, fallback_path: str
+    tail: Sequence[Message], keep_newest: int, store: ResultStore, fallback_path: str,
+    *, spare_unread: bool = True,
 ) -> tuple[list[Message], int]:
     """Swap all but the newest ``keep_newest`` tool results for placeholders; results the
     model has not read yet are never swapped (it asked for them and has not seen them once).
@@ -378,7 +379,7 @@ def clear_tail_results(
     disk refuses, the placeholder points at the transcript, which has every
     result as it arrived.
     """
-    unread = unread_start(tail)
+    unread = unread_start(tail) if spare_unread else len(tail)
     positions = [
         (mi, bi)
         for mi, message in enumerate(tail[:unread])
@@ -465,6 +466,9 @@ class Limits:
     files_chars: int  # all files together
     max_files: int
     keep_recent_results: int
+    # Results the model has not read yet stay whole in a rebuild that is still taken, and are
+    # never cleared from the tail (off: they are cut and cleared like the rest).
+    spare_unread: bool = True
     # A history above the target is still taken when it is below this (0: never): a
     # summary that shrinks the context, short of the target, beats none (the tiers
     # relieve the rest).
@@ -584,7 +588,7 @@ class Planner:
         for trim_unread in (False, True):
             limit = TRIM_FIRST_CHARS
             while limit >= TRIM_LAST_CHARS and tokens > self.limits.target_tokens and not (
-                trim_unread and self._taken(tokens)
+                trim_unread and self.limits.spare_unread and self._taken(tokens)
             ):
                 choice = replace(choice, trim_to=limit, trim_unread=trim_unread)
                 tokens = self._tokens(choice)
@@ -651,7 +655,8 @@ class Planner:
             cleared = trimmed = 0
             if choice.clear:
                 tail, cleared = clear_tail_results(
-                    tail, self.limits.keep_recent_results, self.store, self.transcript_path
+                    tail, self.limits.keep_recent_results, self.store, self.transcript_path,
+                    spare_unread=self.limits.spare_unread,
                 )
             if choice.trim_to is not None:
                 tail, trimmed = trim_tail_results(
