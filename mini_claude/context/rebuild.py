@@ -386,7 +386,7 @@ def clear_tail_results(
         for bi, block in enumerate(message.blocks)
         if isinstance(block, ToolResultBlock) and block.state != ResultState.CLEARED
     ]
-    keep_newest = max(0, keep_newest - _results_in(tail[unread:]))
+    keep_newest = max(0, keep_newest - sum(len(m.tool_results) for m in tail[unread:]))
     to_clear = positions[: max(0, len(positions) - keep_newest)]
     copies = [Message(m.role, list(m.blocks)) for m in tail]
     cleared = 0
@@ -401,10 +401,6 @@ def clear_tail_results(
             copies[mi].blocks[bi] = new
             cleared += 1
     return copies, cleared
-
-
-def _results_in(messages: Sequence[Message]) -> int:
-    return sum(isinstance(b, ToolResultBlock) for m in messages for b in m.blocks)
 
 
 def unread_start(tail: Sequence[Message]) -> int:
