@@ -265,17 +265,28 @@ def loss_cause(check: NeedCheck) -> str:
     return "other"
 
 
-def loss_note(run: RunResult) -> str:
-    """``mini-claude lost 2 of 27 needed facts (removed by: 2 compaction; 5 more recovered)``."""
+def loss_causes(checks: Iterable[NeedCheck]) -> dict[str, int]:
+    """How many lost facts each cause (``loss_cause``) took, in the order first met."""
     causes: dict[str, int] = {}
-    for check in run.needs:
+    for check in checks:
         if check.lost:
             cause = loss_cause(check)
             causes[cause] = causes.get(cause, 0) + 1
+    return causes
+
+
+def removed_by(causes: dict[str, int]) -> str:
+    """``2 compaction, 1 microcompact``: the commonest first; empty when nothing was lost."""
+    return ", ".join(f"{count} {cause}" for cause, count in
+                     sorted(causes.items(), key=lambda item: -item[1]))
+
+
+def loss_note(run: RunResult) -> str:
+    """``mini-claude lost 2 of 27 needed facts (removed by: 2 compaction; 5 more recovered)``."""
+    causes = loss_causes(run.needs)
     lost = sum(causes.values())
     recovered = sum(1 for check in run.needs if check.recovered)
-    detail = ", ".join(f"{count} {cause}" for cause, count in
-                       sorted(causes.items(), key=lambda item: -item[1]))
+    detail = removed_by(causes)
     return (f"{run.title} lost {lost} of {len(run.needs)} needed facts"
             + (f" (removed by: {detail})" if detail else "")
             + (f"; {recovered} more were read back" if recovered else ""))

@@ -41,7 +41,7 @@ from mini_claude.bench.report import (
     failures_table,
     goal_lines,
     judge,
-    loss_cause,
+    loss_causes,
     loss_note,
     loss_table,
     make_row,
@@ -460,10 +460,9 @@ def _frontier_report(options: BenchOptions, jobs: Sequence[Job], results: dict[i
                 == (key, window, summarizer, variant)}
 
     def causes(window: int, variant: int) -> dict[str, int]:
-        lost = [loss_cause(check) for j in jobs if j.strategy == "mini"
-                and (j.window, j.variant) == (window, variant)
-                for check in results[j.number].needs if check.lost]
-        return {cause: lost.count(cause) for cause in set(lost)}
+        return loss_causes(check for j in jobs if j.strategy == "mini"
+                           and (j.window, j.variant) == (window, variant)
+                           for check in results[j.number].needs)
 
     points = [FrontierPoint(setting.title, window, rows("mini", window, "realistic", n),
                             rows("mini", window, "poor", n), causes(window, n))
