@@ -17,11 +17,11 @@ from mini_claude.bench.strategies import (
 )
 from mini_claude.bench.suite import BenchOptions, _strategy_of, plan_jobs
 from mini_claude.settings import Settings
+from tests.support.bench_rows import bench_row
 
 
-def _row(cost: float, lost: int = 0, overflowed: int = 0, needed: int = 27) -> Row:
-    return Row("mini", "mini", True, 200_000, 10, 0, overflowed, 0.5, 100, 0.9, 10, 10, cost,
-               0, needed - lost, needed, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 10, 0)
+def _row(cost: float, lost: int = 0) -> Row:
+    return bench_row(cost, strategy="mini", ours=True, lost=lost)
 
 
 def _point(costs: list[float], fair_lost: int = 0, poor_lost: int = 0) -> FrontierPoint:

@@ -13,6 +13,7 @@ from mini_claude.bench.sessions import (
 )
 from mini_claude.bench.suite import BenchOptions, plan_jobs
 from mini_claude.scenario.script import LONG_IDLE_SECONDS
+from tests.support.bench_rows import bench_row
 
 
 def test_tuning_and_held_out_seeds_are_apart() -> None:
@@ -45,8 +46,8 @@ def test_shapes_differ_in_length_idle_gaps_and_output_size() -> None:
 
 
 def _row(key: str, window: int, cost: float, ours: bool = False, overflowed: int = 0) -> Row:
-    return Row(key, key, ours, window, 10, 0, overflowed, 0.5, 100, 0.9, 10, 10, cost, 0, 3, 3,
-               0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 10, 0)
+    return bench_row(cost, strategy=key, window=window, ours=ours, overflowed=overflowed,
+                     needed=3)
 
 
 def test_a_row_below_a_products_smallest_window_is_an_extrapolation() -> None:

@@ -8,11 +8,11 @@ import pytest
 
 from mini_claude.bench.report import Row
 from mini_claude.bench.tuning import Candidate, choose
+from tests.support.bench_rows import bench_row
 
 
 def _row(cost: float, lost: int = 0, overflowed: int = 0, needed: int = 27) -> Row:
-    return Row("codex", "codex", False, 200_000, 10, 0, overflowed, 0.5, 100, 0.9, 10, 10, cost,
-               0, needed - lost, needed, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 10, 0)
+    return bench_row(cost, lost=lost, overflowed=overflowed, needed=needed)
 
 
 def _candidate(title: str, *rows: Row) -> Candidate:
