@@ -285,10 +285,11 @@ def frontier_jobs(options: BenchOptions) -> list[Job]:
     """Each of mini-claude's candidate settings under both summarizers, and the peer it is
     measured against, on every session at every window."""
     specs: list[tuple[int, int, str, SummaryMode, int]] = []
+    settings = range(len(own_candidates()))
     for index, _ in enumerate(options.sessions):
         for window in options.windows:
             specs += [(index, window, "mini", summarizer, n)
-                      for n in range(len(own_candidates())) for summarizer in SUMMARIZERS]
+                      for n in settings for summarizer in SUMMARIZERS]
             specs.append((index, window, FRONTIER_PEER, "realistic", -1))
     return [Job(n, session, window, key, summarizer, FRONTIER_PART, variant)
             for n, (session, window, key, summarizer, variant) in enumerate(specs)]
