@@ -874,6 +874,14 @@ PEER_NOTES = (
     "the round trip.",
     "- **learn-claude-code**: a tutorial's agent, not a product: placeholders for all but the "
     "last 3 results before every call, a summary above 50K tokens.",
+    "- **Not rows yet: opencode and aider**, which also run at small windows with a local "
+    "model. opencode (1.18.33, from the npm registry) runs against the simulator and compacts "
+    "at a 32K model limit: its summary request is a new conversation of one user message that "
+    "holds the history serialized as text, each tool output cut to 2,000 characters, and the "
+    "session goes on after a synthetic *Continue* message. Neither is modelled or played "
+    "here, so the 32K cost goal is judged against Codex CLI alone. aider makes no tool calls "
+    "(it edits through the form of its replies and adds whole files to the chat), so these "
+    "sessions cannot be replayed through it as they are.",
 )
 
 RECOVERY_NOTES = (
