@@ -11,7 +11,7 @@ REAL_STAMP := $(VENV)/.installed-bench-real
 # someone installing the tool: it is not printed.
 PIP := PYTHONWARNINGS=ignore $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: install run test lint bench bench-frontier bench-real bench-real-late bench-undo wait-bench demo fuzz integration clean
+.PHONY: install run test lint bench bench-frontier bench-real bench-real-late bench-opencode bench-opencode-tuning bench-undo wait-bench demo fuzz integration clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
@@ -63,6 +63,20 @@ bench-real: $(REAL_STAMP)
 # run's is in docs/bench/, which says how long it takes).
 bench-real-late: $(REAL_STAMP)
 	$(BIN)/mini-claude bench --real-claude --latency 20,1
+
+# The real opencode CLI (from the npm registry, into .bench-tools/; needs node's npm) through the
+# held-out sessions at 200K and 32K, beside Codex CLI's model and mini-claude: real-opencode.md;
+# its settings searched on the tuning sessions: real-opencode-tuning.md (each says how long).
+OPENCODE_TOOL := .bench-tools/node_modules/.bin/opencode
+$(OPENCODE_TOOL): $(BENCH_STAMP)
+	npm install --silent --no-save --prefix .bench-tools \
+		"$$($(BIN)/python -c 'from mini_claude.bench.real_opencode import OPENCODE_PACKAGE as p; print(p)')"
+
+bench-opencode: $(OPENCODE_TOOL)
+	$(BIN)/mini-claude bench --real-opencode --jobs 2
+
+bench-opencode-tuning: $(OPENCODE_TOOL)
+	$(BIN)/mini-claude bench --real-opencode --sessions tuning --jobs 2
 
 # The main loop's stall at each compaction against a server answering summaries and notes 20 s
 # late and the loop's own calls 1 s late (150 calls, 40K and 200K, both wires): ~25 minutes.

@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "$MINI_CLAUDE_BENCH_CLAUDE) through the held-out sessions at 200K "
                              "and 100K beside its model and mini-claude, and write "
                              "real-claude.md")
+    parser.add_argument("--real-opencode", action="store_true",
+                        help="play the real opencode CLI (`make bench-opencode` installs it, or "
+                             "$MINI_CLAUDE_BENCH_OPENCODE) through the held-out sessions at 200K "
+                             "and 32K beside Codex CLI's model and mini-claude, and write "
+                             "real-opencode.md; with --sessions tuning, search its settings and "
+                             "write real-opencode-tuning.md")
     parser.add_argument("--latency", default=None, metavar="SIDE,MAIN",
                         help="with --real-claude: the server answers summary and notes requests "
                              "SIDE seconds and the loop's own calls MAIN seconds late, in real "

@@ -25,10 +25,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from mini_claude.bench.cli_policy import TranslatingPolicy, fresh_workdir
 from mini_claude.bench.runner import (
     CLOCK_START,
-    MODEL_SECONDS,
-    TOOL_SECONDS,
     CompactionMark,
     RunResult,
     _check_needs,
@@ -51,8 +50,6 @@ from mini_claude.simulator.types import (
     SimMessage,
     TextPart,
     ToolCall,
-    ToolResultPart,
-    ToolUsePart,
 )
 
 CLAUDE_ENV = "MINI_CLAUDE_BENCH_CLAUDE"  # the CLI to run; else the one the agent SDK bundles
@@ -130,69 +127,24 @@ def result_in_our_words(content: str, use: Call, project: Path) -> str:
     return content
 
 
-class ClaudeCodePolicy:
-    """The scripted model, speaking Claude Code's tools; it also writes the CLI's summaries.
-
-    Each request advances the simulated clock by a model reply and by the tool calls it
-    answers, as the benchmark's own runner does from the agent's events.
-    """
-
-    handles_summary_requests = True
-
-    def __init__(self, script: Script, project: Path, clock: SimClock, counter: Any,
-                 style: SummaryStyle = REALISTIC) -> None:
-        self.inner = ScriptPolicy(script, seed=len(script.turns))
-        self.project = project
-        self.clock = clock
-        self.counter = counter
-        self.style = style
-        self.ours: dict[str, Call] = {}  # tool id -> our call it stands for
-        self.tool_calls = 0
-        self._lock = threading.Lock()
-
-    def begin_turn(self, index: int) -> None:
-        self.inner.begin_turn(index)
+class ClaudeCodePolicy(TranslatingPolicy):
+    """The scripted model, speaking Claude Code's tools; it also writes the CLI's summaries."""
 
     def is_summary_request(self, conv: SimConversation) -> bool:
         """The CLI's compaction request: the server records (and holds) it as a summary."""
         return COMPACT_OPENING in (conv.messages[-1].text if conv.messages else "")
 
-    def respond(self, conv: SimConversation) -> Reply:
-        with self._lock:
-            self.clock.advance(MODEL_SECONDS + TOOL_SECONDS * len(conv.last_tool_results()))
-            if self.is_summary_request(conv):
-                # the model reads the CLI's calls as the calls they stand for, as it does
-                # when it answers them
-                summary_request = as_summary_request(self.in_our_words(conv))
-                return Reply(build_summary(summary_request, self.counter, self.style))
-            if not conv.tool_names:
-                return Reply("OK")  # a request of the CLI's own, not the session's turn
-            reply = self.inner.respond(self.in_our_words(conv))
-            calls = []
-            for call in reply.tool_calls:
-                ours = Call(call.name, call.input)
-                claude = to_claude(ours, self.project)
-                self.ours[call.id or ""] = ours
-                calls.append(replace(claude, id=call.id))
-            self.tool_calls += len(calls)
-            return Reply(reply.text, calls)
+    def summary_reply(self, conv: SimConversation) -> Reply:
+        # the model reads the CLI's calls as the calls they stand for, as it does when it
+        # answers them
+        summary_request = as_summary_request(self.in_our_words(conv))
+        return Reply(build_summary(summary_request, self.counter, self.style))
 
-    def in_our_words(self, conv: SimConversation) -> SimConversation:
-        messages = []
-        for message in conv.messages:
-            blocks: list[Any] = []
-            for block in message.blocks:
-                if isinstance(block, ToolUsePart) and block.id in self.ours:
-                    call = self.ours[block.id]
-                    blocks.append(ToolUsePart(block.id, call.name, dict(call.input)))
-                elif isinstance(block, ToolResultPart) and block.tool_use_id in self.ours:
-                    text = result_in_our_words(block.content, self.ours[block.tool_use_id],
-                                               self.project)
-                    blocks.append(ToolResultPart(block.tool_use_id, text, block.is_error))
-                else:
-                    blocks.append(block)
-            messages.append(SimMessage(message.role, blocks))
-        return replace(conv, messages=messages)
+    def to_theirs(self, call: Call) -> ToolCall:
+        return to_claude(call, self.project)
+
+    def result_in_our_words(self, content: str, call: Call) -> str:
+        return result_in_our_words(content, call, self.project)
 
 
 def as_summary_request(conv: SimConversation) -> SimConversation:
@@ -326,15 +278,8 @@ def run_real_claude(binary: Path, script: Script, *, window: int, template: Path
                     latency: Latency = NO_LATENCY) -> RunResult:
     """One row: the real CLI through the whole script at ``window``, against a server that
     answers as late as ``latency`` says (its compactions are side requests)."""
-    import shutil
-
     started = time.perf_counter()
-    project = workdir / "project"
-    home = workdir / "home"
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    shutil.copytree(template, project)
-    home.mkdir(parents=True)
+    project, home = fresh_workdir(workdir, template)
     clock = SimClock(start=CLOCK_START)
     with Simulator(None, context_window=window, clock=clock,
                    summary_style=summary_style, latency=latency) as sim:
@@ -343,17 +288,24 @@ def run_real_claude(binary: Path, script: Script, *, window: int, template: Path
         cli, turn_starts = play_cli(binary, script, policy, sim, project, home,
                                     auto_compact_window)
         records = list(sim.requests)
-    result = RunResult(REAL_CLAUDE, title, False, window, window)
+    result = score_cli_run(RunResult(REAL_CLAUDE, title, False, window, window), script,
+                           records, turn_starts, policy.inner, cli.errors)
+    result.tool_calls = policy.tool_calls
+    result.wall_seconds = time.perf_counter() - started
+    return result
+
+
+def score_cli_run(result: RunResult, script: Script, records: list[RecordedRequest],
+                  turn_starts: list[int], inner: ScriptPolicy, errors: list[str]) -> RunResult:
+    """A real CLI's run scored from the server's records, by the rules every row is scored by."""
     result.requests = _join(records, [], turn_starts)
     result.compactions = compactions_of(records)
     checks = _check_needs(script, records, turn_starts)
-    checks = _check_recoveries(checks, policy.inner, script, records, turn_starts)
+    checks = _check_recoveries(checks, inner, script, records, turn_starts)
     result.needs = explain_losses(checks, records, result.requests, script)
-    result.recovery = recovery_cost(policy.inner, records, result.requests)
-    result.pages_read = policy.inner.pages_read
-    result.tool_calls = policy.tool_calls
-    result.turn_errors = [(0, "cli", e) for e in cli.errors]
-    result.wall_seconds = time.perf_counter() - started
+    result.recovery = recovery_cost(inner, records, result.requests)
+    result.pages_read = inner.pages_read
+    result.turn_errors = [(0, "cli", e) for e in errors]
     return result
 
 

