@@ -260,12 +260,22 @@ def _play(job: Job, script: Script, template: Path, scratch: Path) -> RunResult:
     return run
 
 
+def _missing_opencode() -> str | None:
+    """Why the real opencode cannot be played, or None: said before any run starts."""
+    binary = installed_opencode()
+    if binary is None:
+        return (f"no opencode CLI (make bench-opencode installs {OPENCODE_PACKAGE}; or set "
+                f"{OPENCODE_ENV})")
+    if not binary.exists():
+        return f"no opencode CLI at {binary} (set by {OPENCODE_ENV})"
+    return None
+
+
 def _play_opencode(job: Job, script: Script, template: Path, scratch: Path) -> RunResult:
     started = time.perf_counter()
     binary = installed_opencode()
     if binary is None:
-        raise FileNotFoundError(f"no opencode CLI (make bench-opencode installs "
-                                f"{OPENCODE_PACKAGE}; or set {OPENCODE_ENV})")
+        raise FileNotFoundError(_missing_opencode())
     setting = OPENCODE_SETTINGS[job.variant]
     run = run_real_opencode(binary, script, window=job.window, template=template,
                             workdir=scratch / f"run{job.number:03d}",
@@ -398,6 +408,9 @@ def tokenizer_check(options: BenchOptions) -> str | None:
 def run_suite(options: BenchOptions) -> int:
     started = time.perf_counter()
     if tokenizer_check(options) is None:
+        return EXIT_FAILED
+    if options.real_opencode and (missing := _missing_opencode()) is not None:
+        print(f"mini-claude bench: {missing}", file=sys.stderr)
         return EXIT_FAILED
     scripts: list[Script] = []
     with scratch_folder() as scratch:

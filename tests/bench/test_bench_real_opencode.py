@@ -9,7 +9,8 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from mini_claude.bench import build_parser
+from mini_claude.bench import EXIT_FAILED, build_parser
+from mini_claude.bench import main as bench_main
 from mini_claude.bench.opencode_suite import (
     MODELLED_RIVAL,
     OPENCODE_SETTINGS,
@@ -19,6 +20,7 @@ from mini_claude.bench.opencode_suite import (
     write_tuning,
 )
 from mini_claude.bench.real_opencode import (
+    OPENCODE_ENV,
     REAL_OPENCODE,
     SUMMARY_OPENING,
     OpenCodePolicy,
@@ -214,3 +216,14 @@ def test_the_tuning_report_keeps_the_cheapest_setting_refusals_and_all(tmp_path:
     assert f"- best at 32K: {OPENCODE_SETTINGS[2].title} (the cheapest meeting the bar" in text
     saved = json.loads((tmp_path / "real-opencode-tuning.json").read_text(encoding="utf-8"))
     assert len(saved["candidates"]) == 3
+
+
+def test_a_missing_cli_is_said_in_one_line_before_any_run(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    monkeypatch.setenv(OPENCODE_ENV, str(tmp_path / "no-such-opencode"))
+    assert bench_main(["--real-opencode", "--out", str(tmp_path / "out")]) == EXIT_FAILED
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"mini-claude bench: no opencode CLI at {tmp_path / 'no-such-opencode'} " \
+                      f"(set by {OPENCODE_ENV})"
+    assert not (tmp_path / "out").exists()
