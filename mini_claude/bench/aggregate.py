@@ -104,6 +104,11 @@ def meets_cost_goal(values: Sequence[float]) -> bool:
                              and max(values) <= GOAL_WORST_RATIO)
 
 
+def ratio_cell(values: Sequence[float]) -> str:
+    """``0.81x (0.86x)``: the median and worst of ratios taken session by session."""
+    return f"{statistics.median(values):.2f}x ({max(values):.2f}x)" if values else "-"
+
+
 def goal_lines(sessions: Sequence[SessionRows], windows: Sequence[int],
                poor: Sequence[SessionRows] = ()) -> list[str]:
     """The cost goal at each window (median and worst ratio) and the loss goal."""

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mini_claude.bench.aggregate import GOAL_WORST_RATIO
+from mini_claude.bench.aggregate import GOAL_WORST_RATIO, meets_cost_goal, ratio_cell
 from mini_claude.bench.real_opencode import OPENCODE_PACKAGE, REAL_OPENCODE, output_limit
 from mini_claude.bench.report import GOAL_COST_RATIO, LOST_LIMIT, Row
 from mini_claude.bench.tuning import Candidate, choose
@@ -71,10 +71,6 @@ def _line(session: str, window: int, label: str, row: Row, peak: int) -> str:
             f"{row.lost} ({row.lost_share:.0%}) | {row.tool_calls} |")
 
 
-def _cell(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f}x ({max(values):.2f}x)" if values else "-"
-
-
 def verdict_lines(by: dict[tuple[int, int, str], Row], sessions: int) -> tuple[list[str],
                                                                                 list[dict[str,
                                                                                           Any]]]:
@@ -103,11 +99,10 @@ def verdict_lines(by: dict[tuple[int, int, str], Row], sessions: int) -> tuple[l
             over_cheapest.append(ours.cost_usd / min(r.cost_usd for r in rows))
         if not over_cheapest:
             continue
-        met = (statistics.median(over_cheapest) <= GOAL_COST_RATIO
-               and max(over_cheapest) <= GOAL_WORST_RATIO)
+        met = meets_cost_goal(over_cheapest)
         lines.append(
-            f"| {window // 1000}K | {_money(real)} | {_money(rival)} | {_cell(over_real)} | "
-            f"{_cell(over_cheapest)} | <= {GOAL_COST_RATIO:.2f}x ({GOAL_WORST_RATIO:.2f}x): "
+            f"| {window // 1000}K | {_money(real)} | {_money(rival)} | {ratio_cell(over_real)} | "
+            f"{ratio_cell(over_cheapest)} | <= {GOAL_COST_RATIO:.2f}x ({GOAL_WORST_RATIO:.2f}x): "
             f"**{'MET' if met else 'NOT MET'}** |")
         found.append({"window": window, "ours_over_opencode": over_real,
                       "ours_over_cheapest": over_cheapest})

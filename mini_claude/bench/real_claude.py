@@ -39,7 +39,7 @@ from mini_claude.bench.runner import (
 from mini_claude.bench.strategies import CLAUDE_CODE_FLOOR_WINDOW
 from mini_claude.permissions.mode_table import BYPASS_MODE
 from mini_claude.prompts import SUMMARY_HEADING
-from mini_claude.scenario.policy import ScriptPolicy
+from mini_claude.scenario.policy import ScriptPolicy, read_on_notice, saved_notice
 from mini_claude.scenario.script import Call, Script
 from mini_claude.simulator import RecordedRequest, SimClock, Simulator
 from mini_claude.simulator.latency import NO_LATENCY, Latency
@@ -118,12 +118,12 @@ def result_in_our_words(content: str, use: Call, project: Path) -> str:
     saved = PERSISTED.search(content)
     if saved is not None:
         lines = file_lines(Path(saved.group("path")))
-        return (f"{content}\nThe output was saved in full to {saved.group('path')}. "
-                f"({saved.group('number')} {saved.group('unit')}, {lines:,} lines)")
+        size = f"{saved.group('number')} {saved.group('unit')}"
+        return f"{content}\n{saved_notice(saved.group('path'), size, lines)}"
     if use.name == "read_file" and TOO_BIG_TO_READ.search(content):
         path = str(use.input["path"])
         lines = file_lines(Path(path) if path.startswith("/") else project / path)
-        return f"{content}\nshowing lines 1-0 of {lines:,}; call again with offset="
+        return f"{content}\n{read_on_notice(0, lines)}"
     return content
 
 

@@ -28,9 +28,10 @@ from mini_claude.bench.cli_policy import TranslatingPolicy, fresh_workdir
 from mini_claude.bench.real_claude import CLAUDE_MODEL, file_lines, score_cli_run
 from mini_claude.bench.runner import CLOCK_START, RunResult
 from mini_claude.prompts import SUMMARY_HEADING
+from mini_claude.scenario.policy import read_on_notice, saved_notice
 from mini_claude.scenario.script import Call, Script
 from mini_claude.simulator import SimClock, Simulator
-from mini_claude.simulator.summary import REALISTIC, SummaryStyle, build_summary
+from mini_claude.simulator.summary import REALISTIC, SUMMARY_TAG, SummaryStyle, build_summary
 from mini_claude.simulator.types import (
     Reply,
     SimConversation,
@@ -67,13 +68,13 @@ OUTPUT_LIMIT_SMALL = 8_192
 SMALL_WINDOW_LIMIT = 100_000
 
 
-def installed_opencode(repo: Path | None = None) -> Path | None:
+def installed_opencode() -> Path | None:
     """The CLI named by the environment, the one `make bench-opencode` installed, or PATH's."""
     named = os.environ.get(OPENCODE_ENV)
     if named:
         return Path(named)
-    root = repo or Path(__file__).resolve().parents[2]
-    local = root / TOOLS_FOLDER / "node_modules" / ".bin" / "opencode"
+    repo = Path(__file__).resolve().parents[2]
+    local = repo / TOOLS_FOLDER / "node_modules" / ".bin" / "opencode"
     if local.exists():
         return local
     found = shutil.which("opencode")
@@ -150,13 +151,11 @@ def result_in_our_words(content: str, use: Call, project: Path) -> str:
     if saved is not None:
         path = Path(saved.group("path"))
         size = path.stat().st_size if path.exists() else 0
-        return (f"{content}\nThe output was saved in full to {path}. "
-                f"({size / 1024:.1f} KB, {file_lines(path):,} lines)")
+        return f"{content}\n{saved_notice(path, f'{size / 1024:.1f} KB', file_lines(path))}"
     stopped = CAPPED_READ.search(content) or MORE_LINES.search(content)
     if use.name == "read_file" and stopped is not None and "offset" not in use.input:
         lines = file_lines(Path(_absolute(use.input["path"], project)))
-        return f"{content}\nshowing lines 1-{stopped.group('last')} of {lines:,}; call again " \
-               "with offset="
+        return f"{content}\n{read_on_notice(stopped.group('last'), lines)}"
     return content
 
 
@@ -220,7 +219,7 @@ def summary_request(conv: SimConversation, call_for: Any) -> SimConversation:
 
 
 def _unwrapped(summary: str) -> str:
-    tagged = re.search(r"<summary>(.*?)</summary>", summary, re.DOTALL)
+    tagged = SUMMARY_TAG.search(summary)
     return tagged.group(1).strip() if tagged else summary.strip()
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_claude.bench import EXIT_FAILED, EXIT_OK, BenchUsageError
-from mini_claude.bench.aggregate import SessionRows, summary_table
+from mini_claude.bench.aggregate import SessionRows, ratio_cell, summary_table
 from mini_claude.bench.aggregate import goal_lines as aggregate_goals
 from mini_claude.bench.frontier import FRONTIER_PART, FRONTIER_PEER, FrontierPoint, render_frontier
 from mini_claude.bench.opencode_suite import (
@@ -598,8 +598,13 @@ def _real_intro(options: BenchOptions, seconds: float) -> list[str]:
         f"The run took {seconds:.0f} s with {options.jobs} worker(s).", ""]
 
 
+def _peak_prompt(run: RunResult) -> int:
+    """The largest prompt the server answered in a run."""
+    return max((r.prompt_tokens for r in run.requests if r.answered), default=0)
+
+
 def _real_line(options: BenchOptions, job: Job, run: RunResult, row: Row) -> str:
-    peak = max((r.prompt_tokens for r in run.requests if r.answered), default=0)
+    peak = _peak_prompt(run)
     notes = f"{row.from_notes}/{row.notes_updates}" if row.ours else "-"
     if row.ours and options.latency is not None:
         notes += f", {run.calls_during_notes} calls during"
@@ -619,10 +624,6 @@ def _ratios(rows: dict[tuple[int, int, str], Row], sessions: int, window: int,
         if real is not None and other is not None and real.cost_usd:
             found.append(other.cost_usd / real.cost_usd)
     return found
-
-
-def _ratio_cell(ratios: list[float]) -> str:
-    return f"{statistics.median(ratios):.2f}x ({max(ratios):.2f}x)" if ratios else "-"
 
 
 def _real_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int, RunResult],
@@ -647,7 +648,7 @@ def _real_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int, 
             continue
         met = statistics.median(ours) <= GOAL_COST_RATIO
         summary.append({"window": window, "model_over_real": model, "ours_over_real": ours})
-        lines.append(f"| {window // 1000}K | {_ratio_cell(model)} | {_ratio_cell(ours)} | "
+        lines.append(f"| {window // 1000}K | {ratio_cell(model)} | {ratio_cell(ours)} | "
                      f"<= {GOAL_COST_RATIO:.2f}x: **{'MET' if met else 'NOT MET'}** |")
     options.out.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"
@@ -675,7 +676,7 @@ def _opencode_report(options: BenchOptions, jobs: Sequence[Job], results: dict[i
     plays = []
     for job in sorted(jobs, key=lambda j: j.number):
         run = results[job.number]
-        peak = max((r.prompt_tokens for r in run.requests if r.answered), default=0)
+        peak = _peak_prompt(run)
         plays.append((job.session, job.window, job.strategy, make_row(run), peak))
     print(write_report(options.out, names, plays, seconds, options.jobs, opencode_version()))
     return EXIT_OK

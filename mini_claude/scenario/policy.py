@@ -34,6 +34,18 @@ LINE_COUNT = re.compile(r"\((?:[\d.]+ [KMG]?B), (?P<lines>[\d,]+) lines?\)")
 READ_ON = re.compile(
     r"showing lines 1-(?P<last>[\d,]+) of (?P<lines>[\d,]+); call again with offset="
 )
+
+
+def saved_notice(path: object, size: str, lines: int) -> str:
+    """A saved output announced in the words :data:`SAVED_TO` and :data:`LINE_COUNT` read."""
+    return f"The output was saved in full to {path}. ({size}, {lines:,} lines)"
+
+
+def read_on_notice(last: object, lines: int) -> str:
+    """A whole-file read that stopped early, in the words :data:`READ_ON` reads."""
+    return f"showing lines 1-{last} of {lines:,}; call again with offset="
+
+
 PAGE_LINES = 350
 WHOLE_FILE_LINES = 1_000
 TAIL_LINES = 150
