@@ -44,10 +44,11 @@ class CostTracker:
         self.requests = 0
         self.summaries = CallTally()  # the summary calls' share of the totals above
         self.subagents = CallTally()  # the task tool's sub-agents' share (summaries included)
+        self.pings = CallTally()  # keep-alive reads of the cache while the user was away
         self.api_seconds = 0.0  # time spent waiting on the model, all calls
         self.by_model: dict[str, CallTally] = {}  # the same totals, per model
 
-    def add(self, model: str, usage: Usage, *, summary: bool = False) -> float:
+    def add(self, model: str, usage: Usage, *, summary: bool = False, ping: bool = False) -> float:
         """Record one response's usage; returns its cost (0 when unpriced)."""
         self.usage = self.usage + usage
         self.requests += 1
@@ -61,10 +62,11 @@ class CostTracker:
         tally.usage = tally.usage + usage
         tally.dollars += cost
         tally.requests += 1
-        if summary:
-            self.summaries.usage = self.summaries.usage + usage
-            self.summaries.dollars += cost
-            self.summaries.requests += 1
+        for share, counted in ((self.summaries, summary), (self.pings, ping)):
+            if counted:
+                share.usage = share.usage + usage
+                share.dollars += cost
+                share.requests += 1
         return cost
 
     def totals(self) -> dict[str, Any]:
@@ -79,5 +81,6 @@ class CostTracker:
         for record in records:
             usage = Usage.from_record(record)
             self.add(str(record.get("model") or default_model), usage,
-                     summary=bool(record.get("summary", False)))
+                     summary=bool(record.get("summary", False)),
+                     ping=bool(record.get("ping", False)))
 

@@ -157,6 +157,15 @@ class Settings:
     # After an idle gap a history at least this large is summarized instead of cleared.
     idle_compact_min_tokens: int = allowed(45_000)
 
+    # While the user is away, the last request is sent again (cut to one output token) just
+    # before its cache entry expires: a re-read costs 0.1 of the input price, a rewrite 1.25.
+    # Pings stop once together they would cost one rewrite (1.25 / 0.1 = 12), so a user who
+    # never comes back costs at most one rewrite more than any choice made knowing when they
+    # would. 0 turns it off (as aider's default). Anthropic only: its cache life is stated.
+    cache_keepalive_pings: int = allowed(12)
+    # A ping goes this long after the last call, inside the 5-minute life with room to spare.
+    cache_keepalive_seconds: float = allowed(270.0)
+
     # Before a summary inside a turn, old exchanges whose results were cleared are folded to
     # one line each (see context/fold.py); the newest this many messages never are.
     fold_cleared_calls: bool = allowed(True)
@@ -527,6 +536,7 @@ _POSITIVE_SECONDS = {
     "mcp_connect_timeout_seconds",
     "mcp_tool_timeout_seconds",
     "web_fetch_timeout_seconds",
+    "cache_keepalive_seconds",
 }
 # Days of retention: 0 would delete every saved result, this session's too; relief keeping
 # no result could clear one the model has not read yet; a zero cap would keep no log or image.

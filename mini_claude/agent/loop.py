@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -17,8 +17,10 @@ from mini_claude import events as ev
 from mini_claude.agent.context_steps import ContextSteps
 from mini_claude.agent.history import History
 from mini_claude.agent.hooks import HookRunner
+from mini_claude.agent.keep_warm import CacheKeeper
 from mini_claude.agent.lifecycle import LifecycleHooks
 from mini_claude.agent.loop_guard import LoopGuard, thresholds_from
+from mini_claude.agent.metered import MeteredProvider
 from mini_claude.agent.mode_reminder import with_mode_reminder
 from mini_claude.agent.reminders import with_plan_reminder
 from mini_claude.agent.reply_stream import ReplyStream
@@ -44,6 +46,7 @@ from mini_claude.protocol import (
     Provider,
     ProviderError,
     ResponseComplete,
+    Usage,
 )
 from mini_claude.sanitize import EMPTY_REPLY_NOTICE
 from mini_claude.settings import Settings
@@ -102,7 +105,25 @@ class Agent:
                                     step_end=StepEnd(tool_context, self.steering, self.loop_guard))
         # Asked before each request; new settings (a window the Models API reported) or None.
         self.settings_update: Callable[[], Settings | None] | None = None
+        self.cache_keeper = self._cache_keeper()
         self.attach(transcript, conversation or Conversation())
+
+    def _cache_keeper(self) -> CacheKeeper:
+        """Pings are metered and recorded like any call; only Anthropic states a cache life."""
+        def record(model: str, usage: Usage) -> None:
+            self.transcript.event("usage", model=model, ping=True, **asdict(usage))
+
+        pings = self.settings.cache_keepalive_pings if self.provider.name == "anthropic" else 0
+        return CacheKeeper(MeteredProvider(self.provider, self.costs, summary=False, ping=True,
+                                           record=record),
+                           pings=pings, interval=self.settings.cache_keepalive_seconds,
+                           last_call_at=lambda: self.steps.last_call_at,
+                           call_made=self.steps.call_ended)
+
+    async def keep_cache_warm(self, wait_until: Callable[[float], Awaitable[None]],
+                              end: float | None = None) -> None:
+        """While the user is away: keep the last request cached (see agent/keep_warm.py)."""
+        await self.cache_keeper.keep_until(self.conversation, self.clock, wait_until, end)
 
     # ---- session plumbing -------------------------------------------------------------
 
@@ -360,6 +381,7 @@ class Agent:
         yield ev.ModelCallStarted(number, self.status())
         request = next_request(self.settings, self.system_prompt, self.tools,
                                self.conversation.messages, planning=self._planning())
+        self.cache_keeper.remember(request)
         reply = ReplyStream(self.provider.stream(request))
         started = time.perf_counter()
         try:

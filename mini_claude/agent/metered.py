@@ -17,11 +17,12 @@ from mini_claude.protocol import ModelRequest, Provider, ResponseComplete, Strea
 class MeteredProvider:
     """Forwards to ``inner``; each reply's usage and the time waited go to ``costs``."""
 
-    def __init__(self, inner: Provider, costs: CostTracker, *, summary: bool,
+    def __init__(self, inner: Provider, costs: CostTracker, *, summary: bool, ping: bool = False,
                  record: Callable[[str, Usage], None] | None = None) -> None:
         self.inner = inner
         self.costs = costs
         self.summary = summary
+        self.ping = ping
         self.record = record  # also told each reply's usage (the transcript, for resuming)
         self.name = inner.name
 
@@ -30,7 +31,8 @@ class MeteredProvider:
         try:
             async for event in self.inner.stream(request):
                 if isinstance(event, ResponseComplete) and event.usage is not None:
-                    self.costs.add(request.model, event.usage, summary=self.summary)
+                    self.costs.add(request.model, event.usage, summary=self.summary,
+                                   ping=self.ping)
                     if self.record is not None:
                         self.record(request.model, event.usage)
                 yield event

@@ -64,13 +64,13 @@ class RollupCosts(CostTracker):
         super().__init__()
         self.parent = parent
 
-    def add(self, model: str, usage: Usage, *, summary: bool = False) -> float:
-        cost = self.parent.add(model, usage, summary=summary)
+    def add(self, model: str, usage: Usage, *, summary: bool = False, ping: bool = False) -> float:
+        cost = self.parent.add(model, usage, summary=summary, ping=ping)
         share = self.parent.subagents
         share.usage = share.usage + usage
         share.dollars += cost
         share.requests += 1
-        return super().add(model, usage, summary=summary)
+        return super().add(model, usage, summary=summary, ping=ping)
 
 
 def task_transcripts_dir(settings: Settings, parent_id: str) -> Path:

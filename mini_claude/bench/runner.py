@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import time
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -279,12 +279,21 @@ async def _play(agent: Agent, policy: ScriptPolicy, script: Script,
     for index, turn in enumerate(script.turns):
         if notes_in_gaps and turn.idle_before > 0:
             await agent.steps.memory.arrival(timeout=turn.idle_before)
-        recorder.clock.advance(turn.idle_before)
+        back_at = recorder.clock.now() + turn.idle_before
+        await agent.keep_cache_warm(_move_clock(recorder.clock), end=back_at)
+        recorder.clock.advance(max(0.0, back_at - recorder.clock.now()))
         policy.begin_turn(index)
         turn_starts.append(len(recorder.sim.requests))
         async for event in agent.turn(turn.user):
             recorder.on(event, index)
     return turn_starts
+
+
+def _move_clock(clock: SimClock) -> Callable[[float], Awaitable[None]]:
+    """The simulated clock jumps to each keep-alive ping instead of sleeping."""
+    async def wait_until(moment: float) -> None:
+        clock.advance(max(0.0, moment - clock.now()))
+    return wait_until
 
 
 def calls_during_notes(records: list[RecordedRequest]) -> int:

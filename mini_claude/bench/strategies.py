@@ -86,6 +86,7 @@ def _tiers_off(settings: Settings) -> Settings:
         relief_max_tokens=HUGE_TOKENS,  # their cheap tiers act wherever their policy says
         read_page_window_share=0.0,  # reads as before: big ones saved like any output
         compact_spares_unread=False,  # a summary cuts the newest results like the rest
+        cache_keepalive_pings=0,  # none of them reads its cache again while the user is away
     )
 
 
@@ -268,7 +269,8 @@ STRATEGIES: tuple[Strategy, ...] = (
              real_from_window=SERVER_FLOOR_WINDOW),
     Strategy("mini", "mini-claude",
              "the full pipeline with default settings (persist, budget, snip, microcompact, "
-             "session notes, auto-compact)", _mini_claude, ours=True),
+             "session notes, auto-compact) and keep-alive pings while the user is away",
+             _mini_claude, ours=True),
 )
 
 
@@ -297,6 +299,9 @@ ABLATIONS: tuple[Strategy, ...] = (
     Strategy("mini-no-micro", "mini-claude without microcompact",
              "idle gaps clear nothing", _without(microcompact_idle_seconds=NEVER_SECONDS),
              ablation=True),
+    Strategy("mini-no-keepalive", "mini-claude without keep-alive pings",
+             "the cache expires while the user is away",
+             _without(cache_keepalive_pings=0), ablation=True),
     Strategy("mini-thinking", "mini-claude with thinking",
              "extended thinking on (2,048-token budget): thinking blocks sent back intact, no "
              "history edit inside a tool loop with thinking, earlier turns' thinking cleared",

@@ -71,6 +71,8 @@ KEPT_REPLIES_LIMIT = 256
 # Reasoning tokens a reply spends at each OpenAI ``reasoning_effort``.
 REASONING_TOKENS = {"minimal": 16, "low": 64, "medium": 256, "high": 1024, "xhigh": 2048,
                     "max": 4096}
+# A reply allowed this few tokens cannot hold a tool call (see _choose_reply).
+CUT_SHORT_TOKENS = 1
 STOP_REASON_ALIASES = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -597,6 +599,10 @@ class Simulator:
         kept = self._take_kept(parsed.fingerprint)
         if kept is not None:
             return kept
+        if conv.max_tokens is not None and conv.max_tokens <= CUT_SHORT_TOKENS:
+            # No tool call fits: the model's first words, cut off. The policy is not asked,
+            # so a request that only reads the cache (a keep-alive ping) does not move a script.
+            return Reply("OK", stop_reason="max_tokens")
         return self.policy.respond(conv)
 
     def _keep(self, fingerprint: bytes, reply: Reply) -> None:

@@ -162,6 +162,11 @@ async def cost_command(repl: ReplHost, argument: str) -> Outcome:
         table.add_row("  of which sub-agents (task)",
                       f"{subagents.requests:,} · {subagents.usage.prompt_tokens:,} in, "
                       f"{subagents.usage.output_tokens:,} out · {format_money(subagents.dollars)}")
+    pings = costs.pings
+    if pings.requests:
+        table.add_row("  of which keep-alive pings",
+                      f"{pings.requests:,} · {pings.usage.cache_read_tokens:,} read from cache · "
+                      f"{format_money(pings.dollars)}")
     table.add_row("API time", _duration(costs.api_seconds))
     table.add_row("wall time", _duration(time.monotonic() - repl.started))
     repl.console.print(table)

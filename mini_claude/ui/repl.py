@@ -479,6 +479,7 @@ class Repl:
         while True:
             self.prompts_shown += 1
             self.at_prompt.set()
+            keeper = self._keep_cache_warm()
             try:
                 typed = await prompt.prompt_async(set_exception_handler=False,
                                                   pre_run=self._after_first_draw,
@@ -493,6 +494,18 @@ class Repl:
                 return None
             finally:
                 self.at_prompt.clear()
+                await _stop_quietly(keeper)
+
+    def _keep_cache_warm(self) -> asyncio.Task[None] | None:
+        """While the prompt waits, the last request stays cached (agent/keep_warm.py)."""
+        if self._session is None:
+            return None
+        agent = self.agent
+
+        async def sleep_until(moment: float) -> None:
+            await asyncio.sleep(max(0.0, moment - agent.clock()))
+
+        return asyncio.get_running_loop().create_task(agent.keep_cache_warm(sleep_until))
 
     async def _sdk_ready(self) -> None:
         """Finish importing the SDK in a thread, so the live view and the keys stay alive.
@@ -769,6 +782,15 @@ class Repl:
         if not kept:
             with contextlib.suppress(OSError):
                 agent.transcript.path.unlink()
+
+
+async def _stop_quietly(task: asyncio.Task[None] | None) -> None:
+    """A keep-alive ping that failed cost nothing and changes nothing: it is not reported."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 async def _pump(events: AsyncIterator[ev.Event], queue: EventQueue,

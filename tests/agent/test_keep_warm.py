@@ -1,0 +1,171 @@
+"""Keep-alive pings: the last request read again while the user is away, over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mini_claude import events as ev
+from mini_claude.agent.loop import Agent
+from mini_claude.pricing import CostTracker
+from mini_claude.simulator import Fault, SimClock, Simulator
+from mini_claude.simulator.types import RecordedRequest
+from mini_claude.transcript import load_session
+from tests.support.long_session import (
+    LongSessionPolicy,
+    RunRecord,
+    build_agent,
+    make_project,
+    run_turn,
+)
+
+WINDOW = 60_000
+GAP = 20 * 60  # longer than the cache's five minutes, shorter than the pings' hour
+
+
+def _move(clock: SimClock) -> Callable[[float], Awaitable[None]]:
+    async def wait_until(moment: float) -> None:
+        clock.advance(moment - clock.now())
+    return wait_until
+
+
+def _pings(sim: Simulator) -> list[RecordedRequest]:
+    return [r for r in sim.requests if isinstance(r.body, dict) and r.body.get("max_tokens") == 1]
+
+
+def _play(tmp_path: Path, provider: str = "anthropic", *, fault: Fault | None = None,
+          **overrides: object) -> tuple[Simulator, Agent, RunRecord, SimClock]:
+    """One turn, twenty minutes away (pinging as the REPL does), and a second turn."""
+    root = tmp_path / "proj"
+    files = make_project(root)
+    clock = SimClock(start=1_000.0)
+    record = RunRecord()
+    with Simulator(LongSessionPolicy(files, calls_per_turn=4), context_window=WINDOW,
+                   clock=clock) as sim:
+        _, agent = build_agent(sim, provider, root, tmp_path / "home", WINDOW, clock, **overrides)
+        if fault is not None:
+            sim.inject(fault)
+
+        async def run() -> None:
+            await run_turn(agent, "turn 0: review the code", record)
+            back = clock.now() + GAP
+            await agent.keep_cache_warm(_move(clock), end=back)
+            clock.advance(back - clock.now())
+            await run_turn(agent, "turn 1: go on", record)
+            await agent.provider.close()
+
+        asyncio.run(run())
+    return sim, agent, record, clock
+
+
+def _first_of_second_turn(sim: Simulator) -> RecordedRequest:
+    return next(r for r in sim.requests if "turn 1: go on" in str(r.body))
+
+
+def test_pings_keep_the_cache_warm_through_a_long_gap(tmp_path: Path) -> None:
+    sim, agent, record, _ = _play(tmp_path)
+    pings = _pings(sim)
+    # every 270 s after the last call: 270, 540, 810, 1080 of a 1,200 s gap
+    assert len(pings) == 4
+    assert all(p.status == 200 and p.cache_write_tokens == 0 for p in pings)
+    assert all(p.cache_read_tokens == p.prompt_tokens for p in pings)
+    resumed = _first_of_second_turn(sim)
+    assert resumed.cache_read_tokens >= pings[-1].prompt_tokens
+    # the cache was warm, so nothing was cleared for being cold
+    assert not [e for e in record.of(ev.TierFired) if "cache expired" in e.report.detail]
+    assert agent.costs.pings.requests == 4
+    assert agent.costs.pings.usage.cache_read_tokens == sum(p.cache_read_tokens for p in pings)
+
+
+def test_without_pings_the_next_turn_writes_the_cache_again(tmp_path: Path) -> None:
+    sim, agent, record, _ = _play(tmp_path, cache_keepalive_pings=0)
+    assert _pings(sim) == []
+    assert agent.costs.pings.requests == 0
+    resumed = _first_of_second_turn(sim)
+    assert resumed.cache_read_tokens == 0
+    # the pipeline knew, and cleared old results before paying to write them again
+    assert [e for e in record.of(ev.TierFired) if "cache expired" in e.report.detail]
+
+
+def test_pings_stop_after_their_number(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    files = make_project(root)
+    clock = SimClock(start=1_000.0)
+    with Simulator(LongSessionPolicy(files, calls_per_turn=2), context_window=WINDOW,
+                   clock=clock) as sim:
+        _, agent = build_agent(sim, "anthropic", root, tmp_path / "home", WINDOW, clock,
+                               cache_keepalive_pings=3)
+
+        async def run() -> None:
+            await run_turn(agent, "turn 0: review", RunRecord())
+            await agent.keep_cache_warm(_move(clock))  # the user never comes back
+            await agent.provider.close()
+
+        asyncio.run(run())
+    assert len(_pings(sim)) == 3
+
+
+def test_a_ping_is_recorded_for_resume_and_priced_like_any_call(tmp_path: Path) -> None:
+    _, agent, _, _ = _play(tmp_path)
+    loaded = load_session(agent.transcript.path)
+    replayed = CostTracker()
+    replayed.replay(loaded.usage, "sim-sonnet")
+    assert replayed.pings.requests == 4
+    assert replayed.requests == agent.costs.requests
+    assert replayed.dollars == pytest.approx(agent.costs.dollars)
+
+
+def test_a_failed_ping_ends_the_pings_and_the_session_goes_on(tmp_path: Path) -> None:
+    fault = Fault("model_not_found", when=lambda conv: conv.max_tokens == 1)
+    sim, agent, record, _ = _play(tmp_path, fault=fault)
+    assert len(_pings(sim)) == 1 and _pings(sim)[0].status == 404
+    assert agent.costs.pings.requests == 0
+    assert not record.of(ev.TurnError)
+    assert len(record.of(ev.TurnFinished)) == 2
+
+
+@pytest.mark.parametrize("overrides", [{"provider": "openai"}, {"thinking_tokens": 2_048}],
+                         ids=["openai", "thinking"])
+def test_no_pings_where_one_token_cannot_keep_a_stated_cache(
+    overrides: dict[str, Any], tmp_path: Path
+) -> None:
+    provider = str(overrides.pop("provider", "anthropic"))
+    sim, agent, _, _ = _play(tmp_path, provider, **overrides)
+    assert _pings(sim) == [] and agent.costs.pings.requests == 0
+
+
+def test_a_summary_since_the_last_call_leaves_nothing_to_keep(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    files = make_project(root)
+    clock = SimClock(start=1_000.0)
+    with Simulator(LongSessionPolicy(files, calls_per_turn=3), context_window=WINDOW,
+                   clock=clock) as sim:
+        _, agent = build_agent(sim, "anthropic", root, tmp_path / "home", WINDOW, clock)
+
+        async def run() -> None:
+            await run_turn(agent, "turn 0: review", RunRecord())
+            async for _ in agent.compact():
+                pass
+            await agent.keep_cache_warm(_move(clock), end=clock.now() + GAP)
+            await agent.provider.close()
+
+        asyncio.run(run())
+    assert _pings(sim) == []
+
+
+def test_the_simulated_model_answers_one_token_without_moving_its_script(
+    tmp_path: Path
+) -> None:
+    sim, _, record, _ = _play(tmp_path)
+    for ping in _pings(sim):
+        assert ping.reply is not None and ping.reply.stop_reason == "max_tokens"
+        assert not ping.reply.tool_calls
+    # the second turn ran its four scripted calls and its answer as if no ping had come between
+    start = sim.requests.index(_first_of_second_turn(sim))
+    second = [r for r in sim.requests[start:] if not r.is_side_request]
+    assert len(second) == 5
+    assert len(record.of(ev.TurnFinished)) == 2
