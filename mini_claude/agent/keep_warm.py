@@ -21,6 +21,8 @@ from dataclasses import replace
 from mini_claude.conversation import Conversation
 from mini_claude.protocol import ModelRequest, Provider, ProviderError, ResponseComplete
 
+PING_MAX_TOKENS = 1  # a ping asks for one output token: it is there to read the cache
+
 
 class CacheKeeper:
     """The last request of the loop, and when it should be read again."""
@@ -62,7 +64,7 @@ class CacheKeeper:
             return False
         self._left -= 1
         try:
-            async for event in self.provider.stream(replace(request, max_tokens=1)):
+            async for event in self.provider.stream(replace(request, max_tokens=PING_MAX_TOKENS)):
                 if isinstance(event, ResponseComplete):
                     break
         except ProviderError:

@@ -19,7 +19,13 @@ from typing import Any
 
 from mini_claude.bench.aggregate import GOAL_WORST_RATIO, meets_cost_goal, ratio_cell
 from mini_claude.bench.real_opencode import OPENCODE_PACKAGE, REAL_OPENCODE, output_limit
-from mini_claude.bench.report import GOAL_COST_RATIO, LOST_LIMIT, Row
+from mini_claude.bench.report import (
+    GOAL_COST_RATIO,
+    LOST_LIMIT,
+    REQUESTS_HEADING,
+    Row,
+    requests_cell,
+)
 from mini_claude.bench.tuning import Candidate, choose
 
 OPENCODE_WINDOWS = (200_000, 32_000)
@@ -65,8 +71,8 @@ LABELS = {REAL_OPENCODE: "opencode (real CLI)", MODELLED_RIVAL: "Codex CLI (mode
 
 
 def _line(session: str, window: int, label: str, row: Row, peak: int) -> str:
-    return (f"| {session} | {window // 1000}K | {label} | {row.requests} "
-            f"({row.summary_requests}) | {row.overflowed} | {peak:,} | "
+    return (f"| {session} | {window // 1000}K | {label} | {requests_cell(row)} | "
+            f"{row.overflowed} | {peak:,} | "
             f"{row.cache_read_share:.0%} | {row.cache_write_tokens:,} | ${row.cost_usd:.2f} | "
             f"{row.lost} ({row.lost_share:.0%}) | {row.tool_calls} |")
 
@@ -132,7 +138,7 @@ def write_report(out: Path, session_names: Sequence[str], rows: list[tuple[int, 
         + ", chosen on the tuning sessions (real-opencode-tuning.md). The same scripted model "
         "answers every row through its own tools; cost is the server's token counts at the "
         f"same prices. The run took {seconds:.0f} s with {workers} worker(s).", ""]
-    table = ["| session | window | row | requests (summaries) | overflowed | peak prompt | "
+    table = [f"| session | window | row | {REQUESTS_HEADING} | overflowed | peak prompt | "
              "cache-read share | cache-write tokens | cost | lost | tool calls |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     by: dict[tuple[int, int, str], Row] = {}

@@ -59,6 +59,7 @@ class Row:
     wait_median_s: float = 0.0  # simulated seconds the user waited per compaction
     wait_p95_s: float = 0.0
     wait_total_s: float = 0.0
+    pings: int = 0  # keep-alive reads of the cache while the user was away
 
     @property
     def retention(self) -> float:
@@ -180,6 +181,7 @@ def make_row(run: RunResult) -> Row:
         window=run.window,
         requests=len(run.requests),
         summary_requests=sum(1 for r in run.requests if r.is_summary),
+        pings=sum(1 for r in run.requests if r.is_ping),
         overflowed=sum(1 for r in run.requests if r.overflowed),
         peak_utilization=peak / run.effective_window,
         input_tokens=prompt,
@@ -367,8 +369,18 @@ def judge(rows: Sequence[Row], window: int) -> Verdict:
 
 # ---- Markdown --------------------------------------------------------------------------
 
+REQUESTS_HEADING = "requests (summaries; keep-alive pings)"
+
+
+def requests_cell(row: Row) -> str:
+    """Every request, the summaries among them and, when there were any, the pings."""
+    pings = f"; {row.pings} pings" if row.pings else ""
+    return f"{row.requests} ({row.summary_requests}{pings})"
+
+
 COLUMNS = (
-    ("strategy", "strategy"), ("window", "window"), ("requests", "requests (summaries)"),
+    ("strategy", "strategy"), ("window", "window"),
+    ("requests", REQUESTS_HEADING),
     ("overflowed", "overflowed"), ("peak", "peak util."), ("input", "input tokens"),
     ("read_share", "cache-read share"), ("writes", "cache-write tokens"),
     ("output", "output tokens"), ("cost", "cost"), ("compactions", "compactions"),
@@ -384,7 +396,7 @@ def _cells(row: Row) -> dict[str, str]:
     return {
         "strategy": name,
         "window": f"{row.window // 1000}K",
-        "requests": f"{row.requests} ({row.summary_requests})",
+        "requests": requests_cell(row),
         "overflowed": str(row.overflowed),
         "peak": f"{row.peak_utilization:.0%}",
         "input": f"{row.input_tokens:,}",

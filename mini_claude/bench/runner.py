@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_claude import events as ev
+from mini_claude.agent.keep_warm import PING_MAX_TOKENS
 from mini_claude.agent.loop import Agent
 from mini_claude.bench.peer_prompts import PromptedProvider
 from mini_claude.bench.strategies import Strategy
@@ -64,6 +65,7 @@ class RequestRecord:
     tiers: tuple[str, ...]  # tiers (and compaction) that fired since the previous call
     error: str | None = None  # the server's message when it refused the call
     is_notes: bool = False  # a background session-notes update (paid like a summary)
+    is_ping: bool = False  # a keep-alive read of the cache while the user was away
 
     @property
     def answered(self) -> bool:
@@ -323,6 +325,7 @@ def _join(records: list[RecordedRequest], marks: list[CallMark],
             status=record.status,
             is_summary=record.is_summary_request,
             is_notes=record.is_notes_request,
+            is_ping=_is_ping(record),
             input_tokens=int(usage.get("input_tokens") or 0),
             cache_read_tokens=record.cache_read_tokens,
             cache_write_tokens=record.cache_write_tokens,
@@ -332,6 +335,11 @@ def _join(records: list[RecordedRequest], marks: list[CallMark],
             error=record.error if record.status != 200 else None,
         ))
     return joined
+
+
+def _is_ping(record: RecordedRequest) -> bool:
+    body = record.body
+    return isinstance(body, dict) and body.get("max_tokens") == PING_MAX_TOKENS
 
 
 def _marks_by_request(records: list[RecordedRequest],

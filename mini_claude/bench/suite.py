@@ -51,6 +51,7 @@ from mini_claude.bench.real_opencode import (
 from mini_claude.bench.report import (
     GOAL_COST_RATIO,
     LOST_LIMIT,
+    REQUESTS_HEADING,
     Row,
     Verdict,
     breakdown_table,
@@ -62,6 +63,7 @@ from mini_claude.bench.report import (
     loss_table,
     make_row,
     markdown_table,
+    requests_cell,
     tier_table,
     to_json,
     verdict_lines,
@@ -609,7 +611,7 @@ def _real_line(options: BenchOptions, job: Job, run: RunResult, row: Row) -> str
     if row.ours and options.latency is not None:
         notes += f", {run.calls_during_notes} calls during"
     return (f"| {options.sessions[job.session].name} | {job.window // 1000}K | "
-            f"{REAL_LABELS[job.strategy]} | {row.requests} ({row.summary_requests}) | {notes} | "
+            f"{REAL_LABELS[job.strategy]} | {requests_cell(row)} | {notes} | "
             f"{row.overflowed} | {peak:,} | {row.cache_read_share:.0%} | "
             f"{row.cache_write_tokens:,} | ${row.cost_usd:.2f} | {row.lost} "
             f"({row.lost_share:.0%}) | {row.tool_calls} |")
@@ -630,7 +632,7 @@ def _real_report(options: BenchOptions, jobs: Sequence[Job], results: dict[int, 
                  seconds: float) -> int:
     """The real CLI beside its model and ours, session by session, and the ratios."""
     lines = [*_real_intro(options, seconds),
-             "| session | window | row | requests (summaries) | notes used/sent | overflowed | "
+             f"| session | window | row | {REQUESTS_HEADING} | notes used/sent | overflowed | "
              "peak prompt | cache-read share | cache-write tokens | cost | lost | tool calls |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     by: dict[tuple[int, int, str], Row] = {}
@@ -1018,7 +1020,8 @@ RECOVERY_NOTES = (
 )
 
 COLUMN_NOTES = (
-    "- requests: every call sent, summary calls in brackets.",
+    "- requests: every call sent; in brackets the summary calls and, for mini-claude, the "
+    "keep-alive pings (its last request read again while the user was away).",
     "- overflowed: calls the server refused with *prompt is too long* (the turn ends with an "
     "error; the session goes on with the next turn).",
     "- peak util.: the largest prompt the server counted, over the effective window (window "
