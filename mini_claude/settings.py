@@ -162,6 +162,7 @@ class Settings:
     # Pings stop once together they would cost one rewrite (1.25 / 0.1 = 12), so a user who
     # never comes back costs at most one rewrite more than any choice made knowing when they
     # would. 0 turns it off (as aider's default). Anthropic only: its cache life is stated.
+    # A history with no room left for a read page is not kept (see room_for_a_page).
     cache_keepalive_pings: int = allowed(12)
     # A ping goes this long after the last call, inside the 5-minute life with room to spare.
     cache_keepalive_seconds: float = allowed(270.0)

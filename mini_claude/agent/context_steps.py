@@ -462,6 +462,14 @@ class ContextSteps:
                 after=list(missed.after),
             )
 
+    def room_for_a_page(self) -> bool:
+        """Whether the next turn can take a whole read page without a cut: a history fuller
+        than that is better let go cold and summarized at the next turn's start than kept
+        warm, since the turn's first big read would otherwise be cut before the model saw it."""
+        settings = self.settings
+        page = settings.effective_window * settings.read_page_window_share
+        return self.meter.estimate(self.conversation) + page <= settings.effective_window
+
     def call_ended(self) -> None:
         self.last_call_at = self.clock()
 

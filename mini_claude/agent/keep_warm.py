@@ -29,12 +29,14 @@ class CacheKeeper:
 
     def __init__(self, provider: Provider, *, pings: int, interval: float,
                  last_call_at: Callable[[], float | None],
-                 call_made: Callable[[], None]) -> None:
+                 call_made: Callable[[], None],
+                 worth_keeping: Callable[[], bool] = lambda: True) -> None:
         self.provider = provider
         self.pings = pings
         self.interval = interval
         self._last_call_at = last_call_at
         self._call_made = call_made
+        self._worth_keeping = worth_keeping
         self._request: ModelRequest | None = None
         self._left = 0
         self.sent = 0  # pings answered in this session
@@ -53,7 +55,7 @@ class CacheKeeper:
         last = self._last_call_at()
         if request is None or self._left <= 0 or last is None:
             return None
-        if not _still_the_prefix(request, conversation):
+        if not _still_the_prefix(request, conversation) or not self._worth_keeping():
             return None
         return last + self.interval
 

@@ -118,7 +118,8 @@ class Agent:
                                            record=record),
                            pings=pings, interval=self.settings.cache_keepalive_seconds,
                            last_call_at=lambda: self.steps.last_call_at,
-                           call_made=self.steps.call_ended)
+                           call_made=self.steps.call_ended,
+                           worth_keeping=self.steps.room_for_a_page)
 
     async def keep_cache_warm(self, wait_until: Callable[[float], Awaitable[None]],
                               end: float | None = None) -> None:

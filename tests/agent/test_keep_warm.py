@@ -169,3 +169,14 @@ def test_the_simulated_model_answers_one_token_without_moving_its_script(
     second = [r for r in sim.requests[start:] if not r.is_side_request]
     assert len(second) == 5
     assert len(record.of(ev.TurnFinished)) == 2
+
+
+def test_a_history_with_no_room_for_a_page_is_let_go_cold(tmp_path: Path) -> None:
+    # pages of 90% of the window: a 13K history leaves no room for one, so the next turn is
+    # better started from a summary or cleared results than from a warm, full prompt
+    sim, agent, record, _ = _play(tmp_path, read_page_window_share=0.9)
+    assert _pings(sim) == [] and agent.costs.pings.requests == 0
+    assert _first_of_second_turn(sim).cache_read_tokens < 3_000  # only the tools and system
+    cold = [e for e in record.of(ev.TierFired) if "cache expired" in e.report.detail]
+    summaries = [e for e in record.of(ev.CompactionFinished) if e.reason == "idle"]
+    assert cold or summaries
