@@ -39,15 +39,11 @@ class CacheKeeper:
         self._worth_keeping = worth_keeping
         self._request: ModelRequest | None = None
         self._left = 0
-        self.sent = 0  # pings answered in this session
 
     def remember(self, request: ModelRequest) -> None:
         """The loop sent ``request``: it is what the cache now holds, and the pings restart."""
         self._request = None if request.thinking is not None else request
         self._left = self.pings
-
-    def forget(self) -> None:
-        self._request = None
 
     def next_ping_at(self, conversation: Conversation) -> float | None:
         """When the next ping is due; None when there is nothing worth keeping."""
@@ -73,7 +69,6 @@ class CacheKeeper:
             self._left = 0
             return False
         self._call_made()
-        self.sent += 1
         return True
 
     async def keep_until(self, conversation: Conversation, now: Callable[[], float],

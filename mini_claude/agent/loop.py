@@ -179,6 +179,7 @@ class Agent:
         self.tool_context.settings = settings
         self.loop_guard.thresholds = thresholds_from(settings)
         self.loop_guard.reminders_before_notice = settings.loop_guard_reminders
+        self.cache_keeper = self._cache_keeper()  # another model or thinking: another cache
         self.attach(self.transcript, self.conversation)
 
     async def close(self) -> None:
