@@ -973,13 +973,14 @@ PEER_NOTES = (
     "`usage.iterations` bills it) and everything before it is dropped; the real one saves "
     "the round trip.",
     "- **The prompt cache across idle gaps**: mini-claude reads its last request again "
-    "(one output token) every 270 s while the user is away, at most 12 times, so a gap of "
-    "6-20 minutes costs a few cache reads instead of a rewrite; no peer row does that. Claude "
+    "(one output token) every 270 s while the user is away, at most 12 times and only while "
+    "its history leaves room for a read page, so a gap of 6-20 minutes costs a few cache "
+    "reads instead of a rewrite; no peer row does that. Claude "
     "Code can instead ask for a one-hour cache life (`promptCacheTtl`, "
     "`ENABLE_PROMPT_CACHING_1H`), and the API's compaction could be sent with `ttl: 1h`; the "
     "simulator bills every cache write at the five-minute rate, so neither is played (both "
-    "rows cost 1.4x mini-claude's or more at 200K, so no goal rests on them). Codex CLI has "
-    "no cache-life setting (its backend refuses `prompt_cache_retention`).",
+    "rows cost 1.4x mini-claude's or more at 200K, so no goal rests on them). Codex CLI "
+    "documents no cache-life setting.",
     "- **learn-claude-code**: a tutorial's agent, not a product: placeholders for all but the "
     "last 3 results before every call, a summary above 50K tokens.",
     "- **opencode, played for real** (`docs/bench/real-opencode.md`, not a row of this "
