@@ -541,6 +541,8 @@ _POSITIVE_SECONDS = {
 }
 # Days of retention: 0 would delete every saved result, this session's too; relief keeping
 # no result could clear one the model has not read yet; a zero cap would keep no log or image.
+# A count of keep-alive pings: 0 turns them off, and a negative one means nothing.
+_NOT_NEGATIVE = {"cache_keepalive_pings"}
 _AT_LEAST_ONE = {"result_retention_days", "relief_keep_results", "shell_log_cap_bytes",
                  "image_max_pixels"}
 
@@ -568,6 +570,8 @@ def _parser_for(name: str, default: Any) -> _Parser:
     if name in _PERCENT_FIELDS:
         return _percent
     if isinstance(default, int):
+        if name in _NOT_NEGATIVE:
+            return _not_negative
         return _at_least_one if name in _AT_LEAST_ONE else _whole_number
     if isinstance(default, float):
         return _positive_seconds if name in _POSITIVE_SECONDS else float
@@ -591,6 +595,13 @@ def _whole_number(raw: str) -> int:
 def _at_least_one(raw: str) -> int:
     number = _whole_number(raw)
     if number < 1:
+        raise ValueError
+    return number
+
+
+def _not_negative(raw: str) -> int:
+    number = _whole_number(raw)
+    if number < 0:
         raise ValueError
     return number
 

@@ -85,12 +85,19 @@ def test_percentages_accept_both_forms_and_switches_parse() -> None:
         ("MINI_CLAUDE_PROVIDER", "gemini"),
         ("MINI_CLAUDE_AUTO_COMPACT", "maybe"),
         ("MINI_CLAUDE_AUTOCOMPACT_PCT", "150"),
+        ("MINI_CLAUDE_CACHE_KEEPALIVE_PINGS", "-1"),
+        ("MINI_CLAUDE_CACHE_KEEPALIVE_SECONDS", "0"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(SettingsError) as info:
         from_environment({"ANTHROPIC_API_KEY": "k", name: value})
     assert name in str(info.value)
+
+
+def test_keepalive_pings_can_be_turned_off() -> None:
+    env = {"ANTHROPIC_API_KEY": "k", "MINI_CLAUDE_CACHE_KEEPALIVE_PINGS": "0"}
+    assert from_environment(env).cache_keepalive_pings == 0
 
 
 def test_api_key_not_in_repr() -> None:
