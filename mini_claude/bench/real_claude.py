@@ -39,7 +39,7 @@ from mini_claude.bench.runner import (
 from mini_claude.bench.strategies import CLAUDE_CODE_FLOOR_WINDOW
 from mini_claude.permissions.mode_table import BYPASS_MODE
 from mini_claude.prompts import SUMMARY_HEADING
-from mini_claude.scenario.policy import ScriptPolicy, read_on_notice, saved_notice
+from mini_claude.scenario.policy import read_on_notice, saved_notice
 from mini_claude.scenario.script import Call, Script
 from mini_claude.simulator import RecordedRequest, SimClock, Simulator
 from mini_claude.simulator.latency import NO_LATENCY, Latency
@@ -288,16 +288,18 @@ def run_real_claude(binary: Path, script: Script, *, window: int, template: Path
         cli, turn_starts = play_cli(binary, script, policy, sim, project, home,
                                     auto_compact_window)
         records = list(sim.requests)
-    result = score_cli_run(RunResult(REAL_CLAUDE, title, False, window, window), script,
-                           records, turn_starts, policy.inner, cli.errors)
-    result.tool_calls = policy.tool_calls
-    result.wall_seconds = time.perf_counter() - started
-    return result
+    return score_cli_run(RunResult(REAL_CLAUDE, title, False, window, window), script,
+                         records, turn_starts, policy, cli.errors, started)
 
 
 def score_cli_run(result: RunResult, script: Script, records: list[RecordedRequest],
-                  turn_starts: list[int], inner: ScriptPolicy, errors: list[str]) -> RunResult:
-    """A real CLI's run scored from the server's records, by the rules every row is scored by."""
+                  turn_starts: list[int], policy: TranslatingPolicy, errors: list[str],
+                  started: float) -> RunResult:
+    """A real CLI's run scored from the server's records, by the rules every row is scored by;
+    ``started`` is when the run began (``time.perf_counter``)."""
+    inner = policy.inner
+    result.tool_calls = policy.tool_calls
+    result.wall_seconds = time.perf_counter() - started
     result.requests = _join(records, [], turn_starts)
     result.compactions = compactions_of(records)
     checks = _check_needs(script, records, turn_starts)

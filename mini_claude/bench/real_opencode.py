@@ -367,8 +367,5 @@ def run_real_opencode(binary: Path, script: Script, *, window: int, template: Pa
             turn_starts.append(len(sim.requests))
             play_turn(binary, turn.user, run, project, home, index)
         records = list(sim.requests)
-    result = score_cli_run(RunResult(REAL_OPENCODE, title, False, window, window), script,
-                           records, turn_starts, policy.inner, run.errors)
-    result.tool_calls = policy.tool_calls
-    result.wall_seconds = time.perf_counter() - started
-    return result
+    return score_cli_run(RunResult(REAL_OPENCODE, title, False, window, window), script,
+                         records, turn_starts, policy, run.errors, started)
