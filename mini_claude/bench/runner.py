@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import time
 from bisect import bisect_right
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -282,20 +282,13 @@ async def _play(agent: Agent, policy: ScriptPolicy, script: Script,
         if notes_in_gaps and turn.idle_before > 0:
             await agent.steps.memory.arrival(timeout=turn.idle_before)
         back_at = recorder.clock.now() + turn.idle_before
-        await agent.keep_cache_warm(_move_clock(recorder.clock), end=back_at)
+        await agent.keep_cache_warm(recorder.clock.wait_until, end=back_at)
         recorder.clock.advance(max(0.0, back_at - recorder.clock.now()))
         policy.begin_turn(index)
         turn_starts.append(len(recorder.sim.requests))
         async for event in agent.turn(turn.user):
             recorder.on(event, index)
     return turn_starts
-
-
-def _move_clock(clock: SimClock) -> Callable[[float], Awaitable[None]]:
-    """The simulated clock jumps to each keep-alive ping instead of sleeping."""
-    async def wait_until(moment: float) -> None:
-        clock.advance(max(0.0, moment - clock.now()))
-    return wait_until
 
 
 def calls_during_notes(records: list[RecordedRequest]) -> int:
@@ -325,7 +318,7 @@ def _join(records: list[RecordedRequest], marks: list[CallMark],
             status=record.status,
             is_summary=record.is_summary_request,
             is_notes=record.is_notes_request,
-            is_ping=_is_ping(record),
+            is_ping=is_ping(record),
             input_tokens=int(usage.get("input_tokens") or 0),
             cache_read_tokens=record.cache_read_tokens,
             cache_write_tokens=record.cache_write_tokens,
@@ -337,7 +330,8 @@ def _join(records: list[RecordedRequest], marks: list[CallMark],
     return joined
 
 
-def _is_ping(record: RecordedRequest) -> bool:
+def is_ping(record: RecordedRequest) -> bool:
+    """A keep-alive ping: the one request that asks for a single output token."""
     body = record.body
     return isinstance(body, dict) and body.get("max_tokens") == PING_MAX_TOKENS
 

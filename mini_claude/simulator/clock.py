@@ -30,3 +30,7 @@ class SimClock:
             raise ValueError("a clock only moves forward")
         with self._lock:
             self._offset += seconds
+
+    async def wait_until(self, moment: float) -> None:
+        """Waiting on simulated time is moving it: the clock jumps to ``moment``."""
+        self.advance(max(0.0, moment - self.now()))

@@ -11,6 +11,7 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
+from mini_claude.bench.runner import is_ping
 from mini_claude.pricing import CostTracker
 from mini_claude.simulator import Fault, SimClock, Simulator
 from mini_claude.simulator.types import RecordedRequest
@@ -27,39 +28,46 @@ WINDOW = 60_000
 GAP = 20 * 60  # longer than the cache's five minutes, shorter than the pings' hour
 
 
-def _move(clock: SimClock) -> Callable[[float], Awaitable[None]]:
-    async def wait_until(moment: float) -> None:
-        clock.advance(moment - clock.now())
-    return wait_until
-
-
 def _pings(sim: Simulator) -> list[RecordedRequest]:
-    return [r for r in sim.requests if isinstance(r.body, dict) and r.body.get("max_tokens") == 1]
+    return [r for r in sim.requests if is_ping(r)]
 
 
-def _play(tmp_path: Path, provider: str = "anthropic", *, fault: Fault | None = None,
-          **overrides: object) -> tuple[Simulator, Agent, RunRecord, SimClock]:
-    """One turn, twenty minutes away (pinging as the REPL does), and a second turn."""
+AfterFirstTurn = Callable[[Agent, SimClock, RunRecord], Awaitable[None]]
+
+
+def _session(tmp_path: Path, then: AfterFirstTurn, *, provider: str = "anthropic",
+             calls_per_turn: int = 4, fault: Fault | None = None,
+             **overrides: Any) -> tuple[Simulator, Agent, RunRecord]:
+    """One turn on a simulated clock, then ``then``: what the server saw and the agent said."""
     root = tmp_path / "proj"
     files = make_project(root)
     clock = SimClock(start=1_000.0)
     record = RunRecord()
-    with Simulator(LongSessionPolicy(files, calls_per_turn=4), context_window=WINDOW,
-                   clock=clock) as sim:
+    with Simulator(LongSessionPolicy(files, calls_per_turn=calls_per_turn),
+                   context_window=WINDOW, clock=clock) as sim:
         _, agent = build_agent(sim, provider, root, tmp_path / "home", WINDOW, clock, **overrides)
         if fault is not None:
             sim.inject(fault)
 
         async def run() -> None:
             await run_turn(agent, "turn 0: review the code", record)
-            back = clock.now() + GAP
-            await agent.keep_cache_warm(_move(clock), end=back)
-            clock.advance(back - clock.now())
-            await run_turn(agent, "turn 1: go on", record)
+            await then(agent, clock, record)
             await agent.provider.close()
 
         asyncio.run(run())
-    return sim, agent, record, clock
+    return sim, agent, record
+
+
+def _play(tmp_path: Path, provider: str = "anthropic", *, fault: Fault | None = None,
+          **overrides: Any) -> tuple[Simulator, Agent, RunRecord]:
+    """One turn, twenty minutes away (pinging as the REPL does), and a second turn."""
+    async def away_and_back(agent: Agent, clock: SimClock, record: RunRecord) -> None:
+        back = clock.now() + GAP
+        await agent.keep_cache_warm(clock.wait_until, end=back)
+        clock.advance(back - clock.now())
+        await run_turn(agent, "turn 1: go on", record)
+
+    return _session(tmp_path, away_and_back, provider=provider, fault=fault, **overrides)
 
 
 def _first_of_second_turn(sim: Simulator) -> RecordedRequest:
@@ -67,7 +75,7 @@ def _first_of_second_turn(sim: Simulator) -> RecordedRequest:
 
 
 def test_pings_keep_the_cache_warm_through_a_long_gap(tmp_path: Path) -> None:
-    sim, agent, record, _ = _play(tmp_path)
+    sim, agent, record = _play(tmp_path)
     pings = _pings(sim)
     # every 270 s after the last call: 270, 540, 810, 1080 of a 1,200 s gap
     assert len(pings) == 4
@@ -82,7 +90,7 @@ def test_pings_keep_the_cache_warm_through_a_long_gap(tmp_path: Path) -> None:
 
 
 def test_without_pings_the_next_turn_writes_the_cache_again(tmp_path: Path) -> None:
-    sim, agent, record, _ = _play(tmp_path, cache_keepalive_pings=0)
+    sim, agent, record = _play(tmp_path, cache_keepalive_pings=0)
     assert _pings(sim) == []
     assert agent.costs.pings.requests == 0
     resumed = _first_of_second_turn(sim)
@@ -92,25 +100,15 @@ def test_without_pings_the_next_turn_writes_the_cache_again(tmp_path: Path) -> N
 
 
 def test_pings_stop_after_their_number(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    files = make_project(root)
-    clock = SimClock(start=1_000.0)
-    with Simulator(LongSessionPolicy(files, calls_per_turn=2), context_window=WINDOW,
-                   clock=clock) as sim:
-        _, agent = build_agent(sim, "anthropic", root, tmp_path / "home", WINDOW, clock,
-                               cache_keepalive_pings=3)
+    async def never_back(agent: Agent, clock: SimClock, record: RunRecord) -> None:
+        await agent.keep_cache_warm(clock.wait_until)
 
-        async def run() -> None:
-            await run_turn(agent, "turn 0: review", RunRecord())
-            await agent.keep_cache_warm(_move(clock))  # the user never comes back
-            await agent.provider.close()
-
-        asyncio.run(run())
+    sim, _, _ = _session(tmp_path, never_back, calls_per_turn=2, cache_keepalive_pings=3)
     assert len(_pings(sim)) == 3
 
 
 def test_a_ping_is_recorded_for_resume_and_priced_like_any_call(tmp_path: Path) -> None:
-    _, agent, _, _ = _play(tmp_path)
+    _, agent, _ = _play(tmp_path)
     loaded = load_session(agent.transcript.path)
     replayed = CostTracker()
     replayed.replay(loaded.usage, "sim-sonnet")
@@ -121,7 +119,7 @@ def test_a_ping_is_recorded_for_resume_and_priced_like_any_call(tmp_path: Path) 
 
 def test_a_failed_ping_ends_the_pings_and_the_session_goes_on(tmp_path: Path) -> None:
     fault = Fault("model_not_found", when=lambda conv: conv.max_tokens == 1)
-    sim, agent, record, _ = _play(tmp_path, fault=fault)
+    sim, agent, record = _play(tmp_path, fault=fault)
     assert len(_pings(sim)) == 1 and _pings(sim)[0].status == 404
     assert agent.costs.pings.requests == 0
     assert not record.of(ev.TurnError)
@@ -134,33 +132,24 @@ def test_no_pings_where_one_token_cannot_keep_a_stated_cache(
     overrides: dict[str, Any], tmp_path: Path
 ) -> None:
     provider = str(overrides.pop("provider", "anthropic"))
-    sim, agent, _, _ = _play(tmp_path, provider, **overrides)
+    sim, agent, _ = _play(tmp_path, provider, **overrides)
     assert _pings(sim) == [] and agent.costs.pings.requests == 0
 
 
 def test_a_summary_since_the_last_call_leaves_nothing_to_keep(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    files = make_project(root)
-    clock = SimClock(start=1_000.0)
-    with Simulator(LongSessionPolicy(files, calls_per_turn=3), context_window=WINDOW,
-                   clock=clock) as sim:
-        _, agent = build_agent(sim, "anthropic", root, tmp_path / "home", WINDOW, clock)
+    async def compact_then_leave(agent: Agent, clock: SimClock, record: RunRecord) -> None:
+        async for _ in agent.compact():
+            pass
+        await agent.keep_cache_warm(clock.wait_until, end=clock.now() + GAP)
 
-        async def run() -> None:
-            await run_turn(agent, "turn 0: review", RunRecord())
-            async for _ in agent.compact():
-                pass
-            await agent.keep_cache_warm(_move(clock), end=clock.now() + GAP)
-            await agent.provider.close()
-
-        asyncio.run(run())
+    sim, _, _ = _session(tmp_path, compact_then_leave, calls_per_turn=3)
     assert _pings(sim) == []
 
 
 def test_the_simulated_model_answers_one_token_without_moving_its_script(
     tmp_path: Path
 ) -> None:
-    sim, _, record, _ = _play(tmp_path)
+    sim, _, record = _play(tmp_path)
     for ping in _pings(sim):
         assert ping.reply is not None and ping.reply.stop_reason == "max_tokens"
         assert not ping.reply.tool_calls
@@ -174,7 +163,7 @@ def test_the_simulated_model_answers_one_token_without_moving_its_script(
 def test_a_history_with_no_room_for_a_page_is_let_go_cold(tmp_path: Path) -> None:
     # pages of 90% of the window: a 13K history leaves no room for one, so the next turn is
     # better started from a summary or cleared results than from a warm, full prompt
-    sim, agent, record, _ = _play(tmp_path, read_page_window_share=0.9)
+    sim, agent, record = _play(tmp_path, read_page_window_share=0.9)
     assert _pings(sim) == [] and agent.costs.pings.requests == 0
     assert _first_of_second_turn(sim).cache_read_tokens < 3_000  # only the tools and system
     cold = [e for e in record.of(ev.TierFired) if "cache expired" in e.report.detail]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from mini_claude.bench.runner import is_ping
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator
 from mini_claude.simulator.types import RecordedRequest
 from tests.support.repl import ReplDriver, running_repl, sim_settings, until
 
 
 def _pings(sim: Simulator) -> list[RecordedRequest]:
-    return [r for r in sim.requests if isinstance(r.body, dict) and r.body.get("max_tokens") == 1]
+    return [r for r in sim.requests if is_ping(r)]
 
 
 def test_the_prompt_pings_while_the_user_is_away_and_the_next_turn_goes_on(
