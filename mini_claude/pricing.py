@@ -31,6 +31,12 @@ class CallTally:
     dollars: float = 0.0
     requests: int = 0
 
+    def count(self, usage: Usage, dollars: float) -> None:
+        """One more call of this kind."""
+        self.usage = self.usage + usage
+        self.dollars += dollars
+        self.requests += 1
+
 
 class CostTracker:
     """Running totals for a session (every model call, summaries included);
@@ -58,15 +64,11 @@ class CostTracker:
             self.priced = False
             self.unpriced_models.add(model)
         self.dollars += cost
-        tally = self.by_model.setdefault(model, CallTally())
-        tally.usage = tally.usage + usage
-        tally.dollars += cost
-        tally.requests += 1
-        for share, counted in ((self.summaries, summary), (self.pings, ping)):
-            if counted:
-                share.usage = share.usage + usage
-                share.dollars += cost
-                share.requests += 1
+        self.by_model.setdefault(model, CallTally()).count(usage, cost)
+        if summary:
+            self.summaries.count(usage, cost)
+        if ping:
+            self.pings.count(usage, cost)
         return cost
 
     def totals(self) -> dict[str, Any]:

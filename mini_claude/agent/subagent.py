@@ -66,10 +66,7 @@ class RollupCosts(CostTracker):
 
     def add(self, model: str, usage: Usage, *, summary: bool = False, ping: bool = False) -> float:
         cost = self.parent.add(model, usage, summary=summary, ping=ping)
-        share = self.parent.subagents
-        share.usage = share.usage + usage
-        share.dollars += cost
-        share.requests += 1
+        self.parent.subagents.count(usage, cost)
         return super().add(model, usage, summary=summary, ping=ping)
 
 
