@@ -121,7 +121,10 @@ def goal_lines(sessions: Sequence[SessionRows], windows: Sequence[int],
         values = [r.value for r in found]
         median, worst = statistics.median(values), max(values)
         met = meets_cost_goal(values)
-        per = "; ".join(f"{r.session}: {r.value:.2f}x {r.rival}" for r in found)
+        judged = {r.session for r in found}
+        per = "; ".join([f"{r.session}: {r.value:.2f}x {r.rival}" for r in found] + [
+            f"{s.name}: not judged, every real-product row overflowed" for s in sessions
+            if s.name not in judged and any(r.window == window and r.ours for r in s.rows)])
         lines.append(
             f"- {window // 1000}K cost goal: **{'MET' if met else 'NOT MET'}**: median "
             f"{median:.2f}x, worst {worst:.2f}x the cheapest real-product row of the same "

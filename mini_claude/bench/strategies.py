@@ -7,6 +7,7 @@ thresholds out of reach.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -36,14 +37,17 @@ SERVER_COMPACTION_TRIGGER = 50_000
 SERVER_CLEAR_TOOL_USES = False
 CLEAR_TOOL_USES_KEEP = 3  # clear_tool_uses_20250919 keeps the newest 3 tool uses by default
 CLAUDE_CODE_FLOOR_WINDOW = 100_000  # CLAUDE_CODE_AUTO_COMPACT_WINDOW cannot go below it
-# Found the same way: Claude Code's CLAUDE_CODE_AUTO_COMPACT_WINDOW (None: unset) and Codex's
-# model_auto_compact_token_limit (None: unset, 90% of the window) with its
-# tool_output_token_limit. Neither product has a setting that meets the quality bar
-# (bench/tuning.py) on the tuning sessions: these lose least, at 200K and at 32K alike.
+# Found the same way: Claude Code's CLAUDE_CODE_AUTO_COMPACT_WINDOW (None: unset); no setting
+# of it meets the quality bar (bench/tuning.py) on the tuning sessions: this loses least.
 CLAUDE_CODE_AUTO_COMPACT_WINDOW: int | None = 100_000
-CODEX_AUTO_COMPACT_TOKEN_LIMIT: int | None = 50_000
-# Codex's tool_output_token_limit (None: unset, its 10K bytes), searched beside the limit above.
-CODEX_TOOL_OUTPUT_TOKEN_LIMIT: int | None = 8_000
+# Codex's model_auto_compact_token_limit (None: unset, 90% of the window) with its
+# tool_output_token_limit (None: unset, its 10K bytes), by the window searched: at 200K these
+# are the cheapest that meet the bar; at 32K none does, and unset loses least. A window between
+# takes the setting of the nearer one searched.
+CODEX_BEST: dict[int, tuple[int | None, int | None]] = {
+    200_000: (100_000, 12_000),
+    32_000: (None, None),
+}
 # tool_output_token_limit as a user would try it: unset (10K bytes), and values its users set.
 CODEX_TOOL_OUTPUT_CANDIDATES: tuple[int | None, ...] = (None, 5_000, 8_000, 12_000)
 SERVER_FLOOR_WINDOW = 64_000  # the 50K minimum trigger plus an output reserve
@@ -159,7 +163,14 @@ def _mini_late(settings: Settings) -> Settings:
 
 
 def _codex(settings: Settings) -> Settings:
-    return codex_with(CODEX_AUTO_COMPACT_TOKEN_LIMIT, CODEX_TOOL_OUTPUT_TOKEN_LIMIT)(settings)
+    return codex_with(*codex_best_for(settings.window))(settings)
+
+
+def codex_best_for(window: int) -> tuple[int | None, int | None]:
+    """Codex's tuned (token limit, tool output limit) for the searched window nearest this one
+    (by ratio: 100K is nearer 200K than 32K)."""
+    nearest = min(CODEX_BEST, key=lambda searched: abs(math.log(window / searched)))
+    return CODEX_BEST[nearest]
 
 
 def codex_with(token_limit: int | None,
@@ -254,12 +265,13 @@ STRATEGIES: tuple[Strategy, ...] = (
              "sessions; this one loses least)", _claude_code, summary_prompt="claude_code",
              real_from_window=CLAUDE_CODE_FLOOR_WINDOW),
     Strategy("codex", "Codex CLI",
-             "Codex CLI's published policy at its best setting here "
-             "(model_auto_compact_token_limit=50000, 90% of the window below that; "
-             "tool_output_token_limit=8000): a handoff summary, checked after every call, plus "
-             "up to 20K tokens of the user's own messages; results cut to 32K bytes when "
-             "recorded (10K unset; no setting meets the quality bar on the tuning sessions; "
-             "this one loses least)", _codex, summary_prompt="codex", real_from_window=8_000),
+             "Codex CLI's published policy at its best setting here (at 200K "
+             "model_auto_compact_token_limit=100000 and tool_output_token_limit=12000, the "
+             "cheapest meeting the quality bar on the tuning sessions; at 32K both unset, 90% "
+             "of the window and 10K bytes, where no setting meets it and this loses least): a "
+             "handoff summary, checked after every call, plus up to 20K tokens of the user's "
+             "own messages; results cut when recorded", _codex, summary_prompt="codex",
+             real_from_window=8_000),
     Strategy("server", "Anthropic compaction",
              f"server-side compact_20260112: a summary by the same model at "
              f"{SERVER_COMPACTION_TRIGGER:,} input tokens (75% of the window below that), "

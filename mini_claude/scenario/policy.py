@@ -2,8 +2,10 @@
 
 The script is followed by counters (turn, step), never by reading old
 messages, because compaction rewrites those. The one thing the policy reads is
-the newest tool results: when one says its output was saved to a file, the
-model pages through what it needs before going on, as a real model would.
+the newest tool results: when one says its output was saved to a file, or a
+file read came back short (stopped at its page size, or cut in the middle
+before the model saw it, in whatever words the row cuts with), the model
+pages through what it needs before going on, as a real model would.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class SavedOutput:
     lines: int
     source_path: str | None  # the file a read_file call was reading, if any
     first_unread: int = 1  # the line paging starts at (after a first page already shown)
+    cut: tuple[int, int] | None = None  # lines cut from the middle before the model saw them
 
 
 def saved_output(result: ToolResultPart, conv: SimConversation) -> SavedOutput | None:
@@ -81,32 +84,63 @@ def saved_output(result: ToolResultPart, conv: SimConversation) -> SavedOutput |
                        else None)
 
 
+# A result cut to its head and tail, in any row's words ("[... truncated: 9,000 chars cut ...]").
+CUT_MARK = re.compile(r"^\[\.\.\. [^\]]*chars cut[^\]]* \.\.\.\]$", re.MULTILINE)
+# read_file's numbered lines, as ``cat -n`` prints them.
+NUMBERED = re.compile(r"^ *(?P<n>\d+)\t", re.MULTILINE)
+
+
 def _read_on(result: ToolResultPart, tool: str, path: object) -> SavedOutput | None:
-    """A whole-file read that showed its first page only: the rest is still in the file."""
-    found = READ_ON.search(result.content)
-    if tool != "read_file" or found is None or not isinstance(path, str):
+    """A whole-file read that did not show everything: it stopped at its page size, or its
+    middle was cut before the model saw it; the rest is still in the file."""
+    if tool != "read_file" or not isinstance(path, str):
         return None
-    last = int(found.group("last").replace(",", ""))
-    return SavedOutput(tool, path, int(found.group("lines").replace(",", "")), path, last + 1)
+    cut = _cut_lines(result.content)
+    found = READ_ON.search(result.content)
+    if found is not None:
+        last = int(found.group("last").replace(",", ""))
+        return SavedOutput(tool, path, int(found.group("lines").replace(",", "")), path, last + 1,
+                           cut)
+    if cut is None:
+        return None
+    shown = NUMBERED.findall(result.content)
+    return SavedOutput(tool, path, int(shown[-1]), path, int(shown[-1]) + 1, cut)
+
+
+def _cut_lines(content: str) -> tuple[int, int] | None:
+    """The numbered lines a head-and-tail cut left out of a file read, if any: a model that
+    asked for the file sees where its line numbers jump."""
+    mark = CUT_MARK.search(content)
+    if mark is None:
+        return None
+    before = NUMBERED.findall(content[:mark.start()])
+    after = NUMBERED.search(content, mark.end())
+    if not before or after is None or int(after.group("n")) <= int(before[-1]) + 1:
+        return None
+    return int(before[-1]) + 1, int(after.group("n")) - 1
 
 
 def paging_calls(saved: SavedOutput) -> list[Call]:
     """What a model reads after a saved-output notice.
 
     A file of module size is read whole in pages (the model wanted all of
-    it); a longer one, such as a log, only at its start and its end. A
-    command's output is read at its end, where test runners and builds print
-    their verdict.
+    it): what a cut took from its middle, then what its read did not reach. A
+    longer one, such as a log, only at its start and its end. A command's
+    output is read at its end, where test runners and builds print their
+    verdict.
     """
     if saved.source_path is None:
         start = max(1, saved.lines - TAIL_LINES + 1)
         return [read(saved.saved_path, offset=start, limit=TAIL_LINES)]
-    if saved.lines <= WHOLE_FILE_LINES:
-        starts = list(range(saved.first_unread, saved.lines + 1, PAGE_LINES))
-    else:
+    if saved.lines > WHOLE_FILE_LINES:
         starts = [1, saved.lines - PAGE_LINES + 1]
         starts = [s for s in starts if s >= saved.first_unread] or [saved.first_unread]
-    return [read(saved.source_path, offset=start, limit=PAGE_LINES) for start in starts]
+        return [read(saved.source_path, offset=start, limit=PAGE_LINES) for start in starts]
+    gap = [] if saved.cut is None else [
+        read(saved.source_path, offset=start, limit=min(PAGE_LINES, saved.cut[1] - start + 1))
+        for start in range(saved.cut[0], saved.cut[1] + 1, PAGE_LINES)]
+    rest = range(saved.first_unread, saved.lines + 1, PAGE_LINES)
+    return gap + [read(saved.source_path, offset=start, limit=PAGE_LINES) for start in rest]
 
 
 class SavedOutputPager:

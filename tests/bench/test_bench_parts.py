@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,13 +12,22 @@ import pytest
 from mini_claude.bench.report import judge, make_row
 from mini_claude.bench.runner import RequestRecord, RunResult, _check_needs
 from mini_claude.bench.strategies import (
+    CODEX_BEST,
     LEARN_CLAUDE_CODE_THRESHOLD,
+    STRATEGIES,
     claude_code_with,
+    codex_best_for,
     codex_with,
     peer_candidates,
     strategy_named,
 )
-from mini_claude.context.placeholders import persisted_notice
+from mini_claude.context.placeholders import (
+    budget_marker,
+    cut_to_head_and_tail,
+    persisted_notice,
+    truncation_marker,
+)
+from mini_claude.conversation import ToolResultBlock
 from mini_claude.scenario.policy import (
     PAGE_LINES,
     WHOLE_FILE_LINES,
@@ -217,6 +227,50 @@ def test_a_whole_file_read_that_stopped_at_its_page_is_read_on_from_there() -> N
     assert saved_output(ToolResultPart("toolu_1", whole), _conversation("src/a.py", whole)) is None
 
 
+def _numbered(first: int, last: int) -> str:
+    return "\n".join(f"{n:6}\tline {n} of the module" for n in range(first, last + 1))
+
+
+@pytest.mark.parametrize("marker", [
+    lambda n: budget_marker(n, "/h/tool-results/s/1-read_file.txt"),
+    lambda n: truncation_marker(n, save_failed=False),
+], ids=["budget, saved", "truncated, not saved"])
+def test_a_file_read_cut_in_the_middle_is_read_where_its_line_numbers_jump(
+        marker: Callable[[int], str]) -> None:
+    whole = _numbered(1, 545)
+    block = ToolResultBlock("toolu_1", whole, tool_name="read_file")
+    cut = cut_to_head_and_tail(block, 6_000, marker)
+    head_last = int(cut.split("\n[...")[0].strip().splitlines()[-1].split("\t")[0])
+    tail_first = int(cut.split("...]\n\n")[1].splitlines()[0].split("\t")[0])
+    saved = saved_output(ToolResultPart("toolu_1", cut), _conversation("src/a.py", cut))
+    assert saved is not None and saved.cut == (head_last + 1, tail_first - 1)
+    calls = paging_calls(saved)
+    read_lines = {line for c in calls
+                  for line in range(c.input["offset"], c.input["offset"] + c.input["limit"])}
+    assert set(range(head_last + 1, tail_first)) <= read_lines
+    assert all(c.input["path"] == "src/a.py" for c in calls)
+    assert not read_lines & (set(range(1, head_last + 1)) | set(range(tail_first, 546)))
+
+
+def test_a_cut_page_of_a_longer_read_is_read_in_the_gap_and_then_on() -> None:
+    first = _numbered(1, 100) + "\n\n[... budget: 9,000 chars cut; full text at /h/r.txt ...]\n\n" \
+        + _numbered(301, 412) + "\n(showing lines 1-412 of 782; call again with offset=413)"
+    saved = saved_output(ToolResultPart("toolu_1", first), _conversation("src/a.py", first))
+    assert saved is not None and saved.cut == (101, 300) and saved.first_unread == 413
+    assert [(c.input["offset"], c.input["limit"]) for c in paging_calls(saved)] == [
+        (101, 200), (413, PAGE_LINES), (413 + PAGE_LINES, PAGE_LINES)]
+
+
+def test_a_cut_command_output_is_not_read_again() -> None:
+    text = "ok 1\n\n[... truncated: 9,000 chars cut ...]\n\nok 900"
+    conv = SimConversation("anthropic", "sim", "", [
+        SimMessage("user", [TextPart("go")]),
+        SimMessage("assistant", [ToolUsePart("toolu_1", "run_shell", {"command": "make"})]),
+        SimMessage("user", [ToolResultPart("toolu_1", text)]),
+    ])
+    assert saved_output(ToolResultPart("toolu_1", text), conv) is None
+
+
 def test_a_page_is_never_paged_again() -> None:
     notice = persisted_notice("read_file", "/h/r.txt", 40_000, 900, "x\n", 1)
     conv = _conversation("src/a.py", notice, offset=1, limit=350)
@@ -285,6 +339,15 @@ def test_codex_keeps_10k_bytes_of_an_output_unless_its_token_limit_for_outputs_i
         0.9 * 32_000, abs=50)
     kept = {s.configure(_base(200_000)).truncate_chars for s in peer_candidates()["codex"]}
     assert kept == {10_000, 20_000, 32_000, 48_000}
+
+
+def test_the_codex_row_takes_the_setting_tuned_at_the_nearer_window() -> None:
+    codex = next(s for s in STRATEGIES if s.key == "codex")
+    large, small = CODEX_BEST[200_000], CODEX_BEST[32_000]
+    assert codex_best_for(100_000) == large and codex_best_for(1_000_000) == large
+    assert codex_best_for(40_000) == small
+    assert codex.configure(_base(200_000)) == codex_with(*large)(_base(200_000))
+    assert codex.configure(_base(32_000)) == codex_with(*small)(_base(32_000))
 
 
 # ---- scoring ----------------------------------------------------------------------

@@ -67,3 +67,15 @@ def test_ratios_are_per_session_against_the_cheapest_real_row() -> None:
     assert [round(r.value, 2) for r in ratios(sessions, 32_000)] == [0.7, 0.9]
     lines = goal_lines(sessions, [32_000])
     assert "median 0.80x, worst 0.90x" in lines[0] and "**MET**" in lines[0]
+
+
+def test_a_session_whose_every_real_row_overflowed_is_named_not_dropped() -> None:
+    sessions = [
+        SessionRows("a", (_row("mini", 32_000, 7.0, ours=True), _row("codex", 32_000, 10.0))),
+        SessionRows("b", (_row("mini", 32_000, 9.0, ours=True),
+                          _row("codex", 32_000, 8.0, overflowed=2))),
+    ]
+    assert [r.session for r in ratios(sessions, 32_000)] == ["a"]
+    (line, *_) = goal_lines(sessions, [32_000])
+    assert "a: 0.70x codex" in line
+    assert "b: not judged, every real-product row overflowed" in line
