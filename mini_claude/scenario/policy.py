@@ -57,7 +57,8 @@ ID_LENGTH = 22
 
 @dataclass(frozen=True, slots=True)
 class SavedOutput:
-    """A tool result that was replaced by a notice pointing at a file."""
+    """A tool result that did not show everything: saved to a file behind a notice, or a file
+    read that stopped early or was cut in its middle."""
 
     tool_name: str
     saved_path: str
