@@ -41,12 +41,12 @@ CLAUDE_CODE_FLOOR_WINDOW = 100_000  # CLAUDE_CODE_AUTO_COMPACT_WINDOW cannot go 
 # of it meets the quality bar (bench/tuning.py) on the tuning sessions: this loses least.
 CLAUDE_CODE_AUTO_COMPACT_WINDOW: int | None = 100_000
 # Codex's model_auto_compact_token_limit (None: unset, 90% of the window) with its
-# tool_output_token_limit (None: unset, its 10K bytes), by the window searched: at 200K these
-# are the cheapest that meet the bar; at 32K none does, and unset loses least. A window between
-# takes the setting of the nearer one searched.
+# tool_output_token_limit (None: unset, its 10K bytes), by the window searched: at neither
+# window does a setting meet the bar, and these lose least. A window between takes the setting
+# of the nearer one searched.
 CODEX_BEST: dict[int, tuple[int | None, int | None]] = {
-    200_000: (100_000, 12_000),
-    32_000: (None, None),
+    200_000: (50_000, 5_000),
+    32_000: (None, 5_000),
 }
 # tool_output_token_limit as a user would try it: unset (10K bytes), and values its users set.
 CODEX_TOOL_OUTPUT_CANDIDATES: tuple[int | None, ...] = (None, 5_000, 8_000, 12_000)
@@ -266,9 +266,9 @@ STRATEGIES: tuple[Strategy, ...] = (
              real_from_window=CLAUDE_CODE_FLOOR_WINDOW),
     Strategy("codex", "Codex CLI",
              "Codex CLI's published policy at its best setting here (at 200K "
-             "model_auto_compact_token_limit=100000 and tool_output_token_limit=12000, the "
-             "cheapest meeting the quality bar on the tuning sessions; at 32K both unset, 90% "
-             "of the window and 10K bytes, where no setting meets it and this loses least): a "
+             "model_auto_compact_token_limit=50000 and tool_output_token_limit=5000; at 32K "
+             "the limit unset, 90% of the window, and tool_output_token_limit=5000; no setting "
+             "meets the quality bar on the tuning sessions, these lose least): a "
              "handoff summary, checked after every call, plus up to 20K tokens of the user's "
              "own messages; results cut when recorded", _codex, summary_prompt="codex",
              real_from_window=8_000),

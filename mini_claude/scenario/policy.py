@@ -134,6 +134,8 @@ def paging_calls(saved: SavedOutput) -> list[Call]:
         start = max(1, saved.lines - TAIL_LINES + 1)
         return [read(saved.saved_path, offset=start, limit=TAIL_LINES)]
     if saved.lines > WHOLE_FILE_LINES:
+        if saved.first_unread > saved.lines:
+            return []  # its start and its end were both shown: a cut middle is left unread
         starts = [1, saved.lines - PAGE_LINES + 1]
         starts = [s for s in starts if s >= saved.first_unread] or [saved.first_unread]
         return [read(saved.source_path, offset=start, limit=PAGE_LINES) for start in starts]

@@ -261,6 +261,15 @@ def test_a_cut_page_of_a_longer_read_is_read_in_the_gap_and_then_on() -> None:
         (101, 200), (413, PAGE_LINES), (413 + PAGE_LINES, PAGE_LINES)]
 
 
+def test_a_long_file_read_whole_but_cut_in_the_middle_asks_for_nothing_past_its_end() -> None:
+    lines = WHOLE_FILE_LINES + 200
+    cut = _numbered(1, 100) + "\n\n[... budget: 9,000 chars cut; full text at /h/r.txt ...]\n\n" \
+        + _numbered(lines - 99, lines)
+    saved = saved_output(ToolResultPart("toolu_1", cut), _conversation("logs/app.log", cut))
+    assert saved is not None and saved.cut == (101, lines - 100)
+    assert paging_calls(saved) == []  # a long file is read at its start and end: both shown
+
+
 def test_a_cut_command_output_is_not_read_again() -> None:
     text = "ok 1\n\n[... truncated: 9,000 chars cut ...]\n\nok 900"
     conv = SimConversation("anthropic", "sim", "", [
