@@ -5,7 +5,9 @@ messages, because compaction rewrites those. The one thing the policy reads is
 the newest tool results: when one says its output was saved to a file, or a
 file read came back short (stopped at its page size, or cut in the middle
 before the model saw it, in whatever words the row cuts with), the model
-pages through what it needs before going on, as a real model would.
+pages through what it needs before going on, as a real model would. A page
+that itself stopped short is read on from where it stopped, and a read made
+to find a forgotten fact is read on, page by page, until the fact shows.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 import string
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mini_claude.scenario.script import Call, Script, Step, Turn, pointer_of, read
@@ -35,6 +38,12 @@ LINE_COUNT = re.compile(r"\((?:[\d.]+ [KMG]?B), (?P<lines>[\d,]+) lines?\)")
 # How read_file says a whole-file read stopped at its page size.
 READ_ON = re.compile(
     r"showing lines 1-(?P<last>[\d,]+) of (?P<lines>[\d,]+); call again with offset="
+)
+
+
+# How a page read says it stopped before the lines it was asked for (its size cap came first).
+PAGE_STOP = re.compile(
+    r"showing lines (?P<first>[\d,]+)-(?P<last>[\d,]+) of [\d,]+; call again with offset="
 )
 
 
@@ -121,19 +130,21 @@ def _cut_lines(content: str) -> tuple[int, int] | None:
     return int(before[-1]) + 1, int(after.group("n")) - 1
 
 
-def paging_calls(saved: SavedOutput) -> list[Call]:
+def paging_calls(saved: SavedOutput, *, seeking: bool = False) -> list[Call]:
     """What a model reads after a saved-output notice.
 
     A file of module size is read whole in pages (the model wanted all of
     it): what a cut took from its middle, then what its read did not reach. A
-    longer one, such as a log, only at its start and its end. A command's
+    longer one, such as a log, only at its start and its end, unless the model
+    is ``seeking`` something the file holds that the read did not show: then
+    it reads on page by page (its caller stops once it is found). A command's
     output is read at its end, where test runners and builds print their
     verdict.
     """
     if saved.source_path is None:
         start = max(1, saved.lines - TAIL_LINES + 1)
         return [read(saved.saved_path, offset=start, limit=TAIL_LINES)]
-    if saved.lines > WHOLE_FILE_LINES:
+    if saved.lines > WHOLE_FILE_LINES and not seeking:
         if saved.first_unread > saved.lines:
             return []  # its start and its end were both shown: a cut middle is left unread
         starts = [1, saved.lines - PAGE_LINES + 1]
@@ -144,6 +155,22 @@ def paging_calls(saved: SavedOutput) -> list[Call]:
         for start in range(saved.cut[0], saved.cut[1] + 1, PAGE_LINES)]
     rest = range(saved.first_unread, saved.lines + 1, PAGE_LINES)
     return gap + [read(saved.source_path, offset=start, limit=PAGE_LINES) for start in rest]
+
+
+def _page_rest(result: ToolResultPart, conv: SimConversation) -> Call | None:
+    """A page read that stopped before its last asked-for line: the rest of that page."""
+    use = conv.tool_use_for(result.tool_use_id)
+    if use is None or use.name != "read_file" or "offset" not in use.input:
+        return None
+    stop = PAGE_STOP.search(result.content)
+    offset, limit = int(use.input["offset"]), int(use.input.get("limit", PAGE_LINES))
+    if stop is None:
+        return None
+    last = int(stop.group("last").replace(",", ""))
+    wanted = offset + limit - 1
+    if last >= wanted:
+        return None
+    return read(str(use.input["path"]), offset=last + 1, limit=wanted - last)
 
 
 class SavedOutputPager:
@@ -157,28 +184,55 @@ class SavedOutputPager:
     def __init__(self) -> None:
         self._handled: set[str] = set()
         self._pending: deque[tuple[Call, str]] = deque()  # page, the result it pages
+        self._seeking: dict[str, tuple[str, ...]] = {}  # a read's tool id: the facts it is for
         self.pages_read = 0
         self.paged_for: set[str] = set()  # the tool ids whose saved output the last step pages
+        self._origin = ""  # the result the last page read was for
 
-    def step(self, conv: SimConversation) -> Step | None:
+    def seek(self, tool_id: str, fact_ids: tuple[str, ...]) -> None:
+        """This read looks for these facts: if it stops short of them, it is read on."""
+        self._seeking[tool_id] = fact_ids
+
+    def step(self, conv: SimConversation,
+             found: Callable[[tuple[str, ...]], bool] = lambda _: True) -> Step | None:
+        """The next page to read, if any; ``found`` says whether facts are in view now."""
         self.paged_for = set()
+        self._stop_seeking(found)
         for result in conv.last_tool_results():
             if result.tool_use_id in self._handled:
                 continue
             self._handled.add(result.tool_use_id)
+            rest = _page_rest(result, conv)
+            if rest is not None and self._origin:
+                self._pending.appendleft((rest, self._origin))
+                continue
             saved = saved_output(result, conv)
             if saved is not None:
-                self._pending.extend((call, result.tool_use_id) for call in paging_calls(saved))
+                sought = self._seeking.get(result.tool_use_id)
+                seeking = sought is not None and not found(sought)
+                self._pending.extend((call, result.tool_use_id)
+                                     for call in paging_calls(saved, seeking=seeking))
         if not self._pending:
             return None
         call, origin = self._pending.popleft()
         self.paged_for = {origin}
+        self._origin = origin
         self.pages_read += 1
         return Step("That output was saved to a file; reading the part I need.", (call,))
+
+    def _stop_seeking(self, found: Callable[[tuple[str, ...]], bool]) -> None:
+        """Once what a read looked for is in view, the rest of its pages are not wanted."""
+        done = {tool_id for tool_id, facts in self._seeking.items() if found(facts)}
+        if not done:
+            return
+        self._pending = deque(p for p in self._pending if p[1] not in done)
+        for tool_id in done:
+            del self._seeking[tool_id]
 
     def clear(self) -> None:
         """A new turn: pages of the last one are no longer wanted."""
         self._pending.clear()
+        self._seeking.clear()
 
 
 class ReplyMaker:
@@ -228,7 +282,8 @@ class ScriptPolicy:
     context is read back with the one call that shows it, when a pointer to it
     (its file's path, its command, its search) is still in the context, or with
     the call the question itself points to (the file or the search it names):
-    that is what a real model does, and what it pays for in extra calls. With
+    that is what a real model does, and what it pays for in extra calls. A file
+    read that stops short of the fact is read on until it shows. With
     neither, ours searches its history; a row without that tool loses the fact.
     """
 
@@ -242,6 +297,7 @@ class ScriptPolicy:
         self._check_needs = False
         self.turn_index = -1
         self.recoveries: list[Recovery] = []
+        self._sought: list[tuple[str, ...]] = []  # the newest recovery's facts, call by call
         self.recovery_ids: set[str] = set()  # tool ids of recovery calls and of their paging
 
     @property
@@ -266,8 +322,11 @@ class ScriptPolicy:
                 if recovery is not None:
                     reply = self._replies.reply(recovery)
                     self.recovery_ids.update(c.id for c in reply.tool_calls if c.id)
+                    for call, facts in zip(reply.tool_calls, self._sought, strict=True):
+                        if call.id and call.name == "read_file":
+                            self._pager.seek(call.id, facts)
                     return reply
-            paging = self._pager.step(conv)
+            paging = self._pager.step(conv, self._in_view(conv))
             if paging is not None:
                 reply = self._replies.reply(paging)
                 if self._pager.paged_for & self.recovery_ids:
@@ -277,6 +336,17 @@ class ScriptPolicy:
                 return self._replies.reply(self._steps.popleft())
             return Reply(self._turn.answer)
 
+    def _in_view(self, conv: SimConversation) -> Callable[[tuple[str, ...]], bool]:
+        facts = self.script.facts
+        text: list[str] = []  # the context's text, made once, when first asked for
+
+        def found(fact_ids: tuple[str, ...]) -> bool:
+            if not text:
+                text.append(context_text(conv))
+            return all(facts[f].seen_in(text[0]) for f in fact_ids)
+
+        return found
+
     def _recovery_step(self, conv: SimConversation, turn: Turn) -> Step | None:
         text = context_text(conv)
         question_free = text.replace(turn.user, "")
@@ -284,6 +354,7 @@ class ScriptPolicy:
         missing = [f for f in turn.needs if not facts[f].seen_in(text)]
         calls: list[Call] = []
         recovered: list[str] = []
+        sought: list[list[str]] = []  # the facts each call is made for
         for fact_id in missing:
             call = self.script.recovery.get(fact_id)
             if call is None or pointer_of(call) not in question_free:
@@ -299,8 +370,11 @@ class ScriptPolicy:
             recovered.append(fact_id)
             if call not in calls:
                 calls.append(call)
+                sought.append([])
+            sought[calls.index(call)].append(fact_id)
         if not calls:
             return None
+        self._sought = [tuple(facts) for facts in sought]
         self.recoveries.append(Recovery(self.turn_index, tuple(recovered), conv.request_index))
         where = ", ".join(pointer_of(c) for c in calls if c.name != HISTORY_TOOL)
         if any(c.name == HISTORY_TOOL for c in calls):

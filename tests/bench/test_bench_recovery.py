@@ -11,7 +11,7 @@ import pytest
 from mini_claude.bench.report import make_row
 from mini_claude.bench.runner import registry_for, run_strategy
 from mini_claude.bench.strategies import strategy_named
-from mini_claude.scenario.policy import ScriptPolicy
+from mini_claude.scenario.policy import PAGE_LINES, WHOLE_FILE_LINES, ScriptPolicy
 from mini_claude.scenario.script import (
     Script,
     Step,
@@ -29,7 +29,13 @@ from mini_claude.scenario.workload import (
     write_project,
 )
 from mini_claude.settings import Settings
-from mini_claude.simulator import SimConversation, SimMessage, TextPart
+from mini_claude.simulator import (
+    SimConversation,
+    SimMessage,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+)
 
 TIMING_FIELDS = {"pipeline_ms_median", "pipeline_ms_worst"}
 
@@ -182,3 +188,66 @@ def test_peer_rows_go_without_the_ledger_and_search_history() -> None:
         strategy = strategy_named(key)
         assert "search_history" not in registry_for(strategy).names()
         assert strategy.configure(Settings(context_window=32_000)).ledger_tokens == 0
+
+
+def _with_result(conv: SimConversation, tool_id: str, call_input: dict[str, object],
+                 content: str) -> SimConversation:
+    """``conv`` after the model called read_file with ``call_input`` and got ``content``."""
+    return SimConversation(conv.protocol, conv.model, conv.system, [
+        *conv.messages,
+        SimMessage("assistant", [ToolUsePart(tool_id, "read_file", dict(call_input))]),
+        SimMessage("user", [ToolResultPart(tool_id, content)]),
+    ], request_index=conv.request_index + 1)
+
+
+def test_a_recovery_read_that_stops_short_of_its_fact_reads_on_until_it_shows(
+        plan: ProjectPlan) -> None:
+    fact_id, path = module_fact(plan)
+    fact = plan.facts[fact_id]
+    script = needing_script(plan, fact_id)
+    conv = request(script, "[compacted]\n## User requests\n- hi", "ok")
+    policy = ScriptPolicy(script)
+    policy.begin_turn(1)
+    (recovery,) = policy.respond(conv).tool_calls
+    lines = WHOLE_FILE_LINES + 600  # a long file: read for itself, only its start and end
+    first_page = f"     1\tx\n(showing lines 1-300 of {lines:,}; call again with offset=301)"
+    conv = _with_result(conv, str(recovery.id), recovery.input, first_page)
+    (page,) = policy.respond(conv).tool_calls
+    assert page.input == {"path": path, "offset": 301, "limit": PAGE_LINES}
+    assert page.id in policy.recovery_ids
+    without = _with_result(conv, str(page.id), page.input, "   301\ty")
+    (on,) = policy.respond(without).tool_calls
+    assert on.input["offset"] == 301 + PAGE_LINES  # not there yet: the next page
+    found = _with_result(without, str(on.id), on.input, f"   700\t# FACT-{fact_id}: {fact.value}")
+    assert policy.respond(found).tool_calls[0].input == {"path": "README.md"}  # found: on
+
+
+def test_a_long_file_read_for_itself_is_still_read_only_at_its_end(plan: ProjectPlan) -> None:
+    script = Script((Turn("go", (Step("Reading.", (read("logs/app.log"),)),), "done"),), {})
+    policy = ScriptPolicy(script)
+    policy.begin_turn(0)
+    plain = SimConversation("anthropic", "sim", "", [SimMessage("user", [TextPart("go")])])
+    (call,) = policy.respond(plain).tool_calls
+    lines = WHOLE_FILE_LINES + 600
+    first = f"     1\tx\n(showing lines 1-300 of {lines:,}; call again with offset=301)"
+    (page,) = policy.respond(_with_result(plain, str(call.id), call.input, first)).tool_calls
+    assert page.input["offset"] == lines - PAGE_LINES + 1
+
+
+def test_a_page_that_stopped_before_its_last_line_is_read_on_from_there() -> None:
+    script = Script((Turn("go", (Step("Reading.", (read("src/a.py"),)),), "done"),), {})
+    policy = ScriptPolicy(script)
+    policy.begin_turn(0)
+    plain = SimConversation("anthropic", "sim", "", [SimMessage("user", [TextPart("go")])])
+    (call,) = policy.respond(plain).tool_calls
+    first = "     1\tx\n(showing lines 1-300 of 900; call again with offset=301)"
+    conv = _with_result(plain, str(call.id), call.input, first)
+    (page,) = policy.respond(conv).tool_calls
+    assert (page.input["offset"], page.input["limit"]) == (301, PAGE_LINES)
+    short = "   301\ty\n(showing lines 301-520 of 900; call again with offset=521)"
+    conv = _with_result(conv, str(page.id), page.input, short)
+    (rest,) = policy.respond(conv).tool_calls
+    assert (rest.input["offset"], rest.input["limit"]) == (521, 301 + PAGE_LINES - 521)
+    conv = _with_result(conv, str(rest.id), rest.input, "   521\tz")
+    (after,) = policy.respond(conv).tool_calls
+    assert after.input["offset"] == 301 + PAGE_LINES
