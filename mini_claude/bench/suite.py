@@ -963,7 +963,7 @@ PEER_NOTES = (
     "tokens of the user's own messages, nothing else; tool output cut when recorded, to 10K "
     "bytes for models other than its own unless `tool_output_token_limit` is set (4 bytes a "
     "token; the search tries it beside the summary limit and keeps 5,000 tokens, with a "
-    "50K limit at 200K and the limit unset at 32K). It runs at 32K with a local model, so "
+    "100K limit at 200K and the limit unset at 32K). It runs at 32K with a local model, so "
     "its 32K row is a real product's. Left out: the Responses API's encrypted compaction item.",
     "- **Anthropic compaction** (`compact_20260112`): a summary at the trigger (default 150K, "
     "at least 50K input tokens), optionally with `clear_tool_uses_20250919` (modelled as all "
