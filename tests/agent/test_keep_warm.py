@@ -11,7 +11,6 @@ import pytest
 
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
-from mini_claude.bench.runner import is_ping
 from mini_claude.pricing import CostTracker
 from mini_claude.simulator import Fault, SimClock, Simulator
 from mini_claude.simulator.types import RecordedRequest
@@ -20,16 +19,13 @@ from tests.support.long_session import (
     LongSessionPolicy,
     RunRecord,
     build_agent,
+    keepalive_pings,
     make_project,
     run_turn,
 )
 
 WINDOW = 60_000
 GAP = 20 * 60  # longer than the cache's five minutes, shorter than the pings' hour
-
-
-def _pings(sim: Simulator) -> list[RecordedRequest]:
-    return [r for r in sim.requests if is_ping(r)]
 
 
 AfterFirstTurn = Callable[[Agent, SimClock, RunRecord], Awaitable[None]]
@@ -76,7 +72,7 @@ def _first_of_second_turn(sim: Simulator) -> RecordedRequest:
 
 def test_pings_keep_the_cache_warm_through_a_long_gap(tmp_path: Path) -> None:
     sim, agent, record = _play(tmp_path)
-    pings = _pings(sim)
+    pings = keepalive_pings(sim)
     # every 270 s after the last call: 270, 540, 810, 1080 of a 1,200 s gap
     assert len(pings) == 4
     assert all(p.status == 200 and p.cache_write_tokens == 0 for p in pings)
@@ -91,7 +87,7 @@ def test_pings_keep_the_cache_warm_through_a_long_gap(tmp_path: Path) -> None:
 
 def test_without_pings_the_next_turn_writes_the_cache_again(tmp_path: Path) -> None:
     sim, agent, record = _play(tmp_path, cache_keepalive_pings=0)
-    assert _pings(sim) == []
+    assert keepalive_pings(sim) == []
     assert agent.costs.pings.requests == 0
     resumed = _first_of_second_turn(sim)
     assert resumed.cache_read_tokens == 0
@@ -104,7 +100,7 @@ def test_pings_stop_after_their_number(tmp_path: Path) -> None:
         await agent.keep_cache_warm(clock.wait_until)
 
     sim, _, _ = _session(tmp_path, never_back, calls_per_turn=2, cache_keepalive_pings=3)
-    assert len(_pings(sim)) == 3
+    assert len(keepalive_pings(sim)) == 3
 
 
 def test_a_ping_is_recorded_for_resume_and_priced_like_any_call(tmp_path: Path) -> None:
@@ -120,7 +116,7 @@ def test_a_ping_is_recorded_for_resume_and_priced_like_any_call(tmp_path: Path) 
 def test_a_failed_ping_ends_the_pings_and_the_session_goes_on(tmp_path: Path) -> None:
     fault = Fault("model_not_found", when=lambda conv: conv.max_tokens == 1)
     sim, agent, record = _play(tmp_path, fault=fault)
-    assert len(_pings(sim)) == 1 and _pings(sim)[0].status == 404
+    assert len(keepalive_pings(sim)) == 1 and keepalive_pings(sim)[0].status == 404
     assert agent.costs.pings.requests == 0
     assert not record.of(ev.TurnError)
     assert len(record.of(ev.TurnFinished)) == 2
@@ -133,7 +129,7 @@ def test_no_pings_where_one_token_cannot_keep_a_stated_cache(
 ) -> None:
     provider = str(overrides.pop("provider", "anthropic"))
     sim, agent, _ = _play(tmp_path, provider, **overrides)
-    assert _pings(sim) == [] and agent.costs.pings.requests == 0
+    assert keepalive_pings(sim) == [] and agent.costs.pings.requests == 0
 
 
 def test_a_summary_since_the_last_call_leaves_nothing_to_keep(tmp_path: Path) -> None:
@@ -143,14 +139,14 @@ def test_a_summary_since_the_last_call_leaves_nothing_to_keep(tmp_path: Path) ->
         await agent.keep_cache_warm(clock.wait_until, end=clock.now() + GAP)
 
     sim, _, _ = _session(tmp_path, compact_then_leave, calls_per_turn=3)
-    assert _pings(sim) == []
+    assert keepalive_pings(sim) == []
 
 
 def test_the_simulated_model_answers_one_token_without_moving_its_script(
     tmp_path: Path
 ) -> None:
     sim, _, record = _play(tmp_path)
-    for ping in _pings(sim):
+    for ping in keepalive_pings(sim):
         assert ping.reply is not None and ping.reply.stop_reason == "max_tokens"
         assert not ping.reply.tool_calls
     # the second turn ran its four scripted calls and its answer as if no ping had come between
@@ -164,7 +160,7 @@ def test_a_history_with_no_room_for_a_page_is_let_go_cold(tmp_path: Path) -> Non
     # pages of 90% of the window: a 13K history leaves no room for one, so the next turn is
     # better started from a summary or cleared results than from a warm, full prompt
     sim, agent, record = _play(tmp_path, read_page_window_share=0.9)
-    assert _pings(sim) == [] and agent.costs.pings.requests == 0
+    assert keepalive_pings(sim) == [] and agent.costs.pings.requests == 0
     assert _first_of_second_turn(sim).cache_read_tokens < 3_000  # only the tools and system
     cold = [e for e in record.of(ev.TierFired) if "cache expired" in e.report.detail]
     summaries = [e for e in record.of(ev.CompactionFinished) if e.reason == "idle"]

@@ -10,11 +10,13 @@ from typing import TypeVar
 
 from mini_claude import events as ev
 from mini_claude.agent.loop import Agent
+from mini_claude.bench.runner import is_ping
 from mini_claude.permissions.asking import allow_all
 from mini_claude.providers import create_provider
 from mini_claude.session.wiring import Session
 from mini_claude.settings import Settings
 from mini_claude.simulator import Reply, SimClock, SimConversation, Simulator, ToolCall
+from mini_claude.simulator.types import RecordedRequest
 
 WORDS = ("alpha", "beta", "gamma", "delta", "value", "result", "config", "parser", "token", "cache")
 
@@ -118,3 +120,8 @@ async def run_turn(
         record.events.append(event)
         if on_event:
             on_event(event)
+
+
+def keepalive_pings(sim: Simulator) -> list[RecordedRequest]:
+    """The keep-alive pings the simulator answered (one-output-token reads of the cache)."""
+    return [r for r in sim.requests if is_ping(r)]

@@ -5,14 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mini_claude.bench.runner import is_ping
 from mini_claude.simulator import Reply, ScriptedPolicy, Simulator
-from mini_claude.simulator.types import RecordedRequest
+from tests.support.long_session import keepalive_pings
 from tests.support.repl import ReplDriver, running_repl, sim_settings, until
-
-
-def _pings(sim: Simulator) -> list[RecordedRequest]:
-    return [r for r in sim.requests if is_ping(r)]
 
 
 def test_the_prompt_pings_while_the_user_is_away_and_the_next_turn_goes_on(
@@ -25,10 +20,10 @@ def test_the_prompt_pings_while_the_user_is_away_and_the_next_turn_goes_on(
     async def scenario(repl: ReplDriver) -> None:
         mark = await repl.submit("hello")
         await repl.wait_for("First answer.", after=mark)
-        await until(lambda: len(_pings(simulator)) == 2, "two keep-alive pings")
+        await until(lambda: len(keepalive_pings(simulator)) == 2, "two keep-alive pings")
         await asyncio.sleep(0.5)  # no third: two was the limit
-        assert len(_pings(simulator)) == 2
-        assert all(p.status == 200 and p.cache_read_tokens > 0 for p in _pings(simulator))
+        assert len(keepalive_pings(simulator)) == 2
+        assert all(p.status == 200 and p.cache_read_tokens > 0 for p in keepalive_pings(simulator))
         mark = await repl.submit("/cost")
         await repl.wait_for("keep-alive pings", after=mark)
         mark = await repl.submit("and now?")
