@@ -43,7 +43,7 @@ READ_ON = re.compile(
 
 # How a page read says it stopped before the lines it was asked for (its size cap came first).
 PAGE_STOP = re.compile(
-    r"showing lines (?P<first>[\d,]+)-(?P<last>[\d,]+) of [\d,]+; call again with offset="
+    r"showing lines [\d,]+-(?P<last>[\d,]+) of [\d,]+; call again with offset="
 )
 
 
@@ -163,9 +163,9 @@ def _page_rest(result: ToolResultPart, conv: SimConversation) -> Call | None:
     if use is None or use.name != "read_file" or "offset" not in use.input:
         return None
     stop = PAGE_STOP.search(result.content)
-    offset, limit = int(use.input["offset"]), int(use.input.get("limit", PAGE_LINES))
     if stop is None:
         return None
+    offset, limit = int(use.input["offset"]), int(use.input.get("limit", PAGE_LINES))
     last = int(stop.group("last").replace(",", ""))
     wanted = offset + limit - 1
     if last >= wanted:
@@ -187,7 +187,6 @@ class SavedOutputPager:
         self._seeking: dict[str, tuple[str, ...]] = {}  # a read's tool id: the facts it is for
         self.pages_read = 0
         self.paged_for: set[str] = set()  # the tool ids whose saved output the last step pages
-        self._origin = ""  # the result the last page read was for
 
     def seek(self, tool_id: str, fact_ids: tuple[str, ...]) -> None:
         """This read looks for these facts: if it stops short of them, it is read on."""
@@ -196,6 +195,7 @@ class SavedOutputPager:
     def step(self, conv: SimConversation,
              found: Callable[[tuple[str, ...]], bool] = lambda _: True) -> Step | None:
         """The next page to read, if any; ``found`` says whether facts are in view now."""
+        last_origin = next(iter(self.paged_for), "")  # what the page just read was for
         self.paged_for = set()
         self._stop_seeking(found)
         for result in conv.last_tool_results():
@@ -203,8 +203,8 @@ class SavedOutputPager:
                 continue
             self._handled.add(result.tool_use_id)
             rest = _page_rest(result, conv)
-            if rest is not None and self._origin:
-                self._pending.appendleft((rest, self._origin))
+            if rest is not None and last_origin:
+                self._pending.appendleft((rest, last_origin))
                 continue
             saved = saved_output(result, conv)
             if saved is not None:
@@ -216,7 +216,6 @@ class SavedOutputPager:
             return None
         call, origin = self._pending.popleft()
         self.paged_for = {origin}
-        self._origin = origin
         self.pages_read += 1
         return Step("That output was saved to a file; reading the part I need.", (call,))
 
@@ -297,7 +296,6 @@ class ScriptPolicy:
         self._check_needs = False
         self.turn_index = -1
         self.recoveries: list[Recovery] = []
-        self._sought: list[tuple[str, ...]] = []  # the newest recovery's facts, call by call
         self.recovery_ids: set[str] = set()  # tool ids of recovery calls and of their paging
 
     @property
@@ -320,9 +318,10 @@ class ScriptPolicy:
                 self._check_needs = False
                 recovery = self._recovery_step(conv, self._turn)
                 if recovery is not None:
-                    reply = self._replies.reply(recovery)
+                    step, sought = recovery
+                    reply = self._replies.reply(step)
                     self.recovery_ids.update(c.id for c in reply.tool_calls if c.id)
-                    for call, facts in zip(reply.tool_calls, self._sought, strict=True):
+                    for call, facts in zip(reply.tool_calls, sought, strict=True):
                         if call.id and call.name == "read_file":
                             self._pager.seek(call.id, facts)
                     return reply
@@ -347,7 +346,10 @@ class ScriptPolicy:
 
         return found
 
-    def _recovery_step(self, conv: SimConversation, turn: Turn) -> Step | None:
+    def _recovery_step(
+        self, conv: SimConversation, turn: Turn
+    ) -> tuple[Step, list[tuple[str, ...]]] | None:
+        """The calls that read missing facts back, and the facts each call is for."""
         text = context_text(conv)
         question_free = text.replace(turn.user, "")
         facts = self.script.facts
@@ -374,10 +376,10 @@ class ScriptPolicy:
             sought[calls.index(call)].append(fact_id)
         if not calls:
             return None
-        self._sought = [tuple(facts) for facts in sought]
         self.recoveries.append(Recovery(self.turn_index, tuple(recovered), conv.request_index))
         where = ", ".join(pointer_of(c) for c in calls if c.name != HISTORY_TOOL)
         if any(c.name == HISTORY_TOOL for c in calls):
             where = ", ".join(filter(None, [where, "my history"]))
-        return Step(f"I no longer have that in front of me; reading it back from {where}.",
+        step = Step(f"I no longer have that in front of me; reading it back from {where}.",
                     tuple(calls))
+        return step, [tuple(facts) for facts in sought]
