@@ -38,8 +38,12 @@ def test_no_compaction_waits_for_a_side_request(
     for stall, summary in stalls:
         assert stall <= (SIDE_S if summary else 0.0) + MAIN_S + MARGIN_S, run.line()
     assert sum(summary for _, summary in stalls) <= 1, run.line()
-    # Every notes request is used by a compaction but, at most, the one the turn ended on,
-    # which lands while the user reads the answer and is the notes the next compaction
-    # takes: none is thrown away (the full-length figures are in `make wait-bench`).
-    assert run.notes_requests - run.notes_used() <= 1, run.line()
-    assert run.notes_thrown_away() == 0, run.line()
+    # Every notes request is used by a compaction but the one the turn ended on, which lands
+    # while the user reads the answer and is the notes the next compaction takes, and one a
+    # fallback summary overtook on its way (on a loaded machine an update can land a step
+    # too late; the summary then replaced the history it describes). None is thrown away
+    # otherwise (the full-length figures are in `make wait-bench`).
+    overtaken = run.notes_overtaken()
+    assert overtaken <= sum(not c.from_notes for c in run.compactions()), run.line()
+    assert run.notes_requests - run.notes_used() <= 1 + overtaken, run.line()
+    assert run.notes_thrown_away() <= overtaken, run.line()

@@ -49,6 +49,9 @@ class StallRun:
     # compaction takes (0 or 1: only the newest is).
     notes_held: int = 0
     summary_requests: int = 0
+    # (sent, answered) of each notes request on the same clock as the timeline; answered is
+    # None when the reply never came
+    notes_flights: list[tuple[float, float | None]] = field(default_factory=list)
     peak_prompt_tokens: int = 0
     statuses: set[int] = field(default_factory=set)
     seconds: float = 0.0
@@ -110,6 +113,19 @@ class StallRun:
     def notes_thrown_away(self) -> int:
         """Notes requests neither used at a compaction nor held for the next one."""
         return self.notes_requests - self.notes_used() - self.notes_held
+
+    def notes_overtaken(self) -> int:
+        """Notes requests still on their way when a compaction began that then fell back to
+        a summary call: the summary replaced the history they describe, so they could never
+        be used."""
+        starts, began = [], 0.0
+        for t, e in self.timeline:
+            if isinstance(e, ev.CompactionStarted):
+                began = t
+            elif isinstance(e, ev.CompactionFinished) and not e.from_notes:
+                starts.append(began)
+        return sum(1 for sent, answered in self.notes_flights
+                   if any(sent < t and (answered is None or answered > t) for t in starts))
 
     def line(self) -> str:
         stalls = self.stalls()
@@ -174,6 +190,7 @@ def measure(
         requests = list(sim.requests)
     run.seconds = time.monotonic() - started
     run.notes_requests = sum(1 for r in requests if r.is_notes_request)
+    run.notes_flights = [(r.received_at, r.answered_at) for r in requests if r.is_notes_request]
     ended = max((t for t, e in run.timeline if isinstance(e, ev.TurnFinished)), default=None)
     run.notes_in_flight_at_end = sum(
         1 for r in requests if r.is_notes_request and ended is not None
