@@ -7,6 +7,15 @@ SUMMARY_HEADING = "# Summarize this session"
 # compaction: the simulator and the benchmark tell the two apart by it.
 NOTES_LINE = (
     "These are background session notes: they will replace the messages above when the "
-    "context fills up, while the newest messages stay as they are. Write them in full, in the "
-    "sections below."
+    "context fills up, while the newest messages stay as they are."
+)
+# How the notes are written: in full, or (once a summary heads the history) only what the
+# messages after that summary add to it; the client merges the additions into the summary.
+NOTES_IN_FULL = "Write them in full, in the sections below."
+NOTES_ADDITIONS = (
+    "The summary at the start of this conversation is the notes so far, and it stays as it "
+    "is: write only what the messages after it add, under the same headings (leave out a "
+    "heading with nothing new), without repeating a line the summary already has. List every "
+    "file path, command and search those messages involve, and write the current work and "
+    "the next step afresh."
 )

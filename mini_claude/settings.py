@@ -251,6 +251,10 @@ class Settings:
     # The share of the effective window a history may grow by while an update runs: the
     # first update of a history comes that far below the hard limit at the latest.
     session_memory_lead_pct: float = allowed(0.30)
+    # Once a summary heads the history, an update asks only for what the messages after it
+    # add and merges that into the summary (context/notes_merge.py): the notes are not written
+    # out again in full, in output tokens, at every update. Off: every update is in full.
+    session_memory_additions: bool = allowed(True)
 
     # Provider calls
     max_retries: int = allowed(4)

@@ -38,6 +38,7 @@ from mini_claude.context.notes import (
     find_anchor,
     message_key,
 )
+from mini_claude.context.notes_merge import merged_notes, within
 from mini_claude.context.rebuild import cut_points
 from mini_claude.context.summary_request import (
     extract_summary,
@@ -45,8 +46,8 @@ from mini_claude.context.summary_request import (
     unsent_suffix_start,
 )
 from mini_claude.context.thinking import has_thinking, max_tokens_for, thinking_loop_open
-from mini_claude.conversation import Conversation, Message, TextBlock
-from mini_claude.prompts import NOTES_LINE
+from mini_claude.conversation import Conversation, Message, SummaryBlock, TextBlock
+from mini_claude.prompts import NOTES_ADDITIONS, NOTES_IN_FULL, NOTES_LINE
 from mini_claude.protocol import ModelRequest, ProviderError, ResponseComplete, Usage
 from mini_claude.sanitize import clean_text
 from mini_claude.settings import Settings
@@ -289,17 +290,20 @@ class SessionMemory:
         base = [Message(m.role, list(m.blocks)) for m in sent]
         if not base:
             return False
-        request = self._request(base, ctx)
+        carried = carried_summary(base) if self.settings.session_memory_additions else None
+        request = self._request(base, ctx, additions=carried is not None)
         snapshot = SessionNotes("", anchor_of(base, len(base)), len(base),
                                 self._history_tokens(conversation), self.clock())
         self._awaited = (snapshot.started_at, self._steps)
-        self._pending = asyncio.ensure_future(self._run(ctx, request, snapshot))
+        self._pending = asyncio.ensure_future(self._run(ctx, request, snapshot, carried))
         self._pending.add_done_callback(self._finished)
         return True
 
-    def _request(self, base: list[Message], ctx: SummaryContext) -> ModelRequest:
+    def _request(
+        self, base: list[Message], ctx: SummaryContext, *, additions: bool = False
+    ) -> ModelRequest:
         """The last call's prefix, then the instruction: the server reads the prefix from cache."""
-        instruction = Message("user", [TextBlock(self.instruction())])
+        instruction = Message("user", [TextBlock(self.instruction(additions=additions))])
         max_tokens = max_tokens_for(
             ctx.thinking, min(self.settings.summary_max_tokens, self.settings.reserve)
         )
@@ -308,10 +312,14 @@ class SessionMemory:
             max_tokens=max_tokens, allow_tool_use=False, cache=True, thinking=ctx.thinking,
         )
 
-    def instruction(self) -> str:
-        text = summary_instruction(keep_pointers=self.settings.summary_keep_pointers)
+    def instruction(self, *, additions: bool = False) -> str:
+        """In full, or only what is new since the summary heading the history (which carries
+        its own pointers: asking to keep every earlier path again would undo the saving)."""
+        keep_pointers = self.settings.summary_keep_pointers and not additions
+        text = summary_instruction(keep_pointers=keep_pointers)
         heading, _, rest = text.partition("\n\n")
-        return f"{heading}\n\n{NOTES_LINE}\n\n{rest}"
+        how = NOTES_ADDITIONS if additions else NOTES_IN_FULL
+        return f"{heading}\n\n{NOTES_LINE} {how}\n\n{rest}"
 
     def collect(self) -> NotesUpdate | None:
         """What finished since the last call, without waiting for an update still running."""
@@ -393,7 +401,8 @@ class SessionMemory:
         self._kept = [n for n in self._kept if n.ready_at > now]
 
     async def _run(
-        self, ctx: SummaryContext, request: ModelRequest, snapshot: SessionNotes
+        self, ctx: SummaryContext, request: ModelRequest, snapshot: SessionNotes,
+        carried: str | None = None,
     ) -> NotesUpdate:
         try:
             reply, usage = await _reply(ctx, request)
@@ -402,10 +411,18 @@ class SessionMemory:
         text = clean_text(extract_summary(reply))
         if not text:
             return NotesUpdate(None, "the notes update came back empty")
+        if carried is not None:
+            text = self._merged(carried, text)
         ready = self.clock()
         if self.arrival_delay is not None and usage is not None:
             ready = snapshot.started_at + self.arrival_delay(usage)
         return NotesUpdate(replace(snapshot, text=text, ready_at=ready))
+
+    def _merged(self, carried: str, additions: str) -> str:
+        """The summary heading the history with the additions merged in, no longer than a
+        summary may be (``summary_max_tokens``)."""
+        return within(merged_notes(carried, additions), self.settings.summary_max_tokens,
+                      lambda text: self.meter.tokens_for(len(text)))
 
     def _tokens_after(self, conversation: Conversation, covered: int) -> int:
         """Tokens of the messages after the first ``covered``: what would stay verbatim."""
@@ -414,6 +431,13 @@ class SessionMemory:
 
     def _history_tokens(self, conversation: Conversation) -> int:
         return max(0, self.meter.estimate(conversation) - round(self.meter.fixed_tokens))
+
+
+def carried_summary(messages: Sequence[Message]) -> str | None:
+    """The summary a compaction left at the start of the history, if one heads it."""
+    first = messages[0] if messages else None
+    block = next((b for b in first.blocks if isinstance(b, SummaryBlock)), None) if first else None
+    return block.summary if block is not None and block.summary.strip() else None
 
 
 def _averaged(average: float | None, value: float) -> float:

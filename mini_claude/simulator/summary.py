@@ -89,6 +89,11 @@ GENERAL_WORDS = re.compile(r"\banything (?:that would be )?helpful\b", re.IGNORE
 NEGATED = re.compile(r"^\W*(?:leave out|do not|don't|never|omit|avoid)\b", re.IGNORECASE)
 SENTENCE_BREAK = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9])|\n+")
 GENERAL_KINDS = frozenset(KIND_WORDS) - {"details"}
+# Words that ask not to write again what an earlier summary in the history already says:
+# the reply then holds only what came after it.
+ONLY_NEW_WORDS = re.compile(
+    r"\bonly what (?:the messages|came|is new|has changed)\b|\bwithout repeating\b|"
+    r"\bdo(?: not|n't) repeat\b", re.IGNORECASE)
 
 SummaryMode = Literal["realistic", "poor"]
 
@@ -127,6 +132,7 @@ class Section:
     share: float
     items: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    carried: set[str] = field(default_factory=set)  # items an earlier summary already has
 
     def add(self, item: str) -> None:
         """Add an item seen later in the session (so newer); a repeat moves to the front."""
@@ -140,8 +146,14 @@ class Section:
     def add_older(self, item: str) -> None:
         """Add an item from an earlier summary: older than anything in the history itself."""
         item = item.strip()
+        if item:
+            self.carried.add(item)
         if item and item not in self.items:
             self.items.append(item)
+
+    def drop_carried(self) -> None:
+        """Leave out what the earlier summary already says (asked only for what is new)."""
+        self.items = [item for item in self.items if item not in self.carried]
 
 
 def focus_of(instruction: str) -> str:
@@ -440,6 +452,9 @@ def build_summary(
         for section in sections.ordered():
             if section is not sections.requests:
                 section.items.clear()
+    if ONLY_NEW_WORDS.search(instruction):
+        for section in sections.ordered():
+            section.drop_carried()
     asked = asked_for(instruction)
     if budget is None:
         budget = style.budget(conv)

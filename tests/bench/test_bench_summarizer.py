@@ -133,3 +133,35 @@ def test_a_peer_rows_summary_request_carries_its_products_prompt_over_the_wire(
     assert sent.startswith(SUMMARY_HEADING) and "CONTEXT CHECKPOINT COMPACTION" in sent
     assert "Keep in full" not in sent  # the agent's own words are not sent for this row
     assert last_text(turn.body) == "And the tests?"  # a turn goes out untouched
+
+
+def carried_then_new(prompt: str) -> SimConversation:
+    """A history headed by an earlier summary (in another product's words), then new work."""
+    earlier = ("This session is being continued from a previous conversation. The summary "
+               "below covers the earlier portion.\n\n<summary>\n## Files read\n"
+               "- src/pkg/old_module.py\n\n## Findings and decisions\n"
+               "- FACT-old rounding is half-up\n</summary>")
+    messages = [
+        SimMessage("user", [TextPart(earlier)]),
+        SimMessage("user", [TextPart("Now look at the new module.")]),
+        SimMessage("assistant", [ToolUsePart("n1", "read_file", {"path": "src/pkg/new.py"})]),
+        SimMessage("user", [ToolResultPart("n1", "FACT-new totals are cached")]),
+        SimMessage("user", [TextPart(f"{SUMMARY_HEADING}\n\n{prompt}")]),
+    ]
+    return SimConversation("anthropic", "sim", "system", messages, max_tokens=4_096)
+
+
+@pytest.mark.parametrize("asking", [
+    "Write only what the messages after the summary add; list every file.",
+    "Summarize the new work, without repeating what the summary already says.",
+    "Summarize the new work and do not repeat the earlier summary.",
+])
+def test_a_request_for_only_what_is_new_leaves_out_what_the_earlier_summary_says(
+    asking: str,
+) -> None:
+    text = build_summary(carried_then_new(asking), shared_counter())
+    assert "src/pkg/new.py" in text and "FACT-new" in text
+    assert "old_module.py" not in text and "FACT-old" not in text
+    whole = build_summary(carried_then_new("Summarize the work; list every file."),
+                          shared_counter())
+    assert "old_module.py" in whole and "FACT-old" in whole
