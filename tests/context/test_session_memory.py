@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from mini_claude.context.notes import SessionNotes, anchor_of
 from mini_claude.context.session_memory import SessionMemory
 from mini_claude.context.store import DiskResultStore
 from mini_claude.conversation import Conversation, Message, SummaryBlock
+from mini_claude.prompts import NOTES_ADDITIONS, NOTES_IN_FULL
 from mini_claude.protocol import ModelRequest, StreamEvent
 from mini_claude.settings import Settings
 from mini_claude.simulator import Fault, Reply, ScriptedPolicy, Simulator, ToolCall
@@ -276,11 +278,14 @@ LOG = "".join(f"2026-11-26 10:{i % 60:02d} worker processed batch {i} in {i % 97
               for i in range(120))
 
 
+PARTS = 90  # enough for a turn that compacts, works on past the relief, and compacts again
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     (root / "logs").mkdir(parents=True)
-    for i in range(40):
+    for i in range(PARTS):
         (root / "logs" / f"part-{i:02d}.log").write_text(f"FACT-{i} part {i}\n{LOG}")
     return root
 
@@ -598,3 +603,44 @@ def test_a_threshold_that_comes_before_the_notes_is_passed_until_they_arrive(
     # hard limit.
     assert any(q.prompt_tokens > settings.autocompact_tokens for q in calls)
     assert max(q.prompt_tokens for q in calls) <= settings.effective_window
+
+
+# ---- notes written as additions (context/notes_merge.py) ------------------------------
+
+
+def newest_part(notes: str) -> int:
+    return max(int(n) for n in re.findall(r"part-(\d\d)\.log", notes))
+
+
+def session_notes(r: Run) -> list[str]:
+    lines = r.agent.transcript.path.read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    return [rec["text"] for rec in records
+            if rec.get("type") == "event" and rec.get("kind") == "session_notes"]
+
+
+def test_after_a_compaction_an_update_writes_only_what_is_new_and_the_notes_keep_the_rest(
+    run: Run,
+) -> None:
+    r = run
+    r.sim.policy = reading_policy(PARTS - 5)
+    r.start()
+    events = r.turn("read every log part and tell me the facts")
+    assert isinstance(events[-1], ev.TurnFinished)
+    compactions = [e for e in events if isinstance(e, ev.CompactionFinished)]
+    assert len(compactions) >= 2, "the turn must compact more than once"
+    notes_requests = [q for q in r.sim.requests if q.is_notes_request]
+    first, later = notes_requests[0], notes_requests[1:]
+    assert NOTES_IN_FULL in json.dumps(first.body) and NOTES_ADDITIONS not in json.dumps(first.body)
+    additions = [q for q in later if NOTES_ADDITIONS in json.dumps(q.body)]
+    assert additions, "no update after a compaction asked only for what is new"
+    for q in additions:
+        assert q.reply is not None and "part-00.log" not in q.reply.text  # the summary has it
+    # The merged notes hold what the first summary said and what came after it.
+    written = session_notes(r)
+    merged = written[-1]
+    assert "logs/part-00.log" in merged
+    assert newest_part(merged) > newest_part(written[0])
+    # A compaction from merged notes carries them whole.
+    later_from_notes = [c for c in compactions[1:] if c.from_notes]
+    assert later_from_notes and "logs/part-00.log" in later_from_notes[-1].summary
