@@ -89,7 +89,8 @@ def summary_table(sessions: Sequence[SessionRows], windows: Sequence[int]) -> st
                    if o is not None and r.cost_usd]
             title = f"**{rows[0].title}**" if rows[0].ours else rows[0].title
             ratio_cells = ("-", "-") if rows[0].ours or not per else (
-                f"{statistics.median(per):.2f}x", f"{max(per):.2f}x")
+                ratio_text(statistics.median(per), GOAL_COST_RATIO),
+                ratio_text(max(per), GOAL_WORST_RATIO))
             lines.append(
                 f"| {title} | {window // 1000}K | {row_kind(key, window)} | "
                 f"${statistics.median(costs):.2f} | ${max(costs):.2f} | "
@@ -104,9 +105,21 @@ def meets_cost_goal(values: Sequence[float]) -> bool:
                              and max(values) <= GOAL_WORST_RATIO)
 
 
+def ratio_text(value: float, limit: float) -> str:
+    """``0.81x``; with a third decimal when two would hide which side of ``limit`` it is on
+    (0.901x is over a 0.90x goal, which "0.90x" would not show)."""
+    text = f"{value:.2f}"
+    if text == f"{limit:.2f}" and value != limit:
+        text = f"{value:.3f}"
+    return f"{text}x"
+
+
 def ratio_cell(values: Sequence[float]) -> str:
     """``0.81x (0.86x)``: the median and worst of ratios taken session by session."""
-    return f"{statistics.median(values):.2f}x ({max(values):.2f}x)" if values else "-"
+    if not values:
+        return "-"
+    median, worst = statistics.median(values), max(values)
+    return f"{ratio_text(median, GOAL_COST_RATIO)} ({ratio_text(worst, GOAL_WORST_RATIO)})"
 
 
 def goal_lines(sessions: Sequence[SessionRows], windows: Sequence[int],
@@ -122,12 +135,14 @@ def goal_lines(sessions: Sequence[SessionRows], windows: Sequence[int],
         median, worst = statistics.median(values), max(values)
         met = meets_cost_goal(values)
         judged = {r.session for r in found}
-        per = "; ".join([f"{r.session}: {r.value:.2f}x {r.rival}" for r in found] + [
+        per = "; ".join([f"{r.session}: {ratio_text(r.value, GOAL_WORST_RATIO)} {r.rival}"
+                         for r in found] + [
             f"{s.name}: not judged, every real-product row overflowed" for s in sessions
             if s.name not in judged and any(r.window == window and r.ours for r in s.rows)])
         lines.append(
             f"- {window // 1000}K cost goal: **{'MET' if met else 'NOT MET'}**: median "
-            f"{median:.2f}x, worst {worst:.2f}x the cheapest real-product row of the same "
+            f"{ratio_text(median, GOAL_COST_RATIO)}, worst {ratio_text(worst, GOAL_WORST_RATIO)}"
+            " the cheapest real-product row of the same "
             f"session (goal <= {GOAL_COST_RATIO:.2f}x median, <= {GOAL_WORST_RATIO:.2f}x "
             f"worst; {per})")
     for label, group in (("fair", sessions), ("poor", poor)):

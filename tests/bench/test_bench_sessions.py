@@ -69,6 +69,16 @@ def test_ratios_are_per_session_against_the_cheapest_real_row() -> None:
     assert "median 0.80x, worst 0.90x" in lines[0] and "**MET**" in lines[0]
 
 
+def test_a_ratio_just_over_the_goal_shows_the_decimal_that_decides_it() -> None:
+    sessions = [
+        SessionRows("a", (_row("mini", 32_000, 7.0, ours=True), _row("codex", 32_000, 10.0))),
+        SessionRows("b", (_row("mini", 32_000, 9.01, ours=True), _row("codex", 32_000, 10.0))),
+    ]
+    (line, *_) = goal_lines(sessions, [32_000])
+    assert "worst 0.901x" in line and "b: 0.901x codex" in line and "**NOT MET**" in line
+    assert "a: 0.70x codex" in line  # far from the goal: two decimals say it
+
+
 def test_a_session_whose_every_real_row_overflowed_is_named_not_dropped() -> None:
     sessions = [
         SessionRows("a", (_row("mini", 32_000, 7.0, ours=True), _row("codex", 32_000, 10.0))),
