@@ -93,10 +93,10 @@ def merged_notes(base: str, additions: str) -> str:
 
 def within(text: str, max_tokens: int, tokens_of: Callable[[str], float]) -> str:
     """The notes cut to ``max_tokens``: oldest lines first, from the kinds that matter least."""
-    if tokens_of(text) <= max_tokens:
+    over = tokens_of(text) - max_tokens
+    if over <= 0:
         return text
     sections = sections_of(text)
-    over = tokens_of(text) - max_tokens
     for section in sorted(sections, key=_eviction_rank):
         while section.lines and over > 0:
             over -= tokens_of(section.lines.pop(0) + "\n")

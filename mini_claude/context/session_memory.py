@@ -41,12 +41,13 @@ from mini_claude.context.notes import (
 from mini_claude.context.notes_merge import merged_notes, within
 from mini_claude.context.rebuild import cut_points
 from mini_claude.context.summary_request import (
+    boundary_block,
     extract_summary,
     summary_instruction,
     unsent_suffix_start,
 )
 from mini_claude.context.thinking import has_thinking, max_tokens_for, thinking_loop_open
-from mini_claude.conversation import Conversation, Message, SummaryBlock, TextBlock
+from mini_claude.conversation import Conversation, Message, TextBlock
 from mini_claude.prompts import NOTES_ADDITIONS, NOTES_IN_FULL, NOTES_LINE
 from mini_claude.protocol import ModelRequest, ProviderError, ResponseComplete, Usage
 from mini_claude.sanitize import clean_text
@@ -435,8 +436,7 @@ class SessionMemory:
 
 def carried_summary(messages: Sequence[Message]) -> str | None:
     """The summary a compaction left at the start of the history, if one heads it."""
-    first = messages[0] if messages else None
-    block = next((b for b in first.blocks if isinstance(b, SummaryBlock)), None) if first else None
+    block = boundary_block(messages[0]) if messages else None
     return block.summary if block is not None and block.summary.strip() else None
 
 

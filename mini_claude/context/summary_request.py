@@ -152,7 +152,12 @@ def unsent_suffix_start(messages: Sequence[Message]) -> int:
 
 def is_boundary(message: Message) -> bool:
     """The user message a previous compaction left, holding its summary."""
-    return any(isinstance(b, SummaryBlock) for b in message.blocks)
+    return boundary_block(message) is not None
+
+
+def boundary_block(message: Message) -> SummaryBlock | None:
+    """The summary a previous compaction left in this message, if it is that boundary."""
+    return next((b for b in message.blocks if isinstance(b, SummaryBlock)), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -613,10 +613,7 @@ def newest_part(notes: str) -> int:
 
 
 def session_notes(r: Run) -> list[str]:
-    lines = r.agent.transcript.path.read_text().splitlines()
-    records = [json.loads(line) for line in lines if line.strip()]
-    return [rec["text"] for rec in records
-            if rec.get("type") == "event" and rec.get("kind") == "session_notes"]
+    return [record["text"] for record in transcript_events(r, "session_notes")]
 
 
 def test_after_a_compaction_an_update_writes_only_what_is_new_and_the_notes_keep_the_rest(
