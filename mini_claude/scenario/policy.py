@@ -35,15 +35,11 @@ HISTORY_TOOL = "search_history"
 # How a persisted result announces itself: "... saved in full to PATH. ..." and its line count.
 SAVED_TO = re.compile(r"saved in full to (?P<path>\S+?)\.?(?:\s|$)")
 LINE_COUNT = re.compile(r"\((?:[\d.]+ [KMG]?B), (?P<lines>[\d,]+) lines?\)")
-# How read_file says a whole-file read stopped at its page size.
-READ_ON = re.compile(
-    r"showing lines 1-(?P<last>[\d,]+) of (?P<lines>[\d,]+); call again with offset="
-)
-
-
-# How a page read says it stopped before the lines it was asked for (its size cap came first).
-PAGE_STOP = re.compile(
-    r"showing lines [\d,]+-(?P<last>[\d,]+) of [\d,]+; call again with offset="
+# How read_file says a read stopped at its size cap before the lines it was to show: a
+# whole-file read shows lines 1-N, a page read from its offset on.
+STOPPED_AT = re.compile(
+    r"showing lines (?P<first>[\d,]+)-(?P<last>[\d,]+) of (?P<lines>[\d,]+); "
+    r"call again with offset="
 )
 
 
@@ -53,7 +49,7 @@ def saved_notice(path: object, size: str, lines: int) -> str:
 
 
 def read_on_notice(last: object, lines: int) -> str:
-    """A whole-file read that stopped early, in the words :data:`READ_ON` reads."""
+    """A whole-file read that stopped early, in the words :data:`STOPPED_AT` reads."""
     return f"showing lines 1-{last} of {lines:,}; call again with offset="
 
 
@@ -106,8 +102,8 @@ def _read_on(result: ToolResultPart, tool: str, path: object) -> SavedOutput | N
     if tool != "read_file" or not isinstance(path, str):
         return None
     cut = _cut_lines(result.content)
-    found = READ_ON.search(result.content)
-    if found is not None:
+    found = STOPPED_AT.search(result.content)
+    if found is not None and found.group("first") == "1":
         last = int(found.group("last").replace(",", ""))
         return SavedOutput(tool, path, int(found.group("lines").replace(",", "")), path, last + 1,
                            cut)
@@ -162,7 +158,7 @@ def _page_rest(result: ToolResultPart, conv: SimConversation) -> Call | None:
     use = conv.tool_use_for(result.tool_use_id)
     if use is None or use.name != "read_file" or "offset" not in use.input:
         return None
-    stop = PAGE_STOP.search(result.content)
+    stop = STOPPED_AT.search(result.content)
     if stop is None:
         return None
     offset, limit = int(use.input["offset"]), int(use.input.get("limit", PAGE_LINES))
