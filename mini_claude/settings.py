@@ -136,11 +136,18 @@ class Settings:
     budget_low_pct: float = allowed(0.50)
     budget_low_chars: int = allowed(30_000)
     budget_high_pct: float = allowed(0.70)
-    budget_high_chars: int = allowed(15_000)
+    # What a cut keeps is what the next steps see of a result, and they mostly work on what
+    # the newest reads showed: text a cut drops that they need is read back, written to the
+    # prompt cache a second time along with the calls that page it. So the tighter step keeps
+    # some 5,000 tokens, more than a module's longest function and than most command
+    # outputs (which it then leaves whole).
+    budget_high_chars: int = allowed(20_000)
     # On small windows a result may keep at most this share of the effective window, so the
-    # newest results that no tier touches still leave room (both steps; tokens ~ chars / 4).
+    # newest results that no tier touches still leave room (tokens ~ chars / 4). The same
+    # share at both steps: at a tenth, a read page (35% of the window) kept under a third of
+    # itself, and the steps after it read most of the rest back.
     budget_low_window_share: float = allowed(0.20)
-    budget_high_window_share: float = allowed(0.10)
+    budget_high_window_share: float = allowed(0.20)
     # Cuts wait until together they free this share of the effective window: each cut
     # breaks the prompt cache from that result on, so they go in batches.
     budget_min_free_pct: float = allowed(0.15)

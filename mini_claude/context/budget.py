@@ -20,7 +20,7 @@ from mini_claude.settings import Settings
 
 
 class BudgetTier:
-    """Cuts results over 30,000 chars from 50% utilization, over 15,000 from 70%."""
+    """Cuts results over 30,000 chars from 50% utilization, over 20,000 from 70%."""
 
     def __init__(self, settings: Settings, store: ResultStore) -> None:
         self.settings = settings

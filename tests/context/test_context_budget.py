@@ -55,7 +55,22 @@ def test_on_a_small_window_the_limits_shrink_with_it(settings: Settings) -> None
     tier = BudgetTier(small, store_for(small))
     assert tier.limit_for(0.5) == int(18_000 * small.budget_low_window_share * 4)
     assert tier.limit_for(0.7) == int(18_000 * small.budget_high_window_share * 4)
-    assert BudgetTier(settings, store_for(settings)).limit_for(0.7) == 15_000
+    assert BudgetTier(settings, store_for(settings)).limit_for(0.7) == settings.budget_high_chars
+
+
+def test_on_a_small_window_a_cut_result_is_not_cut_again_at_seventy_percent(
+    settings: Settings,
+) -> None:
+    """Both steps keep the same share of a small window: the text the first cut kept is what
+    the next steps work on, and a second cut would send them to read it back."""
+    small = settings.with_overrides(context_window=24_000)
+    session, _ = _session_with(40_000)
+    tier = _tier(small, session)
+    assert tier.run(session.conversation, tier_pass(small, 0.55)) is not None
+    kept = session.result(session.conversation.results[0]).content
+    assert len(kept) <= int(18_000 * small.budget_low_window_share * 4)
+    assert tier.run(session.conversation, tier_pass(small, 0.80)) is None
+    assert session.result(session.conversation.results[0]).content == kept
 
 
 def test_below_half_full_nothing_is_cut(settings: Settings) -> None:
@@ -79,13 +94,13 @@ def test_from_half_full_results_over_30k_are_cut(settings: Settings) -> None:
     assert report.tokens_freed == round(shape_tokens(texts[0]) - shape_tokens(cut.content))
 
 
-def test_from_seventy_percent_the_limit_drops_to_15k(settings: Settings) -> None:
-    session, _ = _session_with(20_000)
+def test_from_seventy_percent_the_limit_drops_to_20k(settings: Settings) -> None:
+    session, _ = _session_with(25_000)
     tier = _tier(settings, session)
     assert tier.run(session.conversation, tier_pass(settings, 0.69)) is None
     report = tier.run(session.conversation, tier_pass(settings, 0.70))
     assert report is not None
-    assert len(session.result(session.conversation.results[0]).content) <= 15_000
+    assert len(session.result(session.conversation.results[0]).content) <= 20_000
 
 
 def test_the_marker_names_a_file_that_holds_the_original(settings: Settings) -> None:
@@ -115,7 +130,7 @@ def test_rising_pressure_cuts_again_and_still_points_at_the_original(settings: S
     first_path = session.result(ref).saved_path
     report = tier.run(session.conversation, tier_pass(settings, 0.75))
     again = session.result(ref)
-    assert report is not None and len(again.content) <= 15_000
+    assert report is not None and len(again.content) <= 20_000
     assert again.saved_path == first_path and len(saved_files(settings)) == 1
     assert texts[0].startswith(again.content[:5_000]) and texts[0].endswith(again.content[-5_000:])
 
