@@ -304,8 +304,8 @@ def cli_environment(home: Path) -> dict[str, str]:
 
 
 @dataclass
-class CliRun:
-    """What the CLI reported over the session: its session id and its errors."""
+class OpencodeSession:
+    """What opencode reported over the session: its session id and its errors."""
 
     session_id: str | None = None
     errors: list[str] = field(default_factory=list)
@@ -323,7 +323,7 @@ def _events(stdout: str) -> list[dict[str, Any]]:
     return events
 
 
-def play_turn(binary: Path, message: str, run: CliRun, project: Path, home: Path,
+def play_turn(binary: Path, message: str, run: OpencodeSession, project: Path, home: Path,
               index: int) -> None:
     """One turn: one ``opencode run``, continuing the session from the turn before."""
     command = [str(binary), "run", "--format", "json"]
@@ -353,7 +353,7 @@ def run_real_opencode(binary: Path, script: Script, *, window: int, template: Pa
     started = time.perf_counter()
     project, home = fresh_workdir(workdir, template)
     clock = SimClock(start=CLOCK_START)
-    run = CliRun()
+    run = OpencodeSession()
     with Simulator(None, context_window=window, clock=clock,
                    summary_style=summary_style) as sim:
         policy = OpenCodePolicy(script, project, clock, sim.counter, summary_style)
