@@ -149,8 +149,10 @@ class Settings:
     budget_low_window_share: float = allowed(0.20)
     budget_high_window_share: float = allowed(0.20)
     # Cuts wait until together they free this share of the effective window: each cut
-    # breaks the prompt cache from that result on, so they go in batches.
-    budget_min_free_pct: float = allowed(0.15)
+    # breaks the prompt cache from that result on, so they go in batches. More than what one
+    # read page frees (35% of the window cut to a fifth: 15%), so pages are cut two or more at
+    # a time, not one cache break each.
+    budget_min_free_pct: float = allowed(0.25)
 
     # Tier 2: snip
     snip_pct: float = allowed(0.60)
