@@ -120,7 +120,9 @@ def test_a_long_session_with_compactions_and_tool_errors_validates_line_by_line(
     point_at(simulator, "anthropic", monkeypatch)
     monkeypatch.setenv("MINI_CLAUDE_CONTEXT_WINDOW", "24000")
     monkeypatch.setenv("MINI_CLAUDE_SUMMARY_MIN_WORK", "4")
-    monkeypatch.setenv("MINI_CLAUDE_BUDGET_LOW_CHARS", "2000")  # so that tier lines appear too
+    # so that tier lines appear too: small cuts, each worth a cache break
+    monkeypatch.setenv("MINI_CLAUDE_BUDGET_LOW_CHARS", "2000")
+    monkeypatch.setenv("MINI_CLAUDE_BUDGET_MIN_FREE_PCT", "5")
     first, second = busy_policy(40), busy_policy(12)
     simulator.policy = first
     args = ["--output-format", output_format, "--yes", "--disallowed-tools", "run_shell(rm:*)"]
