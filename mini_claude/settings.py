@@ -138,9 +138,8 @@ class Settings:
     budget_high_pct: float = allowed(0.70)
     # What a cut keeps is what the next steps see of a result, and they mostly work on what
     # the newest reads showed: text a cut drops that they need is read back, written to the
-    # prompt cache a second time along with the calls that page it. So the tighter step keeps
-    # some 5,000 tokens, more than a module's longest function and than most command
-    # outputs (which it then leaves whole).
+    # prompt cache a second time along with the calls that page it. So the tighter step
+    # still keeps some 5,000 tokens of a result.
     budget_high_chars: int = allowed(20_000)
     # On small windows a result may keep at most this share of the effective window, so the
     # newest results that no tier touches still leave room (tokens ~ chars / 4). The same
