@@ -767,6 +767,7 @@ def test_ctrl_c_puts_queued_messages_back_in_the_box_unsent(
         await repl.keys("first queued\r")
         await repl.keys("second queued\x18\r")
         await until(lambda: waiting(repl) == ["first queued", "second queued"], "the queue")
+        await until(lambda: len(simulator.requests) == 1, "the slow request on the wire")
         requests = len(simulator.requests)
         await repl.keys("\x03")
         await repl.wait_for("Interrupted", after=mark)
