@@ -135,11 +135,11 @@ def test_an_update_starts_its_measured_flight_before_the_threshold(
 def test_a_summary_is_held_back_while_the_next_steps_still_fit_the_window(
     tmp_path: Path,
 ) -> None:
-    """At 32K the threshold is above the window less the fixed margin: measured growth per
-    reply sets the room instead, so a threshold that comes with notes on their way is passed
-    while the next steps fit; without a measurement, or with steps larger than the margin,
-    the fixed margin stays the limit."""
-    small = Settings(home=tmp_path, context_window=32_000)
+    """At 32K with a 20% margin the threshold is above the window less the fixed margin:
+    measured growth per reply sets the room instead, so a threshold that comes with notes on
+    their way is passed while the next steps fit; without a measurement, or with steps larger
+    than the margin, the fixed margin stays the limit."""
+    small = Settings(home=tmp_path, context_window=32_000, session_memory_defer_margin_pct=0.20)
     memory = SessionMemory(small, TokenMeter(small, fixed_chars=0))
     fixed = small.effective_window * (1 - small.session_memory_defer_margin_pct)
     assert small.autocompact_tokens > fixed
@@ -154,6 +154,20 @@ def test_a_summary_is_held_back_while_the_next_steps_still_fit_the_window(
     memory = SessionMemory(off, TokenMeter(off, fixed_chars=0))
     memory.growth_per_step = 800.0
     assert memory.deferral_limit() == 0  # nothing is held back
+
+
+def test_on_small_windows_the_default_margin_holds_a_summary_back_from_the_first_step(
+    tmp_path: Path,
+) -> None:
+    """At 32K and 40K the threshold (20.4K, 24K) is within a fifth of the effective window of
+    the hard limit: the default margin still leaves room above it for requests sent while an
+    update runs, before any growth is measured, so the update is not started early."""
+    for window in (32_000, 40_000):
+        small = Settings(home=tmp_path, context_window=window)
+        memory = SessionMemory(small, TokenMeter(small, fixed_chars=0))
+        assert small.autocompact_tokens >= small.effective_window * 0.8
+        assert memory.deferral_limit() > small.autocompact_tokens
+        assert memory.spare_steps() == 0
 
 
 def test_no_update_while_off_or_while_a_thinking_tool_loop_is_open(
@@ -298,7 +312,10 @@ def reading_policy(count: int, final: str = "All parts read.") -> ScriptedPolicy
     return ScriptedPolicy([*steps, Reply(final)])
 
 
-EARLY_NOTES: dict[str, Any] = {"session_memory_start_pct": 0.6}
+# A wider deferral margin than the default also moves an update's start earlier (no summary
+# is held back for it at this window, so it keeps spare steps).
+EARLY_NOTES: dict[str, Any] = {"session_memory_start_pct": 0.6,
+                               "session_memory_defer_margin_pct": 0.20}
 
 
 @pytest.fixture(params=PROVIDERS)
