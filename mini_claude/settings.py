@@ -253,11 +253,11 @@ class Settings:
     # update on its way) while it stays this share of the effective window below the hard
     # limit (window minus output reserve); only there does anything wait for notes or a
     # summary. 1 turns this off (a summary at the threshold, as without notes on the way).
-    # On a small window the threshold sits close to that limit (24K tokens of the 30K a 40K window
-    # leaves), so a wide margin leaves almost no room to go on while an update runs: the update
-    # lands after a summary had to be waited for, describing history the summary already
-    # replaced. A request sent as is pays only for the few steps until the notes land, and
-    # one that would not fit is still cut or summarized at the hard limit.
+    # On a small window the threshold sits close to that limit (24K tokens of the 30K a 40K
+    # window leaves), so a wide margin leaves almost no room to go on while an update runs:
+    # the update lands after a summary had to be waited for, describing history the summary
+    # already replaced. A request sent as is pays only for the few steps until the notes
+    # land, and one that would not fit is still cut or summarized at the hard limit.
     session_memory_defer_margin_pct: float = allowed(0.05)
     # The share of the effective window a history may grow by while an update runs: the
     # first update of a history comes that far below the hard limit at the latest.

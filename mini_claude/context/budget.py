@@ -20,7 +20,8 @@ from mini_claude.settings import Settings
 
 
 class BudgetTier:
-    """Cuts results over 30,000 chars from 50% utilization, over 20,000 from 70%."""
+    """Cuts long results at two steps of utilization (the ``budget_low_*`` and
+    ``budget_high_*`` settings); on a small window a share of it caps each step's limit."""
 
     def __init__(self, settings: Settings, store: ResultStore) -> None:
         self.settings = settings
