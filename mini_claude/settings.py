@@ -226,6 +226,15 @@ class Settings:
     # paid for again at every clearing. The model has read them; their placeholders name
     # the saved copies.
     relief_keep_results: int = allowed(1)
+    # ... and that clearing starts, inside such a turn, as soon as the history leaves no room
+    # in the effective window for a whole read page, not at the summary threshold. A result
+    # the model has read is re-read from the cache by every later request, while a clearing
+    # rewrites only what follows the oldest result it clears (the same few exchanges at any
+    # fill), so clearing earlier saves reads at no more rewrite. And a turn that ends with
+    # room for a page is one whose cache the keep-alive pings hold over an idle gap
+    # (room_for_a_page); a fuller one goes cold and its whole history is written again.
+    # Where the threshold is far below that room (large windows) this never comes first.
+    relief_keeps_page_room: bool = allowed(True)
     summary_retry_limit: int = allowed(3)
     # Share of the effective window for the newest messages kept as they were beside a summary.
     compact_tail_share: float = allowed(0.05)

@@ -293,6 +293,9 @@ class ContextSteps:
             if self.compactor.needs_mid_turn_compaction(self.conversation):
                 async for event in self._compact_without_waiting("mid-turn", loop_open):
                     yield event
+        elif self.page_room_due():
+            for report in self.make_room(loop_open):
+                yield ev.TierFired(report)
 
     async def _compact_without_waiting(
         self, reason: CompactReason, loop_open: bool
@@ -376,6 +379,15 @@ class ContextSteps:
         return self.settings.auto_compact and self.compactor.needs_mid_turn_compaction(
             self.conversation
         )
+
+    def page_room_due(self) -> bool:
+        """Below the threshold, inside a turn that summarized a short while ago: the history
+        has no room left for a whole read page, so old results are cleared now rather than
+        at the threshold (see ``relief_keeps_page_room``)."""
+        settings = self.settings
+        if not (settings.relief_keeps_page_room and settings.auto_compact):
+            return False
+        return not self.room_for_a_page() and self.summary_would_come_too_soon()
 
     def make_room(self, loop_open: bool) -> list[TierReport]:
         """Room without a summary: relief when a summary would come too soon, then fold."""

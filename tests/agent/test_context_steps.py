@@ -214,6 +214,64 @@ def test_a_summary_right_after_a_summary_comes_too_soon(steps: Steps) -> None:
     assert not steps.steps.summary_would_come_too_soon()  # enough new work to summarize
 
 
+def _summarized_then_refilled(steps: Steps, tokens: int) -> None:
+    """A summary, then reads of new files until the history holds about ``tokens``."""
+    steps.work(calls=16, tokens_each=1_700)
+    steps.anchor()
+    collect(steps.steps.summarize("manual"))
+    index = 0
+    while steps.steps.meter.estimate(steps.history.conversation) < tokens:
+        steps.add(*exchange(call("read_file", path=f"src/new{index}.py"), output=words(1_500)))
+        index += 1
+    steps.anchor()
+
+
+def _page_room(steps: Steps) -> float:
+    settings = steps.settings
+    return settings.effective_window * (1 - settings.read_page_window_share)
+
+
+def test_soon_after_a_summary_old_results_go_once_a_read_page_no_longer_fits(
+    steps: Steps,
+) -> None:
+    _summarized_then_refilled(steps, round(_page_room(steps)) + 500)
+    tokens = steps.steps.meter.estimate(steps.history.conversation)
+    assert tokens < steps.settings.autocompact_tokens  # below the threshold: no summary due
+    assert steps.steps.summary_would_come_too_soon() and not steps.steps.room_for_a_page()
+    events = collect(steps.steps.before_call())
+    fired = [e.report for e in events if isinstance(e, ev.TierFired)]
+    assert "microcompact" in [r.tier for r in fired]
+    assert not any(isinstance(e, ev.CompactionStarted) for e in events)
+    assert steps.steps.room_for_a_page()  # a whole page fits again
+    results = steps.history.conversation.results
+    newest = steps.history.conversation.result_at(results[-1])
+    assert newest.state != ResultState.CLEARED  # the model's newest read keeps its text
+
+
+def test_with_room_for_a_page_or_the_rule_off_nothing_is_cleared_below_the_threshold(
+    tmp_path: Path,
+) -> None:
+    roomy = Steps(tmp_path / "roomy", session_memory=False)
+    _summarized_then_refilled(roomy, round(_page_room(roomy)) - 1_500)
+    assert roomy.steps.summary_would_come_too_soon() and roomy.steps.room_for_a_page()
+    assert collect(roomy.steps.before_call()) == []
+    off = Steps(tmp_path / "off", session_memory=False, relief_keeps_page_room=False)
+    _summarized_then_refilled(off, round(_page_room(off)) + 500)
+    assert not off.steps.room_for_a_page()
+    assert collect(off.steps.before_call()) == []
+
+
+def test_with_enough_work_since_the_last_summary_a_full_history_waits_for_the_threshold(
+    steps: Steps,
+) -> None:
+    steps.work(calls=steps.settings.summary_min_work, tokens_each=500)
+    steps.anchor()
+    tokens = steps.steps.meter.estimate(steps.history.conversation)
+    assert not steps.steps.room_for_a_page() and tokens < steps.settings.autocompact_tokens
+    assert not steps.steps.summary_would_come_too_soon()
+    assert collect(steps.steps.before_call()) == []  # the notes or a summary come at the threshold
+
+
 def test_on_a_large_window_a_summary_is_never_too_soon(tmp_path: Path) -> None:
     steps = Steps(tmp_path, relief_max_tokens=10_000)  # the threshold (25.5K) is above it
     steps.work(calls=16, tokens_each=1_700)
