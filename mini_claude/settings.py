@@ -230,7 +230,7 @@ class Settings:
     # in the effective window for a whole read page, not at the summary threshold. A result
     # the model has read is re-read from the cache by every later request, while a clearing
     # rewrites only what follows the oldest result it clears (the same few exchanges at any
-    # fill), so clearing earlier saves reads at no more rewrite. And a turn that ends with
+    # fill), so clearing earlier saves reads for about the same rewrite. And a turn that ends with
     # room for a page is one whose cache the keep-alive pings hold over an idle gap
     # (room_for_a_page); a fuller one goes cold and its whole history is written again.
     # Where the threshold is far below that room (large windows) this never comes first.

@@ -7,7 +7,8 @@ else is decided here, at three moments:
   prompt cache went cold over a big history ("idle");
 - before every model call: tiers 1-3 and clear-thinking, the compact tool's
   request, and when one turn alone outgrows the window: relief (when a summary
-  would come too soon), fold, then a mid-turn summary;
+  would come too soon), fold, then a mid-turn summary; relief and fold also come
+  earlier, once such a turn leaves no room for a read page;
 - after the server said the prompt is too long: one summary, one retry.
 """
 
