@@ -295,7 +295,7 @@ class ContextSteps:
                 async for event in self._compact_without_waiting("mid-turn", loop_open):
                     yield event
         elif self.page_room_due():
-            for report in self.make_room(loop_open):
+            for report in self.cheap_room(loop_open):
                 yield ev.TierFired(report)
 
     async def _compact_without_waiting(
@@ -478,7 +478,9 @@ class ContextSteps:
     def room_for_a_page(self) -> bool:
         """Whether the next turn can take a whole read page without a cut: a history fuller
         than that is better let go cold and summarized at the next turn's start than kept
-        warm, since the turn's first big read would otherwise be cut before the model saw it."""
+        warm, since the turn's first big read would otherwise be cut before the model saw it.
+        Inside a turn soon after a summary, old results are cleared to keep this room
+        (``page_room_due``)."""
         settings = self.settings
         page = settings.effective_window * settings.read_page_window_share
         return self.meter.estimate(self.conversation) + page <= settings.effective_window
